@@ -1,0 +1,108 @@
+/* options.c - parsing of policy configuration strings against an option table. */
+#include "policy.h"
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Tokenising follows PyTorch's allocator-config lexer: ',' ':' '[' ']' are tokens of their own
+ * and whitespace is dropped. A value is either one token or a bracketed list, which is passed
+ * to the option's parser as text ("[256:1,>:8]").
+ */
+int as_conf_parse(const char *s, const as_optdesc *tab, void *conf, as_err *err)
+{
+	size_t n = strlen(s);
+	char *buf = xmalloc(n + 1);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isspace((unsigned char)s[i]))
+			buf[k++] = s[i];
+	buf[k] = 0;
+	int rc = 0;
+	char *p = buf;
+	while (*p) {
+		char *key = p;
+		char *colon = strpbrk(p, ":,[]");
+		if (!colon || *colon != ':') {
+			rc = as_fail(err, AS_EXIT_USAGE, "Error parsing allocator settings '%s': expected ':' after '%.*s'",
+				s, colon ? (int)(colon - p) : (int)strlen(p), p);
+			break;
+		}
+		*colon = 0;
+		char *val = colon + 1, *end;
+		if (*val == '[') {
+			end = strchr(val, ']');
+			if (!end) {
+				rc = as_fail(err, AS_EXIT_USAGE, "Error parsing allocator settings '%s': expected ']'", s);
+				break;
+			}
+			end++;
+		} else {
+			end = val + strcspn(val, ",");
+		}
+		char save = *end;
+		*end = 0;
+		const as_optdesc *d = NULL;
+		for (size_t i = 0; tab[i].name; i++)
+			if (!strcmp(tab[i].name, key))
+				d = &tab[i];
+		if (!d) {
+			rc = as_fail(err, AS_EXIT_USAGE, "Unrecognized key '%s' in allocator config (see 'allocsim policies')", key);
+			break;
+		}
+		if (!*val) {
+			rc = as_fail(err, AS_EXIT_USAGE, "Error parsing allocator settings '%s': no value for '%s'", s, key);
+			break;
+		}
+		if (d->parse(conf, d, val, err)) {
+			rc = -1;
+			break;
+		}
+		*end = save;
+		p = end;
+		if (*p == ',') {
+			p++;
+			if (!*p) {
+				rc = as_fail(err, AS_EXIT_USAGE, "Error parsing allocator settings '%s': trailing ','", s);
+				break;
+			}
+		} else if (*p) {
+			rc = as_fail(err, AS_EXIT_USAGE, "Error parsing allocator settings '%s': expected ',' before '%s'", s, p);
+			break;
+		}
+	}
+	free(buf);
+	return rc;
+}
+
+int as_opt_parse_size(void *conf, const as_optdesc *d, const char *val, as_err *err)
+{
+	char m[256];
+	uint64_t v;
+	if (as_parse_size(val, &v, m, sizeof m))
+		return as_fail(err, AS_EXIT_USAGE, "option %s: %s", d->name, m);
+	*(uint64_t *)((char *)conf + d->off) = v;
+	return 0;
+}
+
+int as_opt_parse_mib(void *conf, const as_optdesc *d, const char *val, as_err *err)
+{
+	uint64_t v;
+	if (as_parse_u64(val, &v) || v > (UINT64_MAX >> 20))
+		return as_fail(err, AS_EXIT_USAGE, "option %s: '%s' is not a number of MiB", d->name, val);
+	*(uint64_t *)((char *)conf + d->off) = v << 20;
+	return 0;
+}
+
+int as_opt_parse_bool(void *conf, const as_optdesc *d, const char *val, as_err *err)
+{
+	int v;
+	if (!strcmp(val, "True"))
+		v = 1;
+	else if (!strcmp(val, "False"))
+		v = 0;
+	else
+		return as_fail(err, AS_EXIT_USAGE, "Expected 'True' or 'False' for %s but got '%s'", d->name, val);
+	*(int *)((char *)conf + d->off) = v;
+	return 0;
+}

@@ -1,0 +1,124 @@
+/* passthrough.c - no caching: every request is its own device allocation (the baseline). */
+#include "policy.h"
+#include <stdlib.h>
+
+typedef struct pt_conf {
+	uint64_t granule;
+} pt_conf;
+
+typedef struct pt_block {
+	uint64_t addr, size, stream;
+	struct pt_block *prev, *next; /* all live blocks, so destroy can release them */
+} pt_block;
+
+typedef struct passthrough {
+	as_policy base;
+	pt_conf conf;
+	as_device *dev;
+	uint64_t live_blocks;
+	pt_block *head;
+} passthrough;
+
+static int parse_granule(void *conf, const as_optdesc *d, const char *val, as_err *err)
+{
+	if (as_opt_parse_size(conf, d, val, err))
+		return -1;
+	uint64_t g = ((pt_conf *)conf)->granule;
+	if (!g || (g & (g - 1)))
+		return as_fail(err, AS_EXIT_USAGE, "option granule: must be a power of two, got '%s'", val);
+	return 0;
+}
+
+static const as_optdesc pt_opts[] = {
+	{ "granule", "size", "512", "requests are rounded up to a multiple of this (cudaMalloc's alignment)", parse_granule, offsetof(pt_conf, granule) },
+	{ NULL, NULL, NULL, NULL, NULL, 0 },
+};
+
+static int pt_create(as_policy **out, const char *config, as_device *dev, as_counters *ctr, as_err *err)
+{
+	passthrough *p = xcalloc(1, sizeof(*p));
+	extern const as_policy_ops as_policy_passthrough;
+	(void)ctr;
+	p->base.ops = &as_policy_passthrough;
+	p->conf.granule = 512;
+	p->dev = dev;
+	if (as_conf_parse(config, pt_opts, &p->conf, err)) {
+		free(p);
+		return -1;
+	}
+	*out = &p->base;
+	return 0;
+}
+
+static int pt_malloc(as_policy *pol, uint64_t size, uint64_t stream, void **handle, uint64_t *bsize, uint64_t *addr)
+{
+	passthrough *p = (passthrough *)pol;
+	uint64_t s = (size + p->conf.granule - 1) / p->conf.granule * p->conf.granule;
+	pt_block *b = xmalloc(sizeof(*b));
+	if (as_dev_alloc(p->dev, s, stream, &b->addr)) {
+		free(b);
+		return 1;
+	}
+	b->size = s;
+	b->stream = stream;
+	b->prev = NULL;
+	b->next = p->head;
+	if (p->head)
+		p->head->prev = b;
+	p->head = b;
+	p->live_blocks++;
+	*handle = b;
+	*bsize = s;
+	*addr = b->addr;
+	return 0;
+}
+
+static void pt_free(as_policy *pol, void *h)
+{
+	passthrough *p = (passthrough *)pol;
+	pt_block *b = h;
+	as_dev_free(p->dev, b->addr, b->size, b->stream);
+	p->live_blocks--;
+	if (b->prev)
+		b->prev->next = b->next;
+	else
+		p->head = b->next;
+	if (b->next)
+		b->next->prev = b->prev;
+	free(b);
+}
+
+static void pt_empty_cache(as_policy *pol)
+{
+	(void)pol; /* nothing is cached */
+}
+
+static int pt_check(as_policy *pol, as_err *err)
+{
+	passthrough *p = (passthrough *)pol;
+	if (p->live_blocks && !p->dev->reserved)
+		return as_fail(err, AS_EXIT_SOFTWARE, "passthrough: live blocks but nothing reserved");
+	return 0;
+}
+
+static void pt_destroy(as_policy *pol)
+{
+	passthrough *p = (passthrough *)pol;
+	for (pt_block *b = p->head, *n; b; b = n) {
+		n = b->next;
+		free(b);
+	}
+	free(p);
+}
+
+const as_policy_ops as_policy_passthrough = {
+	.name = "passthrough",
+	.summary = "no caching: every request is one device allocation and every free one device free (baseline)",
+	.opts = pt_opts,
+	.create = pt_create,
+	.malloc = pt_malloc,
+	.free = pt_free,
+	.empty_cache = pt_empty_cache,
+	.check = pt_check,
+	.destroy = pt_destroy,
+};

@@ -1,0 +1,65 @@
+/* policy.h - the interface every allocator policy implements, and its option tables. */
+#ifndef ALLOCSIM_POLICY_H
+#define ALLOCSIM_POLICY_H
+#include "../src/common.h"
+#include "../src/device.h"
+
+typedef struct as_policy as_policy;
+
+/* Counters a policy reports into; the engine owns them. */
+typedef struct as_counters {
+	uint64_t alloc_retries;   /* allocations that released cached memory and tried again */
+} as_counters;
+
+/* One option of a policy: the same row parses `-c` and prints `allocsim policies`. */
+typedef struct as_optdesc {
+	const char *name;
+	const char *type;      /* shown to users: "MiB", "bool", "size", ... */
+	const char *def;       /* default, as text */
+	const char *help;
+	int (*parse)(void *conf, const struct as_optdesc *d, const char *val, as_err *err);
+	size_t off;            /* field offset in the policy's config struct (generic parsers) */
+} as_optdesc;
+
+/* A block in the segment map (for validate and --segments). */
+typedef struct as_seg_view {
+	uint64_t addr, size, stream;
+	int is_small, is_expandable;
+	size_t nblocks;
+	const uint64_t *block_sizes;
+	const int *block_states; /* 0 free, 1 allocated, 2 pending free */
+} as_seg_view;
+typedef void (*as_seg_cb)(void *ctx, const as_seg_view *seg);
+typedef void (*as_stat_cb)(void *ctx, const char *key, int64_t value);
+
+typedef struct as_policy_ops {
+	const char *name;
+	const char *summary;
+	const as_optdesc *opts;
+	/* config: the -c string ("" = defaults). */
+	int (*create)(as_policy **out, const char *config, as_device *dev, as_counters *ctr, as_err *err);
+	/* 0 served (handle, block size, block address), 1 out of memory. */
+	int (*malloc)(as_policy *p, uint64_t size, uint64_t stream, void **handle, uint64_t *block_size, uint64_t *addr);
+	void (*free_requested)(as_policy *p, void *handle); /* optional */
+	void (*free)(as_policy *p, void *handle);
+	void (*empty_cache)(as_policy *p);
+	int (*check)(as_policy *p, as_err *err);            /* invariants; 0 ok */
+	void (*stats)(as_policy *p, as_stat_cb cb, void *ctx);        /* optional: detailed statistics */
+	void (*segments)(as_policy *p, as_seg_cb cb, void *ctx);      /* optional: segment map */
+	void (*destroy)(as_policy *p);
+} as_policy_ops;
+
+struct as_policy {
+	const as_policy_ops *ops;
+};
+
+/* registry.c */
+extern const as_policy_ops *const as_policies[];
+const as_policy_ops *as_policy_find(const char *name);
+
+/* options.c: "key:value,key:[a:b,c:d]" with PyTorch's tokenising rules (whitespace dropped). */
+int as_conf_parse(const char *s, const as_optdesc *tab, void *conf, as_err *err);
+int as_opt_parse_size(void *conf, const as_optdesc *d, const char *val, as_err *err);
+int as_opt_parse_mib(void *conf, const as_optdesc *d, const char *val, as_err *err);
+int as_opt_parse_bool(void *conf, const as_optdesc *d, const char *val, as_err *err);
+#endif

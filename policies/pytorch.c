@@ -1,0 +1,767 @@
+/*
+ * pytorch.c - PyTorch 2.11's native CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp),
+ * decision for decision: 512-byte rounding, small/large pools keyed (stream, size, address),
+ * best fit with splitting and merging, max_split_size and its oversize tolerance,
+ * roundup_power2_divisions, garbage collection, expandable segments, and the fallback chain
+ * on a miss (GC, new segment, oversize release, flush and retry, OOM).
+ * doc/pytorch-policy.md lists the rules with the spec sections they come from.
+ */
+#include "pytorch.h"
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../src/tree.h"
+
+typedef struct ppool ppool;
+typedef struct expseg expseg;
+
+typedef struct pblock {
+	uint64_t ptr, size, requested, stream;
+	struct pblock *prev, *next;       /* address neighbours in the same segment */
+	ppool *pool;
+	expseg *es;                       /* expandable segment, or NULL */
+	uint64_t gc_base;                 /* pool's get_free_block count when inserted */
+	uint8_t allocated, mapped, pending;
+	RB_ENTRY(pblock) rb;              /* in pool->blocks (free, mapped) or pool->unmapped */
+	struct pblock *all_prev, *all_next;
+} pblock;
+
+static int cmp_size(const pblock *a, const pblock *b)
+{
+	if (a->stream != b->stream)
+		return a->stream < b->stream ? -1 : 1;
+	if (a->size != b->size)
+		return a->size < b->size ? -1 : 1;
+	return a->ptr < b->ptr ? -1 : a->ptr > b->ptr;
+}
+
+static int cmp_addr(const pblock *a, const pblock *b)
+{
+	if (a->stream != b->stream)
+		return a->stream < b->stream ? -1 : 1;
+	return a->ptr < b->ptr ? -1 : a->ptr > b->ptr;
+}
+
+RB_HEAD(bset, pblock);
+RB_HEAD(uset, pblock);
+RB_GENERATE_STATIC(bset, pblock, rb, cmp_size);
+RB_GENERATE_STATIC(uset, pblock, rb, cmp_addr);
+
+struct ppool {
+	struct bset blocks;
+	struct uset unmapped;
+	int is_small;
+	uint64_t gc_calls;
+};
+
+struct expseg {
+	uint64_t base, va_size, page, stream;
+	expseg *next;
+};
+
+typedef struct ptpol {
+	as_policy base;
+	pt_conf c;
+	as_device *dev;
+	as_counters *ctr;
+	ppool large, small;
+	pt_stats st;
+	uint64_t total_allocated;        /* total_allocated_memory */
+	pblock *all;                     /* every block, for segment views and checks */
+	expseg *segs;
+	uint64_t device_total;
+} ptpol;
+
+/* ---- block bookkeeping ---------------------------------------------------------------- */
+
+static pblock *block_new(ptpol *p, ppool *pool, uint64_t stream, uint64_t ptr, uint64_t size)
+{
+	pblock *b = xcalloc(1, sizeof(*b));
+	b->pool = pool;
+	b->stream = stream;
+	b->ptr = ptr;
+	b->size = size;
+	b->mapped = 1;
+	b->all_next = p->all;
+	if (p->all)
+		p->all->all_prev = b;
+	p->all = b;
+	return b;
+}
+
+static void block_delete(ptpol *p, pblock *b)
+{
+	if (b->all_prev)
+		b->all_prev->all_next = b->all_next;
+	else
+		p->all = b->all_next;
+	if (b->all_next)
+		b->all_next->all_prev = b->all_prev;
+	free(b);
+}
+
+static int is_split(const pblock *b)
+{
+	return b->prev || b->next;
+}
+
+static void insert_into_blocks(ppool *pool, pblock *b)
+{
+	b->gc_base = pool->gc_calls;
+	RB_INSERT(bset, &pool->blocks, b);
+}
+
+static int gc_enabled(const ptpol *p)
+{
+	return p->c.gc_threshold > 0.0 && p->dev->capacity;
+}
+
+/* ---- lookup ----------------------------------------------------------------------------- */
+
+static uint64_t expandable_size(const pblock *b)
+{
+	return b->size + (b->next && !b->next->mapped ? b->next->size : 0);
+}
+
+static pblock *get_free_block(ptpol *p, ppool *pool, uint64_t stream, uint64_t s)
+{
+	if (gc_enabled(p))
+		pool->gc_calls++;
+	pblock key = { .stream = stream, .size = s, .ptr = 0 };
+	pblock *it = RB_NFIND(bset, &pool->blocks, &key);
+	if (!it || it->stream != stream)
+		return NULL;
+	if (it->es && p->c.expandable) {
+		/* Prefer interior free blocks over the growable tail (local descent). */
+		pblock *next = RB_NEXT(bset, &pool->blocks, it);
+		while (it->es && next && next->stream == stream && expandable_size(next) < expandable_size(it)) {
+			it = next;
+			next = RB_NEXT(bset, &pool->blocks, next);
+		}
+	}
+	uint64_t ms = p->c.max_split_size;
+	if (s < ms && it->size >= ms)
+		return NULL;
+	if (s >= ms && it->size >= s + p->c.max_non_split_rounding)
+		return NULL;
+	RB_REMOVE(bset, &pool->blocks, it);
+	return it;
+}
+
+/* ---- merging and freeing ---------------------------------------------------------------- */
+
+static uint64_t try_merge(ptpol *p, pblock *dst, pblock *src)
+{
+	if (!src || src->allocated || src->pending || dst->mapped != src->mapped)
+		return 0;
+	if (dst->prev == src) {
+		dst->ptr = src->ptr;
+		dst->prev = src->prev;
+		if (dst->prev)
+			dst->prev->next = dst;
+	} else {
+		dst->next = src->next;
+		if (dst->next)
+			dst->next->prev = dst;
+	}
+	uint64_t sub = src->size;
+	dst->size += sub;
+	if (src->mapped)
+		RB_REMOVE(bset, &src->pool->blocks, src);
+	else
+		RB_REMOVE(uset, &src->pool->unmapped, src);
+	block_delete(p, src);
+	return sub;
+}
+
+static void free_block(ptpol *p, pblock *b)
+{
+	uint64_t orig = b->size, req = b->requested;
+	ppool *pool = b->pool;
+	int64_t nblocks = 0, nbytes = 0;
+	pblock *cand[2] = { b->prev, b->next };
+	b->pending = 0;
+	for (int i = 0; i < 2; i++) {
+		uint64_t sub = try_merge(p, b, cand[i]);
+		if (sub) {
+			nblocks -= 1;
+			nbytes -= (int64_t)sub;
+		}
+	}
+	insert_into_blocks(pool, b);
+	if (is_split(b)) {
+		nblocks += 1;
+		nbytes += (int64_t)b->size;
+	}
+	int sm = pool->is_small;
+	if (!b->es) {
+		if (nblocks > 0)
+			pt_inc2(p->st.inactive_split, sm, nblocks);
+		else if (nblocks < 0)
+			pt_dec2(p->st.inactive_split, sm, -nblocks);
+		if (nbytes > 0)
+			pt_inc2(p->st.inactive_split_bytes, sm, nbytes);
+		else if (nbytes < 0)
+			pt_dec2(p->st.inactive_split_bytes, sm, -nbytes);
+	}
+	pt_dec2(p->st.active, sm, 1);
+	pt_dec2(p->st.active_bytes, sm, (int64_t)orig);
+	pt_dec2(p->st.requested_bytes, sm, (int64_t)req);
+}
+
+/* ---- segments ----------------------------------------------------------------------------- */
+
+static void release_block(ptpol *p, pblock *b)
+{
+	ppool *pool = b->pool;
+	as_dev_free(p->dev, b->ptr, b->size, b->stream);
+	p->total_allocated -= b->size;
+	pt_dec2(p->st.segment, pool->is_small, 1);
+	pt_dec2(p->st.reserved_bytes, pool->is_small, (int64_t)b->size);
+	p->st.num_device_free++;
+	if (b->size >= p->c.max_split_size)
+		pt_dec(&p->st.oversize_segments, 1);
+	RB_REMOVE(bset, &pool->blocks, b);
+	block_delete(p, b);
+}
+
+static uint64_t seg_left(const expseg *es, uint64_t ptr)
+{
+	return (ptr - es->base) / es->page;
+}
+
+static uint64_t seg_right(const expseg *es, uint64_t ptr)
+{
+	return (ptr - es->base + es->page - 1) / es->page;
+}
+
+static int map_block(ptpol *p, pblock *b, uint64_t size)
+{
+	expseg *es = b->es;
+	ppool *pool = b->pool;
+	uint64_t begin = seg_left(es, b->ptr), end = seg_right(es, b->ptr + size);
+	uint64_t bytes = (end - begin) * es->page;
+	if (!bytes)
+		return 0;
+	if (as_dev_map(p->dev, b->ptr, bytes, b->stream))
+		return 0;
+	RB_REMOVE(uset, &pool->unmapped, b);
+	b->mapped = 1;
+	if (bytes < b->size) {
+		pblock *rem = block_new(p, pool, b->stream, b->ptr + bytes, b->size - bytes);
+		rem->mapped = 0;
+		rem->es = es;
+		rem->prev = b;
+		rem->next = b->next;
+		if (b->next)
+			b->next->prev = rem;
+		b->next = rem;
+		RB_INSERT(uset, &pool->unmapped, rem);
+		b->size = bytes;
+	}
+	try_merge(p, b, b->prev);
+	try_merge(p, b, b->next);
+	insert_into_blocks(pool, b);
+	p->total_allocated += bytes;
+	pt_inc2(p->st.reserved_bytes, pool->is_small, (int64_t)bytes);
+	p->st.num_device_alloc++;
+	return 1;
+}
+
+static int allocatable(const pblock *b)
+{
+	return b && !b->allocated && !b->pending;
+}
+
+static int has_room(const pblock *b, uint64_t size)
+{
+	uint64_t bytes = 0;
+	while (bytes < size && allocatable(b)) {
+		bytes += b->size;
+		b = b->next;
+	}
+	return bytes >= size;
+}
+
+static pblock *find_expandable_block(ptpol *p, ppool *pool, uint64_t stream, uint64_t size)
+{
+	pblock key = { .stream = stream, .ptr = 0 };
+	for (pblock *it = RB_NFIND(uset, &pool->unmapped, &key); it && it->stream == stream;
+	     it = RB_NEXT(uset, &pool->unmapped, it)) {
+		pblock *c = it;
+		if (allocatable(c->prev))
+			c = c->prev;
+		if (has_room(c, size))
+			return c;
+	}
+	expseg *es = xcalloc(1, sizeof(*es));
+	es->page = pool->is_small ? PT_SMALL_BUF : p->c.large_segment_size;
+	uint64_t total = p->device_total;
+	uint64_t pages = (total + total / 8 + es->page - 1) / es->page;
+	es->va_size = pages * es->page;
+	es->stream = stream;
+	as_dev_reserve(p->dev, es->va_size, &es->base);
+	es->next = p->segs;
+	p->segs = es;
+	pblock *c = block_new(p, pool, stream, es->base, es->va_size);
+	c->mapped = 0;
+	c->es = es;
+	RB_INSERT(uset, &pool->unmapped, c);
+	return c;
+}
+
+static pblock *try_allocate_expandable(ptpol *p, ppool *pool, uint64_t stream, uint64_t size)
+{
+	pblock *c = find_expandable_block(p, pool, stream, size);
+	if (!c->mapped && !map_block(p, c, c->size < size ? c->size : size))
+		return NULL;
+	while (c->size < size) {
+		uint64_t remaining = size - c->size;
+		pblock *nc = c->next;
+		if (!map_block(p, nc, remaining < nc->size ? remaining : nc->size))
+			return NULL;
+		c = nc;
+	}
+	RB_REMOVE(bset, &pool->blocks, c);
+	return c;
+}
+
+static void release_expandable_segment(ptpol *p, pblock *b)
+{
+	expseg *es = b->es, **pp;
+	RB_REMOVE(uset, &b->pool->unmapped, b);
+	for (pp = &p->segs; *pp; pp = &(*pp)->next)
+		if (*pp == es) {
+			*pp = es->next;
+			break;
+		}
+	as_dev_unreserve(p->dev, es->base, es->va_size);
+	free(es);
+	block_delete(p, b);
+}
+
+static void unmap_block(ptpol *p, pblock *b)
+{
+	expseg *es = b->es;
+	ppool *pool = b->pool;
+	uint64_t begin = es->base + seg_right(es, b->ptr) * es->page;
+	uint64_t end = es->base + seg_left(es, b->ptr + b->size) * es->page;
+	if (begin >= end)
+		return;
+	RB_REMOVE(bset, &pool->blocks, b);
+	uint64_t before = begin - b->ptr;
+	if (before) {
+		pblock *bf = block_new(p, pool, b->stream, b->ptr, before);
+		bf->es = es;
+		bf->prev = b->prev;
+		bf->next = b;
+		if (b->prev)
+			b->prev->next = bf;
+		b->prev = bf;
+		insert_into_blocks(pool, bf);
+	}
+	uint64_t after = b->size - before - (end - begin);
+	if (after) {
+		pblock *af = block_new(p, pool, b->stream, end, after);
+		af->es = es;
+		af->prev = b;
+		af->next = b->next;
+		if (b->next)
+			b->next->prev = af;
+		b->next = af;
+		insert_into_blocks(pool, af);
+	}
+	b->ptr = begin;
+	b->size = end - begin;
+	b->mapped = 0;
+	try_merge(p, b, b->prev);
+	try_merge(p, b, b->next);
+	RB_INSERT(uset, &pool->unmapped, b);
+	p->total_allocated -= end - begin;
+	pt_dec2(p->st.reserved_bytes, pool->is_small, (int64_t)(end - begin));
+	p->st.num_device_free++;
+	as_dev_unmap(p->dev, begin, end - begin, b->stream);
+}
+
+static void release_blocks(ptpol *p, ppool *pool)
+{
+	pblock **to_unmap = NULL;
+	size_t n = 0, cap = 0;
+	pblock *b = RB_MIN(bset, &pool->blocks), *next;
+	for (; b; b = next) {
+		next = RB_NEXT(bset, &pool->blocks, b);
+		if (b->es) {
+			if (n == cap) {
+				cap = cap ? cap * 2 : 16;
+				to_unmap = xrealloc(to_unmap, cap * sizeof(*to_unmap));
+			}
+			to_unmap[n++] = b;
+		} else if (!b->prev && !b->next) {
+			release_block(p, b);
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		unmap_block(p, to_unmap[i]);
+		if (!to_unmap[i]->prev && !to_unmap[i]->next && !to_unmap[i]->mapped)
+			release_expandable_segment(p, to_unmap[i]);
+	}
+	free(to_unmap);
+}
+
+static void release_cached_blocks(ptpol *p)
+{
+	/* synchronize_and_free_events: pending frees complete when the trace says so. */
+	p->st.num_sync_all_streams++;
+	release_blocks(p, &p->large);
+	release_blocks(p, &p->small);
+}
+
+static int release_available_cached_blocks(ptpol *p, ppool *pool, uint64_t stream, uint64_t s)
+{
+	uint64_t ms = p->c.max_split_size;
+	if (ms == PT_NO_LIMIT)
+		return 0;
+	pblock key = { .stream = stream, .size = s < ms ? ms : s, .ptr = 0 };
+	pblock *it = RB_NFIND(bset, &pool->blocks, &key);
+	if (!it || it->stream != stream || it->es) {
+		pblock *cur = it ? RB_PREV(bset, &pool->blocks, it) : RB_MAX(bset, &pool->blocks);
+		if (!cur)
+			return 0;
+		uint64_t released = 0;
+		while (cur && released < key.size && cur->size >= ms && cur->stream == stream) {
+			pblock *prev = RB_PREV(bset, &pool->blocks, cur);
+			if (!cur->es) {
+				released += cur->size;
+				release_block(p, cur);
+			}
+			cur = prev;
+		}
+		return released >= key.size;
+	}
+	release_block(p, it);
+	return 1;
+}
+
+static void garbage_collect(ptpol *p)
+{
+	uint64_t thr = (uint64_t)(p->c.gc_threshold * (double)p->dev->capacity);
+	if (p->total_allocated <= thr)
+		return;
+	uint64_t target = p->total_allocated - thr, reclaimed = 0;
+	uint64_t total_age = 0;
+	int64_t count = 0;
+	pblock *b, *next;
+	RB_FOREACH(b, bset, &p->large.blocks) {
+		if (!is_split(b)) {
+			total_age += p->large.gc_calls - b->gc_base;
+			count++;
+		}
+	}
+	if (!count)
+		return;
+	int freed = 1;
+	while (reclaimed < target && freed && count > 0) {
+		double thr_age = (double)total_age / (double)count;
+		freed = 0;
+		for (b = RB_MIN(bset, &p->large.blocks); b; b = next) {
+			next = RB_NEXT(bset, &p->large.blocks, b);
+			uint64_t age = p->large.gc_calls - b->gc_base;
+			if (!is_split(b) && !b->es && (double)age >= thr_age) {
+				freed = 1;
+				reclaimed += b->size;
+				total_age -= age;
+				count--;
+				release_block(p, b);
+			}
+		}
+	}
+}
+
+/* A new segment (or expandable growth); isRetry counts num_alloc_retries. */
+static pblock *alloc_block(ptpol *p, ppool *pool, uint64_t stream, uint64_t s, uint64_t alloc_size, int retry)
+{
+	if (retry) {
+		p->st.num_alloc_retries++;
+		p->ctr->alloc_retries++;
+	}
+	if (p->dev->capacity && p->total_allocated + alloc_size > p->dev->capacity)
+		return NULL;
+	if (p->c.expandable)
+		return try_allocate_expandable(p, pool, stream, s);
+	uint64_t addr;
+	if (as_dev_alloc(p->dev, alloc_size, stream, &addr))
+		return NULL;
+	pblock *b = block_new(p, pool, stream, addr, alloc_size);
+	p->total_allocated += alloc_size;
+	pt_inc2(p->st.segment, pool->is_small, 1);
+	pt_inc2(p->st.reserved_bytes, pool->is_small, (int64_t)alloc_size);
+	if (alloc_size >= p->c.max_split_size)
+		pt_inc(&p->st.oversize_segments, 1);
+	p->st.num_device_alloc++;
+	return b;
+}
+
+static int should_split(const ptpol *p, const pblock *b, uint64_t s)
+{
+	uint64_t rem = b->size - s;
+	if (b->pool->is_small || p->c.expandable)
+		return rem >= PT_MIN_BLOCK;
+	return s < p->c.max_split_size && rem > PT_SMALL_SIZE;
+}
+
+static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, uint64_t stream)
+{
+	ppool *pool = b->pool;
+	int sm = pool->is_small;
+	int already_split = is_split(b);
+	if (should_split(p, b, s)) {
+		pblock *rem = b;
+		b = block_new(p, pool, stream, rem->ptr, s);
+		b->es = rem->es;
+		b->prev = rem->prev;
+		if (b->prev)
+			b->prev->next = b;
+		b->next = rem;
+		rem->prev = b;
+		rem->ptr += s;
+		rem->size -= s;
+		insert_into_blocks(pool, rem);
+		if (already_split && !b->es) {
+			pt_dec2(p->st.inactive_split_bytes, sm, (int64_t)b->size);
+		} else if (!b->es) {
+			pt_inc2(p->st.inactive_split_bytes, sm, (int64_t)rem->size);
+			pt_inc2(p->st.inactive_split, sm, 1);
+		}
+	} else if (already_split && !b->es) {
+		pt_dec2(p->st.inactive_split_bytes, sm, (int64_t)b->size);
+		pt_dec2(p->st.inactive_split, sm, 1);
+	}
+	b->allocated = 1;
+	b->requested = n;
+	pt_inc2(p->st.allocation, sm, 1);
+	pt_inc2(p->st.allocated_bytes, sm, (int64_t)b->size);
+	pt_inc2(p->st.active, sm, 1);
+	pt_inc2(p->st.active_bytes, sm, (int64_t)b->size);
+	pt_inc2(p->st.requested_bytes, sm, (int64_t)n);
+	if (b->size >= p->c.max_split_size)
+		pt_inc(&p->st.oversize_allocations, 1);
+	return b;
+}
+
+/* ---- policy interface ------------------------------------------------------------------- */
+
+static int pt_malloc(as_policy *pol, uint64_t n, uint64_t stream, void **handle, uint64_t *bsize, uint64_t *addr)
+{
+	ptpol *p = (ptpol *)pol;
+	uint64_t s = pt_round_size(&p->c, n);
+	ppool *pool = s <= PT_SMALL_SIZE ? &p->small : &p->large;
+	uint64_t alloc_size = pt_allocation_size(&p->c, s);
+	pblock *b = get_free_block(p, pool, stream, s);
+	if (!b) {
+		if (gc_enabled(p))
+			garbage_collect(p);
+		b = alloc_block(p, pool, stream, s, alloc_size, 0);
+		if (!b && release_available_cached_blocks(p, pool, stream, s))
+			b = alloc_block(p, pool, stream, s, alloc_size, 0);
+		if (!b) {
+			release_cached_blocks(p);
+			b = alloc_block(p, pool, stream, s, alloc_size, 1);
+		}
+		if (!b) {
+			p->st.num_ooms++;
+			return 1;
+		}
+	}
+	b = alloc_found_block(p, b, s, n, stream);
+	*handle = b;
+	*bsize = b->size;
+	*addr = b->ptr;
+	return 0;
+}
+
+static void pt_free_requested(as_policy *pol, void *h)
+{
+	ptpol *p = (ptpol *)pol;
+	pblock *b = h;
+	int sm = b->pool->is_small;
+	b->allocated = 0;
+	b->pending = 1;
+	pt_dec2(p->st.allocation, sm, 1);
+	pt_dec2(p->st.allocated_bytes, sm, (int64_t)b->size);
+	if (b->size >= p->c.max_split_size)
+		pt_dec(&p->st.oversize_allocations, 1);
+}
+
+static void pt_free(as_policy *pol, void *h)
+{
+	pblock *b = h;
+	if (b->allocated)
+		pt_free_requested(pol, h);
+	free_block((ptpol *)pol, b);
+}
+
+static void pt_empty_cache(as_policy *pol)
+{
+	release_cached_blocks((ptpol *)pol);
+}
+
+static int cmp_u64p(const void *a, const void *b)
+{
+	const pblock *x = *(pblock *const *)a, *y = *(pblock *const *)b;
+	return x->ptr < y->ptr ? -1 : x->ptr > y->ptr;
+}
+
+/* Segment heads in address order: a segment starts at a block with no prev; for expandable
+ * segments, a snapshot segment is a maximal run of mapped blocks. */
+static pblock **segment_heads(ptpol *p, size_t *count)
+{
+	size_t n = 0, cap = 64;
+	pblock **v = xmalloc(cap * sizeof(*v));
+	for (pblock *b = p->all; b; b = b->all_next) {
+		int head = b->es ? (b->mapped && (!b->prev || !b->prev->mapped)) : !b->prev;
+		if (!head)
+			continue;
+		if (n == cap) {
+			cap *= 2;
+			v = xrealloc(v, cap * sizeof(*v));
+		}
+		v[n++] = b;
+	}
+	qsort(v, n, sizeof(*v), cmp_u64p);
+	*count = n;
+	return v;
+}
+
+static void pt_segments(as_policy *pol, as_seg_cb cb, void *ctx)
+{
+	ptpol *p = (ptpol *)pol;
+	size_t n;
+	pblock **heads = segment_heads(p, &n);
+	uint64_t *sizes = NULL;
+	int *states = NULL;
+	size_t cap = 0;
+	for (size_t i = 0; i < n; i++) {
+		as_seg_view v = { .addr = heads[i]->ptr, .stream = heads[i]->stream, .is_small = heads[i]->pool->is_small,
+			.is_expandable = heads[i]->es != NULL };
+		for (pblock *b = heads[i]; b && b->mapped; b = b->next) {
+			if (v.nblocks == cap) {
+				cap = cap ? cap * 2 : 64;
+				sizes = xrealloc(sizes, cap * sizeof(*sizes));
+				states = xrealloc(states, cap * sizeof(*states));
+			}
+			sizes[v.nblocks] = b->size;
+			states[v.nblocks++] = b->allocated ? 1 : b->pending ? 2 : 0;
+			v.size += b->size;
+		}
+		v.block_sizes = sizes;
+		v.block_states = states;
+		cb(ctx, &v);
+	}
+	free(sizes);
+	free(states);
+	free(heads);
+}
+
+static int pt_check(as_policy *pol, as_err *err)
+{
+	ptpol *p = (ptpol *)pol;
+	uint64_t mapped = 0, alloc_bytes = 0;
+	for (pblock *b = p->all; b; b = b->all_next) {
+		if (b->next && b->ptr + b->size != b->next->ptr)
+			return as_fail(err, AS_EXIT_SOFTWARE, "pytorch: block 0x%" PRIx64 "+%" PRIu64 " does not end where its neighbour starts",
+				b->ptr, b->size);
+		if (b->next && b->next->prev != b)
+			return as_fail(err, AS_EXIT_SOFTWARE, "pytorch: broken neighbour links at 0x%" PRIx64, b->ptr);
+		int is_free = !b->allocated && !b->pending;
+		if (is_free && b->next && !b->next->allocated && !b->next->pending && b->next->mapped == b->mapped)
+			return as_fail(err, AS_EXIT_SOFTWARE, "pytorch: free neighbours 0x%" PRIx64 " and 0x%" PRIx64 " are not merged",
+				b->ptr, b->next->ptr);
+		if (is_free && b->mapped && RB_FIND(bset, &b->pool->blocks, b) != b)
+			return as_fail(err, AS_EXIT_SOFTWARE, "pytorch: free block 0x%" PRIx64 " is missing from its pool", b->ptr);
+		if (!is_free && b->mapped && RB_FIND(bset, &b->pool->blocks, b) == b)
+			return as_fail(err, AS_EXIT_SOFTWARE, "pytorch: block 0x%" PRIx64 " in use but in the free pool", b->ptr);
+		if (b->mapped)
+			mapped += b->size;
+		if (b->allocated)
+			alloc_bytes += b->size;
+	}
+	if (mapped != p->total_allocated || (int64_t)mapped != p->st.reserved_bytes[PT_ALL].current)
+		return as_fail(err, AS_EXIT_SOFTWARE, "pytorch: blocks cover %" PRIu64 " bytes but reserved_bytes is %" PRId64,
+			mapped, p->st.reserved_bytes[PT_ALL].current);
+	if ((int64_t)alloc_bytes != p->st.allocated_bytes[PT_ALL].current)
+		return as_fail(err, AS_EXIT_SOFTWARE, "pytorch: allocated blocks sum to %" PRIu64 " but allocated_bytes is %" PRId64,
+			alloc_bytes, p->st.allocated_bytes[PT_ALL].current);
+	if (p->dev->reserved != p->total_allocated)
+		return as_fail(err, AS_EXIT_SOFTWARE, "pytorch: device holds %" PRIu64 " bytes, allocator counts %" PRIu64,
+			p->dev->reserved, p->total_allocated);
+#define X(n) \
+	if (p->st.n[PT_ALL].current != p->st.n[PT_SMALL].current + p->st.n[PT_LARGE].current) \
+		return as_fail(err, AS_EXIT_SOFTWARE, "pytorch: %s.all differs from small_pool + large_pool", #n);
+	PT_STAT_ARRAYS(X)
+#undef X
+	return 0;
+}
+
+static void pt_stats_cb(as_policy *pol, as_stat_cb cb, void *ctx)
+{
+	ptpol *p = (ptpol *)pol;
+	pt_stats_emit(&p->st, cb, ctx);
+}
+
+static void pt_destroy(as_policy *pol)
+{
+	ptpol *p = (ptpol *)pol;
+	for (pblock *b = p->all, *n; b; b = n) {
+		n = b->all_next;
+		free(b);
+	}
+	for (expseg *e = p->segs, *n; e; e = n) {
+		n = e->next;
+		free(e);
+	}
+	free(p);
+}
+
+static int pt_create(as_policy **out, const char *config, as_device *dev, as_counters *ctr, as_err *err)
+{
+	extern const as_policy_ops as_policy_pytorch;
+	ptpol *p = xcalloc(1, sizeof(*p));
+	if (pt_conf_parse(&p->c, config, err)) {
+		free(p);
+		return -1;
+	}
+	p->base.ops = &as_policy_pytorch;
+	p->dev = dev;
+	p->ctr = ctr;
+	p->small.is_small = 1;
+	RB_INIT(&p->large.blocks);
+	RB_INIT(&p->small.blocks);
+	RB_INIT(&p->large.unmapped);
+	RB_INIT(&p->small.unmapped);
+	p->device_total = 150109880320ULL; /* H200 totalGlobalMem; sizes the expandable VA reservation */
+	p->st.max_split_size = p->c.max_split_size == PT_NO_LIMIT ? -1 : (int64_t)p->c.max_split_size;
+	*out = &p->base;
+	return 0;
+}
+
+/* Public for the CLI's --summary: the policy's statistics in memory_summary() layout. */
+void as_pytorch_summary(as_policy *pol, FILE *f);
+void as_pytorch_summary(as_policy *pol, FILE *f)
+{
+	pt_memory_summary(&((ptpol *)pol)->st, 0, f);
+}
+
+const as_policy_ops as_policy_pytorch = {
+	.name = "pytorch",
+	.summary = "PyTorch 2.11 native CUDA caching allocator; -c takes a PYTORCH_CUDA_ALLOC_CONF string",
+	.opts = pt_opts,
+	.create = pt_create,
+	.malloc = pt_malloc,
+	.free_requested = pt_free_requested,
+	.free = pt_free,
+	.empty_cache = pt_empty_cache,
+	.check = pt_check,
+	.stats = pt_stats_cb,
+	.segments = pt_segments,
+	.destroy = pt_destroy,
+};

@@ -1,0 +1,239 @@
+/* pytorch_conf.c - PYTORCH_CUDA_ALLOC_CONF parsing (2.11 rules) and size rounding. */
+#include "pytorch.h"
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int is_pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+static int log2u(uint64_t v)
+{
+	return 63 - __builtin_clzll(v);
+}
+
+static int parse_num(const char *s, uint64_t *v)
+{
+	return as_parse_u64(s, v);
+}
+
+/* max_split_size_mb / max_non_split_rounding_mb: MiB, at least large_segment_size (20 MiB). */
+static int parse_mb_min20(void *conf, const as_optdesc *d, const char *val, as_err *err)
+{
+	pt_conf *c = conf;
+	uint64_t v;
+	if (parse_num(val, &v))
+		return as_fail(err, AS_EXIT_USAGE, "CachingAllocator option %s: '%s' is not a number", d->name, val);
+	uint64_t min_mb = c->large_segment_size >> 20;
+	if (v < min_mb)
+		return as_fail(err, AS_EXIT_USAGE, "CachingAllocator option %s too small, must be >= %llu", d->name,
+			(unsigned long long)min_mb);
+	uint64_t bytes = v > (UINT64_MAX >> 20) ? UINT64_MAX : v << 20;
+	*(uint64_t *)((char *)conf + d->off) = bytes;
+	return 0;
+}
+
+static int parse_large_seg(void *conf, const as_optdesc *d, const char *val, as_err *err)
+{
+	pt_conf *c = conf;
+	uint64_t v;
+	if (parse_num(val, &v) || v <= 10 || v > (1u << 20))
+		return as_fail(err, AS_EXIT_USAGE, "CachingAllocator option large_segment_size_mb must be > 10 MB");
+	c->large_segment_size = v << 20;
+	if (c->max_non_split_rounding < c->large_segment_size)
+		c->max_non_split_rounding = c->large_segment_size;
+	(void)d;
+	return 0;
+}
+
+static int parse_gc(void *conf, const as_optdesc *d, const char *val, as_err *err)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(val, &end);
+	if (errno || *end || !(v > 0.0) || !(v < 1.0))
+		return as_fail(err, AS_EXIT_USAGE, "garbage_collect_threshold is invalid, set it in (0.0, 1.0)");
+	((pt_conf *)conf)->gc_threshold = v;
+	(void)d;
+	return 0;
+}
+
+static int parse_fraction(void *conf, const as_optdesc *d, const char *val, as_err *err)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(val, &end);
+	if (errno || *end || !(v >= 0.0) || !(v <= 1.0))
+		return as_fail(err, AS_EXIT_USAGE, "per_process_memory_fraction is invalid, set it in [0.0, 1.0]");
+	((pt_conf *)conf)->fraction = v;
+	(void)d;
+	return 0;
+}
+
+static int parse_roundup(void *conf, const as_optdesc *d, const char *val, as_err *err)
+{
+	pt_conf *c = conf;
+	uint64_t v;
+	(void)d;
+	memset(c->divisions, 0, sizeof c->divisions);
+	if (val[0] != '[') {
+		if (parse_num(val, &v) || !is_pow2(v) || v > UINT32_MAX)
+			return as_fail(err, AS_EXIT_USAGE, "For roundups, the divisions has to be power of 2 ");
+		for (int i = 0; i < 16; i++)
+			c->divisions[i] = (uint32_t)v;
+		return 0;
+	}
+	size_t n = strlen(val);
+	if (n < 2 || val[n - 1] != ']')
+		return as_fail(err, AS_EXIT_USAGE, "Error parsing roundup_power2_divisions: expected ']'");
+	char *body = xmalloc(n);
+	memcpy(body, val + 1, n - 2);
+	body[n - 2] = 0;
+	int first = 1, last = -1, rc = 0;
+	char *save = NULL;
+	for (char *item = strtok_r(body, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		char *colon = strchr(item, ':');
+		if (!colon) {
+			rc = as_fail(err, AS_EXIT_USAGE, "Error parsing roundup_power2_divisions: expected ':' in '%s'", item);
+			break;
+		}
+		*colon = 0;
+		if (parse_num(colon + 1, &v) || (v && !is_pow2(v)) || v > UINT32_MAX) {
+			rc = as_fail(err, AS_EXIT_USAGE, "For roundups, the divisions has to be power of 2 or 0 to disable roundup ");
+			break;
+		}
+		if (!strcmp(item, ">")) {
+			/* 2.9+ (AcceleratorAllocatorConfig): fill from the entry after the last boundary. */
+			for (int i = last + 1; i < 16; i++)
+				c->divisions[i] = (uint32_t)v;
+			continue;
+		}
+		uint64_t b;
+		if (parse_num(item, &b) || !is_pow2(b)) {
+			rc = as_fail(err, AS_EXIT_USAGE, "For roundups, the intervals have to be power of 2 ");
+			break;
+		}
+		int idx = log2u(b);
+		if (idx > 15)
+			idx = 15;
+		if (first)
+			for (int i = 0; i < idx; i++)
+				c->divisions[i] = (uint32_t)v;
+		c->divisions[idx] = (uint32_t)v;
+		last = idx;
+		first = 0;
+	}
+	free(body);
+	return rc;
+}
+
+static int parse_backend(void *conf, const as_optdesc *d, const char *val, as_err *err)
+{
+	(void)conf; (void)d;
+	if (!strcmp(val, "native"))
+		return 0;
+	if (!strcmp(val, "cudaMallocAsync"))
+		return as_fail(err, AS_EXIT_USAGE, "backend:cudaMallocAsync is not simulated by the pytorch policy (the cuda-async policy is not implemented yet)");
+	return as_fail(err, AS_EXIT_USAGE, "Unknown allocator backend, options are native and cudaMallocAsync");
+}
+
+static int parse_ignored_bool(void *conf, const as_optdesc *d, const char *val, as_err *err)
+{
+	return as_opt_parse_bool(conf, d, val, err);
+}
+
+static int parse_ignored_num(void *conf, const as_optdesc *d, const char *val, as_err *err)
+{
+	uint64_t v;
+	if (parse_num(val, &v))
+		return as_fail(err, AS_EXIT_USAGE, "CachingAllocator option %s: '%s' is not a number", d->name, val);
+	if (!strcmp(d->name, "pinned_num_register_threads")) {
+		if (!is_pow2(v))
+			return as_fail(err, AS_EXIT_USAGE, "Number of register threads has to be power of 2");
+		if (v > 128)
+			return as_fail(err, AS_EXIT_USAGE, "Number of register threads should be less than or equal to 128");
+	}
+	if (!strcmp(d->name, "pinned_reserve_segment_size_mb") && !v)
+		return as_fail(err, AS_EXIT_USAGE, "Pinned reserve segment size has to be greater than 0");
+	((pt_conf *)conf)->dummy_u64 = v;
+	return 0;
+}
+
+#define OFF(f) offsetof(pt_conf, f)
+const as_optdesc pt_opts[] = {
+	{ "max_split_size_mb", "MiB", "unlimited", "blocks this large or larger are never split; >= 20", parse_mb_min20, OFF(max_split_size) },
+	{ "max_non_split_rounding_mb", "MiB", "20", "an oversize request may take a cached block up to this much larger", parse_mb_min20, OFF(max_non_split_rounding) },
+	{ "roundup_power2_divisions", "int|[MiB:int,...,>:int]", "0", "round requests up to one of N divisions between powers of two", parse_roundup, 0 },
+	{ "garbage_collection_threshold", "(0,1)", "0", "with a capacity: free old cached segments above this share of it", parse_gc, 0 },
+	{ "expandable_segments", "True|False", "False", "grow segments by mapping 2 MiB / 20 MiB pages (CUDA VMM)", as_opt_parse_bool, OFF(expandable) },
+	{ "large_segment_size_mb", "MiB", "20", "segment size for 1-10 MiB requests and large page size (newest PyTorch)", parse_large_seg, 0 },
+	{ "per_process_memory_fraction", "[0,1]", "1", "accepted; use --capacity to set the allowed memory", parse_fraction, 0 },
+	{ "backend", "native", "native", "only the native allocator is simulated by this policy", parse_backend, 0 },
+	{ "release_lock_on_cudamalloc", "True|False", "False", "accepted, no effect on a single-threaded replay", parse_ignored_bool, OFF(dummy_bool) },
+	{ "release_lock_on_hipmalloc", "True|False", "False", "accepted, no effect", parse_ignored_bool, OFF(dummy_bool) },
+	{ "pinned_use_cuda_host_register", "True|False", "False", "accepted, pinned host memory is not simulated", parse_ignored_bool, OFF(dummy_bool) },
+	{ "pinned_use_hip_host_register", "True|False", "False", "accepted, no effect", parse_ignored_bool, OFF(dummy_bool) },
+	{ "pinned_num_register_threads", "int", "1", "accepted, pinned host memory is not simulated", parse_ignored_num, 0 },
+	{ "pinned_use_background_threads", "True|False", "False", "accepted, no effect", parse_ignored_bool, OFF(dummy_bool) },
+	{ "pinned_reserve_segment_size_mb", "MiB", "0", "accepted, no effect", parse_ignored_num, 0 },
+	{ "graph_capture_record_stream_reuse", "True|False", "False", "accepted, CUDA graphs are not simulated", parse_ignored_bool, OFF(dummy_bool) },
+	{ NULL, NULL, NULL, NULL, NULL, 0 },
+};
+
+int pt_conf_parse(pt_conf *c, const char *s, as_err *err)
+{
+	memset(c, 0, sizeof(*c));
+	c->max_split_size = PT_NO_LIMIT;
+	c->large_segment_size = 20ULL << 20;
+	c->max_non_split_rounding = c->large_segment_size;
+	c->fraction = 1.0;
+	/* large_segment_size_mb is parsed before every other key, as in PyTorch. */
+	const char *ls = strstr(s, "large_segment_size_mb");
+	if (ls) {
+		const char *v = strchr(ls, ':');
+		char buf[32];
+		size_t k = 0;
+		if (v)
+			for (v++; *v && *v != ',' && k < sizeof buf - 1; v++)
+				if (!isspace((unsigned char)*v))
+					buf[k++] = *v;
+		buf[k] = 0;
+		if (parse_large_seg(c, NULL, buf, err))
+			return -1;
+	}
+	return as_conf_parse(s, pt_opts, c, err);
+}
+
+uint64_t pt_round_size(const pt_conf *c, uint64_t n)
+{
+	if (n < PT_MIN_BLOCK)
+		return PT_MIN_BLOCK;
+	int lg = log2u(n);
+	int idx = lg > 20 ? lg - 20 : 0;
+	if (idx > 15)
+		idx = 15;
+	uint64_t d = c->divisions[idx];
+	if (d > 1 && n > PT_MIN_BLOCK * d) {
+		if (is_pow2(n))
+			return n;
+		uint64_t floor2 = 1ULL << lg;
+		uint64_t step = floor2 >> log2u(d);
+		if (!step)
+			return floor2 << 1;
+		uint64_t f = n & ~(step - 1);
+		return f == n ? n : f + step;
+	}
+	return (n + PT_MIN_BLOCK - 1) / PT_MIN_BLOCK * PT_MIN_BLOCK;
+}
+
+uint64_t pt_allocation_size(const pt_conf *c, uint64_t s)
+{
+	if (s <= PT_SMALL_SIZE)
+		return PT_SMALL_BUF;
+	if (s < PT_MIN_LARGE)
+		return c->large_segment_size;
+	return (s + PT_ROUND_LARGE - 1) / PT_ROUND_LARGE * PT_ROUND_LARGE;
+}

@@ -1,0 +1,22 @@
+/* registry.c - the one list of policies. Adding a policy is one file plus one line here. */
+#include "policy.h"
+#include <string.h>
+
+extern const as_policy_ops as_policy_passthrough;
+extern const as_policy_ops as_policy_bestfit;
+extern const as_policy_ops as_policy_pytorch;
+
+const as_policy_ops *const as_policies[] = {
+	&as_policy_pytorch,
+	&as_policy_bestfit,
+	&as_policy_passthrough,
+	NULL,
+};
+
+const as_policy_ops *as_policy_find(const char *name)
+{
+	for (size_t i = 0; as_policies[i]; i++)
+		if (!strcmp(as_policies[i]->name, name))
+			return as_policies[i];
+	return NULL;
+}

@@ -1,0 +1,19 @@
+/* cli.h - subcommands. Each returns an exit status. */
+#ifndef ALLOCSIM_CLI_H
+#define ALLOCSIM_CLI_H
+#include "common.h"
+#include "trace.h"
+
+int cmd_replay(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+int cmd_policies(int argc, char **argv);
+
+/* Prints "allocsim: error: MSG" and returns the error's exit status. */
+int cli_report(const as_err *err);
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cli_version(void);
+/* Resolves -c: NULL/"recorded" take the trace's own settings (probing the file if needed). */
+int cli_resolve_config(const char *path, const char *config, char **out, as_err *err);
+#endif

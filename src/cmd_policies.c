@@ -1,0 +1,29 @@
+/* cmd_policies.c - allocsim policies: the registry and each policy's option table. */
+#include "cli.h"
+#include "../policies/policy.h"
+#include <getopt.h>
+#include <string.h>
+
+int cmd_policies(int argc, char **argv)
+{
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		puts("usage: allocsim policies\n\nLists every registered policy with its options (key, type, default, meaning).\n"
+		     "Options are given to -c as 'key:value,key:value'.");
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "--version")) {
+		cli_version();
+		return 0;
+	}
+	if (argc > 1)
+		return cli_usage_error("policies", "takes no arguments");
+	for (size_t i = 0; as_policies[i]; i++) {
+		const as_policy_ops *p = as_policies[i];
+		printf("%s\n    %s\n", p->name, p->summary);
+		for (const as_optdesc *o = p->opts; o && o->name; o++)
+			printf("    %-32s %-24s default %-10s %s\n", o->name, o->type, o->def, o->help);
+		if (as_policies[i + 1])
+			putchar('\n');
+	}
+	return fflush(stdout) ? AS_EXIT_IOERR : 0;
+}

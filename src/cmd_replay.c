@@ -1,0 +1,197 @@
+/* cmd_replay.c - allocsim replay: one trace, one policy, one summary row. */
+#include "cli.h"
+#include "engine.h"
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void as_pytorch_summary(as_policy *pol, FILE *f);
+
+static const char replay_usage[] =
+	"usage: allocsim replay [options] TRACE\n"
+	"\n"
+	"  -p, --policy NAME       policy to replay against (default pytorch; see 'allocsim policies')\n"
+	"  -c, --config STRING     policy settings, e.g. 'max_split_size_mb:128' for pytorch;\n"
+	"                          'recorded' uses the trace's own settings (default: policy defaults)\n"
+	"      --capacity SIZE     memory the allocator may reserve (e.g. 80GiB); requests beyond it OOM\n"
+	"  -o, --output FILE       write the summary CSV to FILE (default: standard output)\n"
+	"      --timeline FILE     write requested/allocated/reserved bytes after every event\n"
+	"      --every N           with --timeline, only every N-th event\n"
+	"      --stats FILE        write every statistic the policy keeps (pytorch: memory_stats() keys)\n"
+	"      --summary           print the pytorch policy's statistics as torch.cuda.memory_summary()\n"
+	"      --check             verify the policy's invariants after every event\n"
+	"      --addresses MODE    auto (recorded segment addresses while the calls agree, default),\n"
+	"                          model (the driver model only) or recorded\n"
+	"      --no-timing         print 0 for wall_seconds and events_per_second (byte-identical output)\n"
+	"  -h, --help              show this help\n";
+
+int cli_resolve_config(const char *path, const char *config, char **out, as_err *err)
+{
+	if (config && strcmp(config, "recorded")) {
+		*out = xstrdup(config);
+		return 0;
+	}
+	if (!strcmp(path, "-"))
+		return as_fail(err, AS_EXIT_USAGE, "-c recorded needs a file, not standard input (the settings are stored at the end of a snapshot)");
+	as_meta m;
+	if (as_trace_probe_meta(path, &m, err))
+		return -1;
+	if (!m.has_settings) {
+		as_meta_free(&m);
+		return as_fail(err, AS_EXIT_DATAERR, "%s: the trace records no allocator settings; pass -c explicitly", path);
+	}
+	*out = xstrdup(m.settings ? m.settings : "");
+	as_meta_free(&m);
+	return 0;
+}
+
+typedef struct stat_out {
+	FILE *f;
+} stat_out;
+
+static void stat_line(void *ctx, const char *key, int64_t v)
+{
+	fprintf(((stat_out *)ctx)->f, "%s,%" PRId64 "\n", key, v);
+}
+
+int cmd_replay(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "policy", required_argument, 0, 'p' }, { "config", required_argument, 0, 'c' },
+		{ "capacity", required_argument, 0, 'C' }, { "output", required_argument, 0, 'o' },
+		{ "timeline", required_argument, 0, 'T' }, { "every", required_argument, 0, 'E' },
+		{ "stats", required_argument, 0, 'S' }, { "summary", no_argument, 0, 'Y' },
+		{ "check", no_argument, 0, 'K' }, { "addresses", required_argument, 0, 'A' },
+		{ "no-timing", no_argument, 0, 'N' }, { "help", no_argument, 0, 'h' },
+		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
+	};
+	const char *policy = "pytorch", *config = NULL, *out = NULL, *timeline = NULL, *stats = NULL;
+	uint64_t capacity = 0, every = 1;
+	int capacity_set = 0, summary = 0, check = 0, addr_mode = ADDR_AUTO, no_timing = 0, c;
+	char m[256];
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "p:c:o:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'p': policy = optarg; break;
+		case 'c': config = optarg; break;
+		case 'C':
+			if (as_parse_size(optarg, &capacity, m, sizeof m))
+				return cli_usage_error("replay", "--capacity: %s", m);
+			capacity_set = 1;
+			break;
+		case 'o': out = optarg; break;
+		case 'T': timeline = optarg; break;
+		case 'E':
+			if (as_parse_u64(optarg, &every) || !every)
+				return cli_usage_error("replay", "--every: '%s' is not a positive number", optarg);
+			break;
+		case 'S': stats = optarg; break;
+		case 'Y': summary = 1; break;
+		case 'K': check = 1; break;
+		case 'A':
+			if (!strcmp(optarg, "auto")) addr_mode = ADDR_AUTO;
+			else if (!strcmp(optarg, "model")) addr_mode = ADDR_MODEL;
+			else if (!strcmp(optarg, "recorded")) addr_mode = ADDR_RECORDED;
+			else return cli_usage_error("replay", "--addresses: expected auto, model or recorded, not '%s'", optarg);
+			break;
+		case 'N': no_timing = 1; break;
+		case 'h': fputs(replay_usage, stdout); return 0;
+		case 'V': cli_version(); return 0;
+		default: return cli_usage_error("replay", "invalid option");
+		}
+	}
+	if (optind != argc - 1)
+		return cli_usage_error("replay", optind >= argc ? "missing TRACE" : "expected one TRACE, got %d", argc - optind);
+	const char *path = argv[optind];
+	const as_policy_ops *ops = as_policy_find(policy);
+	if (!ops)
+		return cli_usage_error("replay", "unknown policy '%s' (see 'allocsim policies')", policy);
+
+	as_err err = { 0, "" };
+	char *conf = NULL;
+	as_reader *r = NULL;
+	as_device *dev = NULL;
+	as_engine e;
+	int engine_ok = 0, rc = 0;
+	as_outfile tl = { 0 }, so = { 0 }, sf = { 0 };
+	memset(&e, 0, sizeof e);
+
+	if (config && !strcmp(config, "recorded")) {
+		if (cli_resolve_config(path, config, &conf, &err))
+			goto done;
+	} else {
+		conf = xstrdup(config ? config : "");
+	}
+	if (as_reader_open(&r, path, NULL, &err))
+		goto done;
+	if (!capacity_set && r->meta.capacity)
+		capacity = r->meta.capacity;
+	dev = as_sim_device_new(capacity, addr_mode);
+	if (as_engine_init(&e, ops, conf, dev, &err))
+		goto done;
+	engine_ok = 1;
+	e.check = check;
+	e.every = every;
+	if (timeline) {
+		if (as_outfile_open(&tl, timeline, &err))
+			goto done;
+		e.timeline = tl.fp;
+		fputs("event,type,time_us,requested_bytes,allocated_bytes,reserved_bytes\n", tl.fp);
+	}
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	as_event ev;
+	while ((rc = as_reader_next(r, &ev, &err)) > 0)
+		if (as_engine_step(&e, &ev, &err))
+			break;
+	if (err.code)
+		goto done;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	as_engine_finish(&e);
+	e.s.wall_seconds = no_timing ? 0.0 : (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+	if (r->meta.history_truncated)
+		fprintf(stderr, "%s: warning: %s: the recorded history is truncated (%" PRIu64 " frees of allocations made "
+			"before it began were skipped); results cover the recorded part only\n", as_progname, r->in.path,
+			r->meta.unmatched_frees);
+
+	if (stats) {
+		if (as_outfile_open(&sf, stats, &err))
+			goto done;
+		fputs("key,value\n", sf.fp);
+		stat_out so_ctx = { sf.fp };
+		if (e.pol->ops->stats)
+			e.pol->ops->stats(e.pol, stat_line, &so_ctx);
+#define X(n, d) fprintf(sf.fp, "summary." #n ",%" PRIu64 "\n", e.s.n);
+		AS_SUMMARY_COUNTERS(X)
+#undef X
+	}
+	if (as_outfile_open(&so, out, &err))
+		goto done;
+	as_summary_header(so.fp);
+	as_summary_row(so.fp, path, policy, conf, capacity, &e.s);
+	if (summary) {
+		if (strcmp(ops->name, "pytorch")) {
+			as_fail(&err, AS_EXIT_USAGE, "--summary needs the pytorch policy");
+			goto done;
+		}
+		if (!out)
+			fflush(stdout);
+		as_pytorch_summary(e.pol, stdout);
+	}
+done:
+	if (timeline)
+		as_outfile_close(&tl, !err.code, &err);
+	if (stats)
+		as_outfile_close(&sf, !err.code, &err);
+	as_outfile_close(&so, !err.code, &err);
+	if (engine_ok)
+		as_engine_free(&e);
+	as_device_destroy(dev);
+	as_reader_close(r);
+	free(conf);
+	if (err.code)
+		return cli_report(&err);
+	return 0;
+}

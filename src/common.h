@@ -1,0 +1,48 @@
+/* common.h - error reporting, exit codes, small helpers shared by every part of allocsim. */
+#ifndef ALLOCSIM_COMMON_H
+#define ALLOCSIM_COMMON_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <stdbool.h>
+#include <stdarg.h>
+
+/* Exit statuses (sysexits.h values; documented in allocsim(1)). */
+enum {
+	AS_EXIT_OK = 0,
+	AS_EXIT_USAGE = 64,     /* bad command line or option value */
+	AS_EXIT_DATAERR = 65,   /* malformed input data */
+	AS_EXIT_NOINPUT = 66,   /* input missing or unreadable */
+	AS_EXIT_UNAVAILABLE = 69, /* no usable GPU for --backend cuda */
+	AS_EXIT_SOFTWARE = 70,  /* internal error */
+	AS_EXIT_IOERR = 74,     /* write error */
+	AS_EXIT_DIVERGED = 1    /* validate: simulation diverged from the recording */
+};
+
+/* An error carries the exit status it should end the program with and one message line. */
+typedef struct as_err {
+	int code;
+	char msg[1024];
+} as_err;
+
+int as_fail(as_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void as_err_clear(as_err *err);
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t m);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+
+/* Sizes: "512", "64KiB", "20MiB", "1.5GB"; returns 0 or -1 with a message. */
+int as_parse_size(const char *s, uint64_t *out, char *msg, size_t msglen);
+/* Formats bytes as PyTorch's format_size does ("2.00 MiB"). */
+void as_format_size(uint64_t bytes, char *buf, size_t len);
+int as_parse_u64(const char *s, uint64_t *out); /* decimal or 0x hex, whole string, no overflow */
+
+extern const char *as_progname;
+
+#define AS_MiB ((uint64_t)1 << 20)
+#define AS_GiB ((uint64_t)1 << 30)
+#define AS_MAX_REQUEST ((uint64_t)1 << 60)
+
+#endif

@@ -1,0 +1,77 @@
+/* device.c - accounting wrappers around a device backend. */
+#include "device.h"
+#include <stdlib.h>
+
+static void note(as_device *d, int op, uint64_t addr, uint64_t size, uint64_t stream)
+{
+	if (d->observer)
+		d->observer(d->observer_ctx, op, addr, size, stream);
+}
+
+int as_dev_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *addr)
+{
+	if (d->capacity && d->reserved + size > d->capacity) {
+		d->num_failed++;
+		return 1;
+	}
+	if (d->ops->alloc(d, size, stream, addr)) {
+		d->num_failed++;
+		return 1;
+	}
+	d->reserved += size;
+	if (d->reserved > d->peak_reserved)
+		d->peak_reserved = d->reserved;
+	d->num_alloc++;
+	note(d, DEV_OP_ALLOC, *addr, size, stream);
+	return 0;
+}
+
+void as_dev_free(as_device *d, uint64_t addr, uint64_t size, uint64_t stream)
+{
+	d->ops->free(d, addr, size);
+	d->reserved -= size;
+	d->num_free++;
+	note(d, DEV_OP_FREE, addr, size, stream);
+}
+
+int as_dev_reserve(as_device *d, uint64_t size, uint64_t *addr)
+{
+	return d->ops->reserve(d, size, addr);
+}
+
+void as_dev_unreserve(as_device *d, uint64_t addr, uint64_t size)
+{
+	d->ops->unreserve(d, addr, size);
+}
+
+int as_dev_map(as_device *d, uint64_t addr, uint64_t size, uint64_t stream)
+{
+	if (d->capacity && d->reserved + size > d->capacity) {
+		d->num_failed++;
+		return 1;
+	}
+	if (d->ops->map(d, addr, size)) {
+		d->num_failed++;
+		return 1;
+	}
+	d->reserved += size;
+	if (d->reserved > d->peak_reserved)
+		d->peak_reserved = d->reserved;
+	d->num_alloc++;
+	note(d, DEV_OP_MAP, addr, size, stream);
+	return 0;
+}
+
+void as_dev_unmap(as_device *d, uint64_t addr, uint64_t size, uint64_t stream)
+{
+	d->ops->unmap(d, addr, size);
+	d->reserved -= size;
+	d->num_free++;
+	note(d, DEV_OP_UNMAP, addr, size, stream);
+}
+
+void as_device_destroy(as_device *d)
+{
+	if (d)
+		d->ops->destroy(d);
+}

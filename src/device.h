@@ -1,0 +1,54 @@
+/* device.h - what policies ask for memory: segments (cudaMalloc) and VMM reservations/pages.
+ * The wrappers below count every call and track reserved bytes, so all backends and all
+ * policies are measured the same way. */
+#ifndef ALLOCSIM_DEVICE_H
+#define ALLOCSIM_DEVICE_H
+#include "common.h"
+
+typedef struct as_device as_device;
+
+enum { DEV_OP_ALLOC, DEV_OP_FREE, DEV_OP_MAP, DEV_OP_UNMAP };
+
+typedef struct as_device_ops {
+	const char *name;
+	int (*alloc)(as_device *d, uint64_t size, uint64_t stream, uint64_t *addr); /* 0 ok, 1 out of memory */
+	void (*free)(as_device *d, uint64_t addr, uint64_t size);
+	int (*reserve)(as_device *d, uint64_t size, uint64_t *addr);                /* virtual range */
+	void (*unreserve)(as_device *d, uint64_t addr, uint64_t size);
+	int (*map)(as_device *d, uint64_t addr, uint64_t size);                      /* 0 ok, 1 out of memory */
+	void (*unmap)(as_device *d, uint64_t addr, uint64_t size);
+	void (*destroy)(as_device *d);
+} as_device_ops;
+
+typedef void (*as_dev_observer)(void *ctx, int op, uint64_t addr, uint64_t size, uint64_t stream);
+
+struct as_device {
+	const as_device_ops *ops;
+	uint64_t capacity;        /* bytes the device may hold (0 = unlimited) */
+	uint64_t reserved, peak_reserved;
+	uint64_t num_alloc, num_free;   /* device calls that obtain / return memory */
+	uint64_t num_failed;
+	as_dev_observer observer;
+	void *observer_ctx;
+	void *priv;
+};
+
+/* Address assignment of the simulated device. */
+enum { ADDR_AUTO, ADDR_MODEL, ADDR_RECORDED };
+
+as_device *as_sim_device_new(uint64_t capacity, int addr_mode);
+/* A segment the recording's allocator obtained (segment_alloc), in trace order: the simulated
+ * device hands out the same address for the same call while the call sequences agree. */
+void as_sim_device_hint(as_device *d, uint64_t addr, uint64_t size);
+/* Whether recorded addresses are still followed, and the number of calls they served. */
+int as_sim_device_following(const as_device *d, uint64_t *served);
+
+int as_dev_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *addr);
+void as_dev_free(as_device *d, uint64_t addr, uint64_t size, uint64_t stream);
+int as_dev_reserve(as_device *d, uint64_t size, uint64_t *addr);
+void as_dev_unreserve(as_device *d, uint64_t addr, uint64_t size);
+int as_dev_map(as_device *d, uint64_t addr, uint64_t size, uint64_t stream);
+void as_dev_unmap(as_device *d, uint64_t addr, uint64_t size, uint64_t stream);
+void as_device_destroy(as_device *d);
+
+#endif

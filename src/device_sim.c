@@ -1,0 +1,197 @@
+/*
+ * device_sim.c - the simulated device: a capacity, an address space and call counts.
+ *
+ * Addresses matter because PyTorch breaks ties between equal-size free blocks by address.
+ * The CUDA driver on the H200 placed cudaMalloc segments from the top of the address space
+ * downwards; the model below does the same (highest free range first, 2 MiB granularity).
+ * When the trace carries the recorded segment addresses, the device hands out exactly those
+ * while its own calls agree with the recording (same sizes in the same order).
+ */
+#include "device.h"
+#include <stdlib.h>
+#include <string.h>
+#include "tree.h"
+
+#define VA_TOP   0x7f0000000000ULL
+#define VA_FLOOR 0x100000000000ULL
+#define VMM_BASE 0x000302000000ULL
+#define GRAN     (2ULL << 20)
+
+typedef struct range {
+	uint64_t addr, size;
+	RB_ENTRY(range) rb;
+} range;
+
+static int range_cmp(const range *a, const range *b)
+{
+	return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+RB_HEAD(range_tree, range);
+RB_GENERATE_STATIC(range_tree, range, rb, range_cmp);
+
+typedef struct hint {
+	uint64_t addr, size;
+} hint;
+
+typedef struct sim {
+	struct range_tree live;
+	int mode;
+	int following;
+	uint64_t served;
+	hint *hints;
+	size_t hhead, hlen, hcap;
+	uint64_t vmm_next;
+} sim;
+
+static int overlaps(sim *s, uint64_t addr, uint64_t size)
+{
+	range key = { .addr = addr };
+	range *r = RB_NFIND(range_tree, &s->live, &key);
+	if (r && r->addr < addr + size)
+		return 1;
+	r = r ? RB_PREV(range_tree, &s->live, r) : RB_MAX(range_tree, &s->live);
+	return r && r->addr + r->size > addr;
+}
+
+static void insert(sim *s, uint64_t addr, uint64_t size)
+{
+	range *r = xcalloc(1, sizeof(*r));
+	r->addr = addr;
+	r->size = size;
+	RB_INSERT(range_tree, &s->live, r);
+}
+
+/* Highest gap below VA_TOP that fits size (rounded to the granularity). */
+static uint64_t model_place(sim *s, uint64_t size)
+{
+	uint64_t need = (size + GRAN - 1) / GRAN * GRAN;
+	uint64_t top = VA_TOP;
+	range *r;
+	RB_FOREACH_REVERSE(r, range_tree, &s->live) {
+		if (r->addr + r->size > top)
+			continue;
+		uint64_t end = (r->addr + r->size + GRAN - 1) / GRAN * GRAN;
+		if (top - end >= need)
+			return top - need;
+		if (r->addr < top)
+			top = r->addr / GRAN * GRAN;
+	}
+	return top - need;
+}
+
+static int sim_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *addr)
+{
+	sim *s = d->priv;
+	(void)stream;
+	if (s->following && s->hlen) {
+		hint h = s->hints[s->hhead];
+		if (h.size == size && !overlaps(s, h.addr, size)) {
+			s->hhead++;
+			s->hlen--;
+			s->served++;
+			*addr = h.addr;
+			insert(s, h.addr, size);
+			return 0;
+		}
+		s->following = 0; /* the calls no longer agree with the recording */
+	} else if (s->following && s->mode == ADDR_AUTO && s->served) {
+		s->following = 0;
+	}
+	*addr = model_place(s, size);
+	insert(s, *addr, size);
+	return 0;
+}
+
+static void sim_free(as_device *d, uint64_t addr, uint64_t size)
+{
+	sim *s = d->priv;
+	range key = { .addr = addr };
+	range *r = RB_FIND(range_tree, &s->live, &key);
+	(void)size;
+	if (r) {
+		RB_REMOVE(range_tree, &s->live, r);
+		free(r);
+	}
+}
+
+static int sim_reserve(as_device *d, uint64_t size, uint64_t *addr)
+{
+	sim *s = d->priv;
+	*addr = s->vmm_next;
+	s->vmm_next += (size + GRAN - 1) / GRAN * GRAN;
+	return 0;
+}
+
+static void sim_unreserve(as_device *d, uint64_t addr, uint64_t size)
+{
+	(void)d; (void)addr; (void)size;
+}
+
+static int sim_map(as_device *d, uint64_t addr, uint64_t size)
+{
+	(void)d; (void)addr; (void)size;
+	return 0;
+}
+
+static void sim_unmap(as_device *d, uint64_t addr, uint64_t size)
+{
+	(void)d; (void)addr; (void)size;
+}
+
+static void sim_destroy(as_device *d)
+{
+	sim *s = d->priv;
+	range *r, *n;
+	RB_FOREACH_SAFE(r, range_tree, &s->live, n) {
+		RB_REMOVE(range_tree, &s->live, r);
+		free(r);
+	}
+	free(s->hints);
+	free(s);
+	free(d);
+}
+
+static const as_device_ops sim_ops = {
+	"sim", sim_alloc, sim_free, sim_reserve, sim_unreserve, sim_map, sim_unmap, sim_destroy,
+};
+
+as_device *as_sim_device_new(uint64_t capacity, int addr_mode)
+{
+	as_device *d = xcalloc(1, sizeof(*d));
+	sim *s = xcalloc(1, sizeof(*s));
+	RB_INIT(&s->live);
+	s->mode = addr_mode;
+	s->following = addr_mode != ADDR_MODEL;
+	s->vmm_next = VMM_BASE;
+	d->ops = &sim_ops;
+	d->capacity = capacity;
+	d->priv = s;
+	return d;
+}
+
+void as_sim_device_hint(as_device *d, uint64_t addr, uint64_t size)
+{
+	sim *s = d->priv;
+	if (d->ops != &sim_ops || !s->following)
+		return;
+	if (s->hhead + s->hlen == s->hcap) {
+		if (s->hhead) {
+			memmove(s->hints, s->hints + s->hhead, s->hlen * sizeof(hint));
+			s->hhead = 0;
+		} else {
+			s->hcap = s->hcap ? s->hcap * 2 : 64;
+			s->hints = xrealloc(s->hints, s->hcap * sizeof(hint));
+		}
+	}
+	s->hints[s->hhead + s->hlen++] = (hint){ addr, size };
+}
+
+int as_sim_device_following(const as_device *d, uint64_t *served)
+{
+	if (d->ops != &sim_ops)
+		return 0;
+	const sim *s = d->priv;
+	if (served)
+		*served = s->served;
+	return s->following;
+}

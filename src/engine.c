@@ -1,0 +1,162 @@
+/* engine.c - the replay loop's accounting, identical for every policy. */
+#include "engine.h"
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, as_device *dev, as_err *err)
+{
+	memset(e, 0, sizeof(*e));
+	idmap_init(&e->live);
+	e->dev = dev;
+	e->s.first_oom_event = -1;
+	e->every = 1;
+	if (ops->create(&e->pol, config ? config : "", dev, &e->ctr, err))
+		return -1;
+	return 0;
+}
+
+static void timeline_row(as_engine *e, const as_event *ev)
+{
+	fprintf(e->timeline, "%" PRIu64 ",%s,%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", e->s.events - 1,
+		as_ev_names[ev->type], ev->time_us, e->requested, e->allocated, e->dev->reserved);
+}
+
+int as_engine_step(as_engine *e, const as_event *ev, as_err *err)
+{
+	as_live *l;
+	switch (ev->type) {
+	case EV_ALLOC: {
+		e->s.allocs++;
+		l = xmalloc(sizeof(*l));
+		l->size = ev->size;
+		l->block_size = 0;
+		l->free_requested = 0;
+		uint64_t addr;
+		if (e->pol->ops->malloc(e->pol, ev->size, ev->stream, &l->handle, &l->block_size, &addr)) {
+			l->handle = NULL;
+			l->block_size = 0;
+			if (!e->s.num_ooms)
+				e->s.first_oom_event = (int64_t)e->s.events;
+			e->s.num_ooms++;
+		} else {
+			e->requested += ev->size;
+			e->allocated += l->block_size;
+		}
+		idmap_put(&e->live, ev->id, l);
+		break;
+	}
+	case EV_FREE_REQ:
+		l = idmap_get(&e->live, ev->id);
+		if (!l)
+			return as_fail(err, AS_EXIT_SOFTWARE, "internal: free_requested of unknown id %" PRIu64, ev->id);
+		if (l->handle && !l->free_requested) {
+			e->allocated -= l->block_size;
+			if (e->pol->ops->free_requested)
+				e->pol->ops->free_requested(e->pol, l->handle);
+		}
+		l->free_requested = 1;
+		break;
+	case EV_FREE:
+		l = idmap_del(&e->live, ev->id);
+		if (!l)
+			return as_fail(err, AS_EXIT_SOFTWARE, "internal: free of unknown id %" PRIu64, ev->id);
+		e->s.frees++;
+		if (l->handle) {
+			if (!l->free_requested)
+				e->allocated -= l->block_size;
+			e->requested -= l->size;
+			e->pol->ops->free(e->pol, l->handle);
+		}
+		free(l);
+		break;
+	case EV_EMPTY_CACHE:
+		e->pol->ops->empty_cache(e->pol);
+		break;
+	case EV_SEG_ALLOC:
+		as_sim_device_hint(e->dev, ev->addr, ev->size);
+		return 0;
+	case EV_SEG_FREE: case EV_SEG_MAP: case EV_SEG_UNMAP:
+		return 0;
+	default:
+		break;
+	}
+	e->s.events++;
+	if (e->requested > e->s.peak_requested_bytes)
+		e->s.peak_requested_bytes = e->requested;
+	if (e->allocated > e->s.peak_allocated_bytes)
+		e->s.peak_allocated_bytes = e->allocated;
+	if (e->timeline && (e->s.events - 1) % e->every == 0)
+		timeline_row(e, ev);
+	if (e->check && e->pol->ops->check(e->pol, err)) {
+		char m[sizeof err->msg];
+		snprintf(m, sizeof m, "%s", err->msg);
+		err->code = 0;
+		return as_fail(err, AS_EXIT_SOFTWARE, "invariant check failed after event %" PRIu64 " (%s, trace record %" PRIu64 "): %s",
+			e->s.events - 1, as_ev_names[ev->type], ev->index, m);
+	}
+	return 0;
+}
+
+void as_engine_finish(as_engine *e)
+{
+	e->s.peak_reserved_bytes = e->dev->peak_reserved;
+	e->s.final_reserved_bytes = e->dev->reserved;
+	e->s.final_allocated_bytes = e->allocated;
+	e->s.num_device_alloc = e->dev->num_alloc;
+	e->s.num_device_free = e->dev->num_free;
+	e->s.num_alloc_retries = e->ctr.alloc_retries;
+}
+
+void as_engine_free(as_engine *e)
+{
+	for (size_t i = 0; i < e->live.cap; i++)
+		if (idmap_live(&e->live, i))
+			free(e->live.vals[i]);
+	idmap_free(&e->live);
+	if (e->pol)
+		e->pol->ops->destroy(e->pol);
+	e->pol = NULL;
+}
+
+/* CSV fields are quoted when they hold a comma, quote or newline (RFC 4180). */
+static void csv_str(FILE *f, const char *s)
+{
+	if (!strpbrk(s, ",\"\n\r")) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+void as_summary_header(FILE *f)
+{
+	fputs("trace,policy,config,capacity_bytes", f);
+#define X(n, d) fputs("," #n, f);
+	AS_SUMMARY_COUNTERS(X)
+#undef X
+	fputs(",first_oom_event,efficiency,wall_seconds,events_per_second\n", f);
+}
+
+void as_summary_row(FILE *f, const char *trace, const char *policy, const char *config, uint64_t capacity,
+	const as_summary *s)
+{
+	csv_str(f, trace);
+	fputc(',', f);
+	csv_str(f, policy);
+	fputc(',', f);
+	csv_str(f, config);
+	fprintf(f, ",%" PRIu64, capacity);
+#define X(n, d) fprintf(f, ",%" PRIu64, s->n);
+	AS_SUMMARY_COUNTERS(X)
+#undef X
+	double eff = s->peak_reserved_bytes ? (double)s->peak_allocated_bytes / (double)s->peak_reserved_bytes : 0.0;
+	double eps = s->wall_seconds > 0 ? (double)s->events / s->wall_seconds : 0.0;
+	fprintf(f, ",%" PRId64 ",%.6f,%.6f,%.0f\n", s->first_oom_event, eff, s->wall_seconds, eps);
+}

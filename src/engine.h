@@ -1,0 +1,75 @@
+/* engine.h - replays events against a policy and keeps the accounting every policy shares. */
+#ifndef ALLOCSIM_ENGINE_H
+#define ALLOCSIM_ENGINE_H
+#include "trace.h"
+#include "device.h"
+#include "idmap.h"
+#include "../policies/policy.h"
+#include <stdio.h>
+
+/* The summary counters, one list (mimalloc-style X-macro): name, description. */
+#define AS_SUMMARY_COUNTERS(X) \
+	X(events, "events replayed") \
+	X(allocs, "allocation requests") \
+	X(frees, "frees") \
+	X(peak_requested_bytes, "peak of live requested bytes") \
+	X(peak_allocated_bytes, "peak of bytes in blocks handed out") \
+	X(peak_reserved_bytes, "peak of bytes obtained from the device") \
+	X(final_allocated_bytes, "allocated bytes at the end") \
+	X(final_reserved_bytes, "reserved bytes at the end") \
+	X(num_device_alloc, "device allocations (cudaMalloc / page maps)") \
+	X(num_device_free, "device frees (cudaFree / page unmaps)") \
+	X(num_alloc_retries, "allocations retried after releasing cache") \
+	X(num_ooms, "requests that failed with out-of-memory")
+
+typedef struct as_summary {
+#define X(n, d) uint64_t n;
+	AS_SUMMARY_COUNTERS(X)
+#undef X
+	int64_t first_oom_event;   /* index of the first failed allocation event, -1 if none */
+	double wall_seconds;
+} as_summary;
+
+typedef struct as_live {
+	void *handle;         /* NULL if the allocation failed */
+	uint64_t size, block_size;
+	int free_requested;
+} as_live;
+
+typedef struct as_engine {
+	as_policy *pol;
+	as_device *dev;
+	as_counters ctr;
+	idmap live;
+	as_summary s;
+	uint64_t requested, allocated;
+	int check;
+	FILE *timeline;
+	uint64_t every;
+	as_reader *reader;     /* for error positions */
+} as_engine;
+
+int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, as_device *dev, as_err *err);
+/* Applies one event; -1 on an internal error (or a --check failure). */
+int as_engine_step(as_engine *e, const as_event *ev, as_err *err);
+void as_engine_finish(as_engine *e);
+void as_engine_free(as_engine *e);
+
+/* Replays a whole trace; used by replay, sweep-like callers and tests. */
+typedef struct as_replay_opts {
+	const char *policy;
+	const char *config;     /* NULL or "recorded": the trace's own settings */
+	uint64_t capacity;
+	int capacity_set;
+	int addr_mode;
+	int check;
+	FILE *timeline;
+	uint64_t every;
+} as_replay_opts;
+
+/* Summary CSV. */
+void as_summary_header(FILE *f);
+void as_summary_row(FILE *f, const char *trace, const char *policy, const char *config, uint64_t capacity,
+	const as_summary *s);
+
+#endif

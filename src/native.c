@@ -1,0 +1,293 @@
+/* native.c - allocsim's own text trace format (doc/trace-format.md): reader and writer. */
+#include "trace.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NATIVE_VERSION 1
+
+typedef struct native_state {
+	char *line;
+	size_t cap;
+	uint64_t lineno;
+	uint64_t nrec;
+	int have_pending;
+} native_state;
+
+static int nerr(as_reader *r, uint64_t line, as_err *err, const char *fmt, const char *arg)
+{
+	char m[300];
+	snprintf(m, sizeof m, fmt, arg);
+	return as_fail(err, AS_EXIT_DATAERR, "%s:%" PRIu64 ": %s", r->in.path, line, m);
+}
+
+static int set_meta(as_reader *r, const char *key, const char *val, uint64_t line, as_err *err)
+{
+	as_meta *m = &r->meta;
+	if (!strcmp(key, "source"))
+		snprintf(m->source, sizeof m->source, "%s", val);
+	else if (!strcmp(key, "device"))
+		snprintf(m->device, sizeof m->device, "%s", val);
+	else if (!strcmp(key, "device_total") || !strcmp(key, "capacity")) {
+		uint64_t v;
+		if (as_parse_u64(val, &v))
+			return nerr(r, line, err, "invalid number '%s' in header", val);
+		if (key[0] == 'd')
+			m->device_total = v;
+		else
+			m->capacity = v;
+	} else if (!strcmp(key, "allocator_settings")) {
+		free(m->settings);
+		m->settings = xstrdup(val);
+		m->has_settings = 1;
+	}
+	/* Unknown keys are kept for forward compatibility and ignored. */
+	return 0;
+}
+
+static int native_next(as_reader *r, as_event *ev, as_err *err)
+{
+	native_state *s = r->priv;
+	for (;;) {
+		int rc;
+		if (s->have_pending) {
+			s->have_pending = 0;
+			rc = 1;
+		} else {
+			rc = as_input_line(&r->in, &s->line, &s->cap, err);
+			s->lineno++;
+		}
+		if (rc <= 0)
+			return rc;
+		char *p = s->line;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p || *p == '#')
+			continue;
+		memset(ev, 0, sizeof(*ev));
+		ev->time_us = -1;
+		ev->pos = s->lineno;
+		ev->index = s->nrec++;
+		char *tok[8];
+		int nt = 0;
+		char *save = NULL;
+		for (char *t = strtok_r(p, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
+			if (nt == 8)
+				return nerr(r, s->lineno, err, "too many fields%s", "");
+			tok[nt++] = t;
+		}
+		if (strlen(tok[0]) != 1)
+			return nerr(r, s->lineno, err, "unknown record type '%s'", tok[0]);
+		int npos;
+		switch (tok[0][0]) {
+		case 'a': ev->type = EV_ALLOC; npos = 4; break;
+		case 'r': ev->type = EV_FREE_REQ; npos = 2; break;
+		case 'f': ev->type = EV_FREE; npos = 2; break;
+		case 'e': ev->type = EV_EMPTY_CACHE; npos = 1; break;
+		case 'p': ev->type = EV_PHASE; npos = 2; break;
+		case 'S': ev->type = EV_SEG_ALLOC; npos = 4; break;
+		case 'X': ev->type = EV_SEG_FREE; npos = 4; break;
+		case 'M': ev->type = EV_SEG_MAP; npos = 4; break;
+		case 'U': ev->type = EV_SEG_UNMAP; npos = 4; break;
+		default: return nerr(r, s->lineno, err, "unknown record type '%s'", tok[0]);
+		}
+		if (nt < npos)
+			return nerr(r, s->lineno, err, "record '%s' has too few fields", tok[0]);
+		uint64_t v[3] = { 0, 0, 0 };
+		if (ev->type == EV_PHASE) {
+			ev->label = tok[1];
+		} else {
+			for (int i = 1; i < npos; i++)
+				if (as_parse_u64(tok[i], &v[i - 1]))
+					return nerr(r, s->lineno, err, "invalid number '%s'", tok[i]);
+		}
+		if (ev->type >= EV_SEG_ALLOC) {
+			ev->addr = v[0];
+			ev->size = v[1];
+			ev->stream = v[2];
+		} else {
+			ev->id = v[0];
+			ev->size = v[1];
+			ev->stream = v[2];
+		}
+		for (int i = npos; i < nt; i++) {
+			uint64_t x;
+			if (!strcmp(tok[i], "oom") && ev->type == EV_ALLOC)
+				ev->flags |= EVF_OOM;
+			else if (!strncmp(tok[i], "t=", 2) && !as_parse_u64(tok[i] + 2, &x) && x <= INT64_MAX)
+				ev->time_us = (int64_t)x;
+			else if (!strncmp(tok[i], "addr=", 5) && !as_parse_u64(tok[i] + 5, &x))
+				ev->addr = x;
+			else
+				return nerr(r, s->lineno, err, "invalid field '%s'", tok[i]);
+		}
+		return 1;
+	}
+}
+
+static void native_close(as_reader *r)
+{
+	native_state *s = r->priv;
+	if (s)
+		free(s->line);
+	free(s);
+}
+
+static const struct as_reader_ops native_ops = { "native", native_next, native_close };
+
+int as_native_open(as_reader *r, const as_reader_opts *o, as_err *err)
+{
+	native_state *s = xcalloc(1, sizeof(*s));
+	r->priv = s;
+	r->ops = &native_ops;
+	r->pos_is_line = 1;
+	snprintf(r->meta.format, sizeof r->meta.format, "native");
+	int rc = as_input_line(&r->in, &s->line, &s->cap, err);
+	s->lineno = 1;
+	if (rc <= 0)
+		return -1;
+	unsigned ver = 0;
+	char extra;
+	if (sscanf(s->line, "#allocsim-trace %u%c", &ver, &extra) != 1)
+		return nerr(r, 1, err, "bad header line '%s' (expected '#allocsim-trace 1')", s->line);
+	if (ver != NATIVE_VERSION)
+		return as_fail(err, AS_EXIT_DATAERR, "%s:1: unsupported trace format version %u (this allocsim reads version %d)",
+			r->in.path, ver, NATIVE_VERSION);
+	for (;;) {
+		rc = as_input_line(&r->in, &s->line, &s->cap, err);
+		if (rc < 0)
+			return -1;
+		if (rc == 0)
+			break;
+		s->lineno++;
+		if (s->line[0] != '#') {
+			s->have_pending = 1;
+			break;
+		}
+		char *colon = strchr(s->line, ':');
+		if (!colon)
+			continue; /* a plain comment */
+		*colon = 0;
+		char *val = colon + 1;
+		while (*val == ' ')
+			val++;
+		if (set_meta(r, s->line + 1, val, s->lineno, err))
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- writer ---------------------------------------------------------------------------- */
+
+struct as_writer {
+	as_outfile out;
+	gzFile gz;
+	char *gzpath, *gztmp;
+	int is_gz;
+	int failed;
+};
+
+static int wprintf(as_writer *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int wprintf(as_writer *w, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof buf)
+		n = (int)strlen(buf);
+	if (w->is_gz) {
+		if (gzwrite(w->gz, buf, (unsigned)n) != n)
+			w->failed = 1;
+	} else if (fwrite(buf, 1, (size_t)n, w->out.fp) != (size_t)n) {
+		w->failed = 1;
+	}
+	return w->failed ? -1 : 0;
+}
+
+as_writer *as_native_writer_open(const char *path, const as_meta *meta, as_err *err)
+{
+	as_writer *w = xcalloc(1, sizeof(*w));
+	size_t n = path ? strlen(path) : 0;
+	if (n > 3 && !strcmp(path + n - 3, ".gz")) {
+		w->is_gz = 1;
+		w->gzpath = xstrdup(path);
+		w->gztmp = xmalloc(n + 32);
+		snprintf(w->gztmp, n + 32, "%s.tmp%ld", path, (long)getpid());
+		w->gz = gzopen(w->gztmp, "wb6");
+		if (!w->gz) {
+			as_fail(err, AS_EXIT_IOERR, "cannot create '%s': %s", path, strerror(errno));
+			free(w->gzpath);
+			free(w->gztmp);
+			free(w);
+			return NULL;
+		}
+	} else if (as_outfile_open(&w->out, path, err)) {
+		free(w);
+		return NULL;
+	}
+	wprintf(w, "#allocsim-trace %d\n", NATIVE_VERSION);
+	if (meta->source[0])
+		wprintf(w, "#source: %s\n", meta->source);
+	if (meta->device[0])
+		wprintf(w, "#device: %s\n", meta->device);
+	if (meta->device_total)
+		wprintf(w, "#device_total: %" PRIu64 "\n", meta->device_total);
+	if (meta->capacity)
+		wprintf(w, "#capacity: %" PRIu64 "\n", meta->capacity);
+	if (meta->has_settings)
+		wprintf(w, "#allocator_settings: %s\n", meta->settings ? meta->settings : "");
+	return w;
+}
+
+int as_native_writer_event(as_writer *w, const as_event *ev, as_err *err)
+{
+	char extra[96] = "";
+	int n = 0;
+	if (ev->time_us >= 0)
+		n += snprintf(extra + n, sizeof extra - (size_t)n, " t=%" PRId64, ev->time_us);
+	switch (ev->type) {
+	case EV_ALLOC:
+		if (ev->addr)
+			n += snprintf(extra + n, sizeof extra - (size_t)n, " addr=0x%" PRIx64, ev->addr);
+		wprintf(w, "a %" PRIu64 " %" PRIu64 " %" PRIu64 "%s%s\n", ev->id, ev->size, ev->stream, extra,
+			(ev->flags & EVF_OOM) ? " oom" : "");
+		break;
+	case EV_FREE_REQ: wprintf(w, "r %" PRIu64 "%s\n", ev->id, extra); break;
+	case EV_FREE: wprintf(w, "f %" PRIu64 "%s\n", ev->id, extra); break;
+	case EV_EMPTY_CACHE: wprintf(w, "e%s\n", extra); break;
+	case EV_PHASE: wprintf(w, "p %s\n", ev->label && *ev->label ? ev->label : "-"); break;
+	case EV_SEG_ALLOC: case EV_SEG_FREE: case EV_SEG_MAP: case EV_SEG_UNMAP:
+		wprintf(w, "%c 0x%" PRIx64 " %" PRIu64 " %" PRIu64 "%s\n", "SXMU"[ev->type - EV_SEG_ALLOC],
+			ev->addr, ev->size, ev->stream, extra);
+		break;
+	default: break;
+	}
+	if (w->failed)
+		return as_fail(err, AS_EXIT_IOERR, "write error on '%s'", w->is_gz ? w->gzpath : (w->out.path ? w->out.path : "<stdout>"));
+	return 0;
+}
+
+int as_native_writer_close(as_writer *w, int commit, as_err *err)
+{
+	int rc = 0;
+	if (w->is_gz) {
+		if (gzclose(w->gz) != Z_OK || w->failed)
+			rc = as_fail(err, AS_EXIT_IOERR, "write error on '%s'", w->gzpath);
+		if (commit && !rc && rename(w->gztmp, w->gzpath))
+			rc = as_fail(err, AS_EXIT_IOERR, "cannot rename to '%s': %s", w->gzpath, strerror(errno));
+		if (!commit || rc)
+			unlink(w->gztmp);
+		free(w->gzpath);
+		free(w->gztmp);
+	} else {
+		rc = as_outfile_close(&w->out, commit && !w->failed, err);
+		if (w->failed && !rc)
+			rc = as_fail(err, AS_EXIT_IOERR, "write error");
+	}
+	free(w);
+	return rc;
+}

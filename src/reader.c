@@ -1,0 +1,151 @@
+/* reader.c - format detection and the consistency checks every reader's events go through. */
+#include "trace.h"
+#include "idmap.h"
+#include <inttypes.h>
+#include <string.h>
+#include <stdlib.h>
+
+/* Values stored in the live-id map. */
+static char live_alloc, live_req;
+
+void as_meta_free(as_meta *m)
+{
+	for (size_t i = 0; i < m->nsegments; i++)
+		free(m->segments[i].blocks);
+	free(m->segments);
+	free(m->settings);
+	memset(m, 0, sizeof(*m));
+}
+
+int as_reader_open(as_reader **out, const char *path, const as_reader_opts *opts, as_err *err)
+{
+	static const as_reader_opts none;
+	as_reader *r = xcalloc(1, sizeof(*r));
+	int rc;
+	if (!opts)
+		opts = &none;
+	if (as_input_open(&r->in, path, err)) {
+		free(r);
+		return -1;
+	}
+	size_t n = as_input_fill(&r->in, 64, err);
+	if (r->in.error)
+		goto fail;
+	const unsigned char *b = r->in.buf + r->in.pos;
+	if (n == 0) {
+		as_fail(err, AS_EXIT_DATAERR, "%s: empty file (not a trace)", r->in.path);
+		goto fail;
+	}
+	if (n >= 2 && b[0] == 0x80 && b[1] >= 2 && b[1] <= 5)
+		rc = as_pickle_open(r, opts, err);
+	else if (n >= 15 && !memcmp(b, "#allocsim-trace", 15))
+		rc = as_native_open(r, opts, err);
+	else if (n >= 6 && !memcmp(b, "Thread", 6))
+		rc = as_rmm_open(r, opts, err);
+	else {
+		as_fail(err, AS_EXIT_DATAERR,
+			"%s: byte offset 0: unknown trace format (expected a PyTorch memory snapshot pickle, "
+			"an allocsim trace starting with '#allocsim-trace', or an RMM log CSV starting with 'Thread,')",
+			r->in.path);
+		goto fail;
+	}
+	if (rc)
+		goto fail;
+	idmap *live = xcalloc(1, sizeof(*live));
+	idmap_init(live);
+	r->live = live;
+	*out = r;
+	return 0;
+fail:
+	as_input_close(&r->in);
+	as_meta_free(&r->meta);
+	free(r);
+	return -1;
+}
+
+static int bad_event(as_reader *r, const as_event *ev, as_err *err, const char *what)
+{
+	if (r->pos_is_line)
+		return as_fail(err, AS_EXIT_DATAERR, "%s:%" PRIu64 ": %s", r->in.path, ev->pos, what);
+	return as_fail(err, AS_EXIT_DATAERR, "%s: byte offset %" PRIu64 ": %s", r->in.path, ev->pos, what);
+}
+
+int as_reader_next(as_reader *r, as_event *ev, as_err *err)
+{
+	char msg[160];
+	if (r->finished)
+		return 0;
+	int rc = r->ops->next(r, ev, err);
+	if (rc <= 0) {
+		if (rc == 0)
+			r->finished = 1;
+		return rc;
+	}
+	idmap *live = r->live;
+	void *st;
+	switch (ev->type) {
+	case EV_ALLOC:
+		if (ev->size == 0 || ev->size >= AS_MAX_REQUEST) {
+			snprintf(msg, sizeof msg, "allocation %" PRIu64 " has size %" PRIu64 " (must be 1 .. 2^60-1)", ev->id, ev->size);
+			return bad_event(r, ev, err, msg);
+		}
+		if (idmap_get(live, ev->id)) {
+			snprintf(msg, sizeof msg, "allocation id %" PRIu64 " is already live", ev->id);
+			return bad_event(r, ev, err, msg);
+		}
+		idmap_put(live, ev->id, &live_alloc);
+		break;
+	case EV_FREE_REQ:
+		st = idmap_get(live, ev->id);
+		if (st != &live_alloc) {
+			snprintf(msg, sizeof msg, st ? "free of id %" PRIu64 " requested twice" : "free of unknown id %" PRIu64, ev->id);
+			return bad_event(r, ev, err, msg);
+		}
+		idmap_put(live, ev->id, &live_req);
+		break;
+	case EV_FREE:
+		if (!idmap_del(live, ev->id)) {
+			snprintf(msg, sizeof msg, "free of unknown id %" PRIu64, ev->id);
+			return bad_event(r, ev, err, msg);
+		}
+		break;
+	default:
+		break;
+	}
+	return 1;
+}
+
+void as_reader_close(as_reader *r)
+{
+	if (!r)
+		return;
+	if (r->ops && r->ops->close)
+		r->ops->close(r);
+	if (r->live) {
+		idmap_free(r->live);
+		free(r->live);
+	}
+	as_input_close(&r->in);
+	as_meta_free(&r->meta);
+	free(r);
+}
+
+int as_trace_probe_meta(const char *path, as_meta *out, as_err *err)
+{
+	as_reader *r;
+	as_event ev;
+	int rc;
+	if (as_reader_open(&r, path, NULL, err))
+		return -1;
+	while ((rc = as_reader_next(r, &ev, err)) > 0)
+		;
+	if (rc == 0) {
+		*out = r->meta;
+		if (r->meta.settings)
+			out->settings = xstrdup(r->meta.settings);
+		out->segments = NULL;
+		out->nsegments = 0;
+	}
+	as_reader_close(r);
+	return rc;
+}

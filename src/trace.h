@@ -1,0 +1,130 @@
+/* trace.h - the trace model (events + metadata) and the streaming reader interface. */
+#ifndef ALLOCSIM_TRACE_H
+#define ALLOCSIM_TRACE_H
+#include "common.h"
+#include <stdio.h>
+#include <zlib.h>
+
+typedef enum as_ev_type {
+	EV_ALLOC = 0,     /* id, size (requested bytes), stream */
+	EV_FREE_REQ,      /* id: the caller released it; the block may still be in use by other streams */
+	EV_FREE,          /* id: the block returns to the allocator (PyTorch free_completed) */
+	EV_EMPTY_CACHE,   /* torch.cuda.empty_cache() */
+	EV_PHASE,         /* a marker with a label */
+	/* What the recorded allocator did with the device (informational: validate, address hints). */
+	EV_SEG_ALLOC, EV_SEG_FREE, EV_SEG_MAP, EV_SEG_UNMAP,
+	EV__COUNT
+} as_ev_type;
+
+extern const char *const as_ev_names[EV__COUNT];
+
+#define EVF_OOM 1u   /* this allocation failed with out-of-memory in the recording */
+
+typedef struct as_event {
+	as_ev_type type;
+	uint32_t flags;
+	uint64_t id;
+	uint64_t size;    /* requested bytes (alloc) or bytes (segment events) */
+	uint64_t stream;
+	uint64_t addr;    /* recorded address (0 if unknown) */
+	int64_t time_us;  /* -1 if unknown */
+	uint64_t pos;     /* line number or byte offset where the event starts */
+	uint64_t index;   /* 0-based index of the source record (trace entry) */
+	const char *label; /* EV_PHASE only; valid until the next call */
+} as_event;
+
+/* One segment of a snapshot's end state (for validate). */
+typedef struct as_snap_block {
+	uint64_t size;
+	int state; /* 0 inactive, 1 active_allocated, 2 active_pending_free */
+} as_snap_block;
+typedef struct as_snap_segment {
+	uint64_t addr, total_size, stream;
+	int is_small, is_expandable;
+	size_t nblocks;
+	as_snap_block *blocks;
+} as_snap_segment;
+
+typedef struct as_meta {
+	char format[16];        /* native, pytorch, rmm */
+	char source[64];
+	char device[64];
+	uint64_t device_total;  /* 0 = unknown */
+	uint64_t capacity;      /* 0 = none recorded */
+	int has_settings;
+	char *settings;         /* PYTORCH_CUDA_ALLOC_CONF of the recording */
+	/* Known only after the whole input has been read: */
+	uint64_t unmatched_frees;   /* frees of blocks whose alloc is not in the (truncated) history */
+	uint64_t inferred_empty_cache;
+	size_t nsegments;
+	as_snap_segment *segments;
+	int history_truncated;
+} as_meta;
+
+/* Buffered input over zlib (plain files read through the same gz API). */
+typedef struct as_input {
+	gzFile gz;
+	char *path;
+	unsigned char *buf;
+	size_t len, pos;
+	uint64_t offset;  /* uncompressed bytes consumed before buf[0] */
+	int eof, error;
+} as_input;
+
+int as_input_open(as_input *in, const char *path, as_err *err);
+void as_input_close(as_input *in);
+/* Ensure at least n bytes are buffered (fewer at end of input); returns bytes available. */
+size_t as_input_fill(as_input *in, size_t n, as_err *err);
+static inline uint64_t as_input_tell(const as_input *in) { return in->offset + in->pos; }
+/* Reads one line (without the newline, CR stripped) into *line; returns 1, 0 at EOF, -1 error. */
+int as_input_line(as_input *in, char **line, size_t *cap, as_err *err);
+
+typedef struct as_reader as_reader;
+struct as_reader_ops {
+	const char *name;
+	int (*next)(as_reader *r, as_event *ev, as_err *err); /* 1 event, 0 end, -1 error */
+	void (*close)(as_reader *r);
+};
+
+struct as_reader {
+	const struct as_reader_ops *ops;
+	as_input in;
+	as_meta meta;
+	int pos_is_line;  /* error positions are lines (text) or byte offsets (binary) */
+	void *priv;    /* the format's own state */
+	void *live;    /* ids live in the trace (generic checks, reader.c) */
+	int finished;
+};
+
+typedef struct as_reader_opts {
+	int want_segments;  /* keep the snapshot's end-state segments */
+	int want_device_events; /* emit EV_SEG_* events */
+} as_reader_opts;
+
+int as_reader_open(as_reader **out, const char *path, const as_reader_opts *opts, as_err *err);
+int as_reader_next(as_reader *r, as_event *ev, as_err *err);
+void as_reader_close(as_reader *r);
+void as_meta_free(as_meta *m);
+/* Reads a whole trace to collect the metadata only (for -c recorded when settings come last). */
+int as_trace_probe_meta(const char *path, as_meta *out, as_err *err);
+
+/* Format-specific constructors (called by as_reader_open after detection). */
+int as_native_open(as_reader *r, const as_reader_opts *o, as_err *err);
+int as_pickle_open(as_reader *r, const as_reader_opts *o, as_err *err);
+int as_rmm_open(as_reader *r, const as_reader_opts *o, as_err *err);
+
+/* Native writer (convert). */
+typedef struct as_writer as_writer;
+as_writer *as_native_writer_open(const char *path, const as_meta *meta, as_err *err);
+int as_native_writer_event(as_writer *w, const as_event *ev, as_err *err);
+int as_native_writer_close(as_writer *w, int commit, as_err *err); /* commit=0 discards the output */
+
+/* Output files are written to a temporary name and renamed at the end. */
+typedef struct as_outfile {
+	FILE *fp;
+	char *path, *tmp;
+} as_outfile;
+int as_outfile_open(as_outfile *o, const char *path, as_err *err); /* path "-" or NULL = stdout */
+int as_outfile_close(as_outfile *o, int commit, as_err *err);
+
+#endif
