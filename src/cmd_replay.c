@@ -24,6 +24,7 @@ static const char replay_usage[] =
 	"      --check             verify the policy's invariants after every event\n"
 	"      --addresses MODE    auto (recorded segment addresses while the calls agree, default),\n"
 	"                          model (the driver model only) or recorded\n"
+	"      --stop-at-oom       end the replay at the first out-of-memory, as the program would\n"
 	"      --no-timing         print 0 for wall_seconds and events_per_second (byte-identical output)\n"
 	"  -h, --help              show this help\n";
 
@@ -64,12 +65,12 @@ int cmd_replay(int argc, char **argv)
 		{ "timeline", required_argument, 0, 'T' }, { "every", required_argument, 0, 'E' },
 		{ "stats", required_argument, 0, 'S' }, { "summary", no_argument, 0, 'Y' },
 		{ "check", no_argument, 0, 'K' }, { "addresses", required_argument, 0, 'A' },
-		{ "no-timing", no_argument, 0, 'N' }, { "help", no_argument, 0, 'h' },
+		{ "no-timing", no_argument, 0, 'N' }, { "stop-at-oom", no_argument, 0, 'O' }, { "help", no_argument, 0, 'h' },
 		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
 	const char *policy = "pytorch", *config = NULL, *out = NULL, *timeline = NULL, *stats = NULL;
 	uint64_t capacity = 0, every = 1;
-	int capacity_set = 0, summary = 0, check = 0, addr_mode = ADDR_AUTO, no_timing = 0, c;
+	int capacity_set = 0, summary = 0, check = 0, addr_mode = ADDR_AUTO, no_timing = 0, stop_at_oom = 0, c;
 	char m[256];
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "p:c:o:h", lo, NULL)) != -1) {
@@ -97,6 +98,7 @@ int cmd_replay(int argc, char **argv)
 			else return cli_usage_error("replay", "--addresses: expected auto, model or recorded, not '%s'", optarg);
 			break;
 		case 'N': no_timing = 1; break;
+		case 'O': stop_at_oom = 1; break;
 		case 'h': fputs(replay_usage, stdout); return 0;
 		case 'V': cli_version(); return 0;
 		default: return cli_usage_error("replay", "invalid option");
@@ -143,9 +145,12 @@ int cmd_replay(int argc, char **argv)
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	as_event ev;
-	while ((rc = as_reader_next(r, &ev, &err)) > 0)
+	while ((rc = as_reader_next(r, &ev, &err)) > 0) {
 		if (as_engine_step(&e, &ev, &err))
 			break;
+		if (stop_at_oom && e.s.num_ooms)
+			break;
+	}
 	if (err.code)
 		goto done;
 	clock_gettime(CLOCK_MONOTONIC, &t1);

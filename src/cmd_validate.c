@@ -263,7 +263,8 @@ int cmd_validate(int argc, char **argv)
 	if (!v.diverged && !r->meta.history_truncated && compare_end_state(&r->meta, e.pol, v.msg, sizeof v.msg))
 		v.diverged = 1;
 	if (v.diverged) {
-		printf("%s: %s\n", path, v.msg);
+		printf("%s: %s%s\n", path, v.msg, r->meta.history_truncated ?
+			" (the recorded history is truncated: segments PyTorch obtained before it began are not in the trace)" : "");
 	} else {
 		printf("%s: exact (%" PRIu64 " device calls, %zu end-state segments%s)\n", path, v.ncompared,
 			r->meta.nsegments, r->meta.history_truncated ? "; history truncated, end state not compared" : "");

@@ -32,8 +32,9 @@ static int set_meta(as_reader *r, const char *key, const char *val, uint64_t lin
 		snprintf(m->device, sizeof m->device, "%s", val);
 	else if (!strcmp(key, "device_total") || !strcmp(key, "capacity")) {
 		uint64_t v;
-		if (as_parse_u64(val, &v))
-			return nerr(r, line, err, "invalid number '%s' in header", val);
+		char why[200];
+		if (as_parse_size(val, &v, why, sizeof why))
+			return nerr(r, line, err, "invalid size '%s' in header", val);
 		if (key[0] == 'd')
 			m->device_total = v;
 		else

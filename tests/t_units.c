@@ -1,1 +1,231 @@
-int main(void){return 0;}
+/* t_units.c - unit tests: parsers, rounding rules, the engine's accounting and policy invariants. */
+#include "tap.h"
+#include "../src/common.h"
+#include "../src/idmap.h"
+#include "../src/engine.h"
+#include "../policies/pytorch.h"
+#include <gsl/gsl_rng.h>
+#include <stdlib.h>
+
+#define MiB (1ULL << 20)
+
+static void test_sizes(void)
+{
+	static const struct { const char *s; uint64_t v; } good[] = {
+		{ "512", 512 }, { "64KiB", 65536 }, { "20MiB", 20 * MiB }, { "80GiB", 80ULL << 30 }, { "1.5GB", 1500000000 },
+		{ "1.5KiB", 1536 }, { "0x10", 0 }, { "18446744073709551615", UINT64_MAX }, { "16EiB", 0 },
+	};
+	char m[256];
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		uint64_t v = 0;
+		int rc = as_parse_size(good[i].s, &v, m, sizeof m);
+		if (good[i].v)
+			ok(rc == 0 && v == good[i].v, "size '%s' = %" PRIu64, good[i].s, good[i].v);
+		else
+			ok(rc != 0, "size '%s' is rejected (%s)", good[i].s, m);
+	}
+	uint64_t v;
+	ok(as_parse_size("18446744073709551616", &v, m, sizeof m) != 0, "size 2^64 overflows");
+	ok(as_parse_size("17179869184GiB", &v, m, sizeof m) != 0, "size 16 EiB in GiB overflows");
+	ok(as_parse_size("0.1", &v, m, sizeof m) != 0, "fractional byte count is rejected");
+	char b[32];
+	as_format_size(1048576, b, sizeof b); ok(!strcmp(b, "1024.00 KiB"), "format_size(1 MiB) = '1024.00 KiB' as PyTorch prints");
+	as_format_size(2097152, b, sizeof b); ok(!strcmp(b, "2.00 MiB"), "format_size(2 MiB) = '2.00 MiB'");
+}
+
+static void test_idmap(void)
+{
+	idmap m;
+	idmap_init(&m);
+	for (uint64_t i = 1; i <= 10000; i++)
+		idmap_put(&m, i * 7919, (void *)(uintptr_t)i);
+	int good = 1;
+	for (uint64_t i = 1; i <= 10000; i++)
+		if ((uintptr_t)idmap_get(&m, i * 7919) != i)
+			good = 0;
+	ok(good && m.count == 10000, "idmap holds 10000 keys");
+	for (uint64_t i = 1; i <= 10000; i += 2)
+		idmap_del(&m, i * 7919);
+	good = 1;
+	for (uint64_t i = 1; i <= 10000; i++)
+		if ((idmap_get(&m, i * 7919) != NULL) != (i % 2 == 0))
+			good = 0;
+	ok(good && m.count == 5000, "idmap deletes half and keeps the rest");
+	idmap_free(&m);
+}
+
+/* PyTorch worked examples (spec section 19). */
+static void test_rounding(void)
+{
+	pt_conf d, r4;
+	as_err e = { 0, "" };
+	ok(pt_conf_parse(&d, "", &e) == 0, "empty config = defaults");
+	ok(pt_conf_parse(&r4, "roundup_power2_divisions:4", &e) == 0, "roundup_power2_divisions:4 parses");
+	static const struct { uint64_t n, d, r; } t[] = {
+		{ 1, 512, 512 }, { 614400, 614400, 655360 }, { 1048576, 1048576, 1048576 }, { 1048577, 1049088, 1310720 },
+		{ 5 * MiB, 5 * MiB, 5 * MiB }, { 15 * MiB, 15 * MiB, 16 * MiB }, { 300 * MiB, 300 * MiB, 320 * MiB }, { 1200, 1536, 1536 },
+	};
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+		is_u64(pt_round_size(&d, t[i].n), t[i].d, "round_size(%" PRIu64 ") default", t[i].n);
+		is_u64(pt_round_size(&r4, t[i].n), t[i].r, "round_size(%" PRIu64 ") with 4 divisions", t[i].n);
+	}
+	is_u64(pt_allocation_size(&d, 512), 2 * MiB, "small requests get a 2 MiB segment");
+	is_u64(pt_allocation_size(&d, 1049088), 20 * MiB, "1-10 MiB requests get a 20 MiB segment");
+	is_u64(pt_allocation_size(&d, 10 * MiB), 10 * MiB, "10 MiB exactly gets 10 MiB");
+	is_u64(pt_allocation_size(&d, 12583424), 14 * MiB, "12 MiB + 1 rounds the segment to 14 MiB");
+	pt_conf l;
+	ok(pt_conf_parse(&l, "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", &e) == 0, "list form parses");
+	ok(l.divisions[0] == 1 && l.divisions[8] == 1 && l.divisions[9] == 2 && l.divisions[10] == 4 && l.divisions[11] == 8 && l.divisions[15] == 8,
+		"list form fills as PyTorch >= 2.9 (first boundary fills below; '>' after the last)");
+	ok(pt_conf_parse(&l, "roundup_power2_divisions:[2:1,8:2]", &e) == 0 && l.divisions[0] == 1 && l.divisions[1] == 1 && l.divisions[2] == 0 && l.divisions[3] == 2 && l.divisions[4] == 0,
+		"the first boundary fills the entries below it; skipped intervals stay 0");
+	ok(pt_conf_parse(&l, "max_split_size_mb:20", &e) == 0 && l.max_split_size == 20 * MiB, "max_split_size_mb:20 is the minimum");
+}
+
+typedef struct ev_script {
+	int type;
+	uint64_t id, size, stream;
+} ev_script;
+
+static as_engine *run_script(const char *policy, const char *conf, uint64_t cap, const ev_script *s, size_t n, as_device **devp)
+{
+	static as_engine e;
+	as_err err = { 0, "" };
+	as_device *dev = as_sim_device_new(cap, ADDR_MODEL);
+	if (as_engine_init(&e, as_policy_find(policy), conf, dev, &err)) {
+		printf("# %s\n", err.msg);
+		return NULL;
+	}
+	e.check = 1;
+	for (size_t i = 0; i < n; i++) {
+		as_event ev = { .type = (as_ev_type)s[i].type, .id = s[i].id, .size = s[i].size, .stream = s[i].stream, .time_us = -1 };
+		if (as_engine_step(&e, &ev, &err)) {
+			printf("# %s\n", err.msg);
+			break;
+		}
+	}
+	as_engine_finish(&e);
+	*devp = dev;
+	return &e;
+}
+
+static void test_pytorch_examples(void)
+{
+	as_device *dev;
+	/* 15 MiB: 16 MiB segment, not split (remainder exactly 1 MiB). */
+	ev_script a[] = { { EV_ALLOC, 1, 15 * MiB, 0 } };
+	as_engine *e = run_script("pytorch", "", 0, a, 1, &dev);
+	is_u64(e->s.peak_allocated_bytes, 16 * MiB, "15 MiB request holds a whole 16 MiB block");
+	is_u64(e->s.peak_requested_bytes, 15 * MiB, "requested bytes are the unrounded 15 MiB");
+	as_engine_free(e); as_device_destroy(dev);
+
+	/* max_split_size_mb:128: cached 300 MiB block; 100 MiB -> new segment; 290 MiB reuses it whole. */
+	ev_script b[] = { { EV_ALLOC, 1, 300 * MiB, 0 }, { EV_FREE, 1, 0, 0 }, { EV_ALLOC, 2, 100 * MiB, 0 },
+		{ EV_ALLOC, 3, 290 * MiB, 0 } };
+	e = run_script("pytorch", "max_split_size_mb:128", 0, b, 4, &dev);
+	is_u64(e->s.num_device_alloc, 2, "ms128: 100 MiB does not take the cached 300 MiB block; 290 MiB does");
+	is_u64(e->s.peak_allocated_bytes, 400 * MiB, "ms128: the 290 MiB request holds the whole 300 MiB block");
+	as_engine_free(e); as_device_destroy(dev);
+
+	/* Small then large: 8 x 16 MiB then 4 x 32 MiB -> 256 MiB reserved; expandable: 140 MiB. */
+	ev_script c[20];
+	size_t k = 0;
+	for (uint64_t i = 1; i <= 8; i++)
+		c[k++] = (ev_script){ EV_ALLOC, i, 16 * MiB, 0 };
+	for (uint64_t i = 1; i <= 8; i++)
+		c[k++] = (ev_script){ EV_FREE, i, 0, 0 };
+	for (uint64_t i = 9; i <= 12; i++)
+		c[k++] = (ev_script){ EV_ALLOC, i, 32 * MiB, 0 };
+	e = run_script("pytorch", "", 0, c, k, &dev);
+	is_u64(e->s.peak_reserved_bytes, 256 * MiB, "8x16 MiB then 4x32 MiB reserves 256 MiB (no cross-segment merge)");
+	as_engine_free(e); as_device_destroy(dev);
+	e = run_script("pytorch", "expandable_segments:True", 0, c, k, &dev);
+	is_u64(e->s.peak_reserved_bytes, 140 * MiB, "expandable: the same sequence maps 140 MiB");
+	is_u64(e->s.num_device_alloc, 7, "expandable: seven 20 MiB page mappings");
+	as_engine_free(e); as_device_destroy(dev);
+
+	/* Capacity: flush and retry, then OOM. */
+	ev_script d[] = { { EV_ALLOC, 1, 40 * MiB, 0 }, { EV_FREE, 1, 0, 0 }, { EV_ALLOC, 2, 60 * MiB, 0 }, { EV_ALLOC, 3, 60 * MiB, 0 } };
+	e = run_script("pytorch", "", 100 * MiB, d, 4, &dev);
+	is_u64(e->s.num_alloc_retries, 1, "capacity: the third request flushed the cache and retried");
+	is_u64(e->s.num_ooms, 1, "capacity: the second 60 MiB request is an OOM");
+	is_u64(e->s.num_device_free, 1, "capacity: the flush freed the cached 40 MiB segment");
+	as_engine_free(e); as_device_destroy(dev);
+}
+
+/* Random workloads under --check for every policy: invariants hold and accounting balances. */
+static void test_random(const char *policy, const char *conf)
+{
+	gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+	gsl_rng_set(rng, 42);
+	as_err err = { 0, "" };
+	as_device *dev = as_sim_device_new(2ULL << 30, ADDR_MODEL);
+	as_engine e;
+	int good = as_engine_init(&e, as_policy_find(policy), conf, dev, &err) == 0;
+	e.check = 1;
+	uint64_t live[512] = { 0 }, next = 1;
+	int requested[512] = { 0 };
+	for (int i = 0; good && i < 20000; i++) {
+		int slot = (int)gsl_rng_uniform_int(rng, 512);
+		as_event ev = { .time_us = -1, .stream = gsl_rng_uniform_int(rng, 3) };
+		if (live[slot]) {
+			/* sometimes the free is first requested and completes later (another stream) */
+			ev.id = live[slot];
+			if (!requested[slot] && gsl_rng_uniform(rng) < 0.2) {
+				ev.type = EV_FREE_REQ;
+				requested[slot] = 1;
+			} else {
+				ev.type = EV_FREE;
+				live[slot] = 0;
+				requested[slot] = 0;
+			}
+		} else if (gsl_rng_uniform(rng) < 0.002) {
+			ev.type = EV_EMPTY_CACHE;
+		} else {
+			ev.type = EV_ALLOC;
+			ev.id = next++;
+			double u = gsl_rng_uniform(rng);
+			ev.size = u < 0.5 ? 1 + gsl_rng_uniform_int(rng, 1 << 20) : u < 0.9 ? 1 + gsl_rng_uniform_int(rng, 12 << 20)
+				: 1 + gsl_rng_uniform_int(rng, 200 << 20);
+			live[slot] = ev.id;
+		}
+		if (as_engine_step(&e, &ev, &err)) {
+			printf("# %s\n", err.msg);
+			good = 0;
+		}
+	}
+	/* free everything, then empty the cache: nothing may remain reserved */
+	for (int s = 0; good && s < 512; s++)
+		if (live[s]) {
+			as_event ev = { .type = EV_FREE, .id = live[s], .time_us = -1 };
+			if (as_engine_step(&e, &ev, &err))
+				good = 0;
+		}
+	as_event ec = { .type = EV_EMPTY_CACHE, .time_us = -1 };
+	if (good && as_engine_step(&e, &ec, &err))
+		good = 0;
+	as_engine_finish(&e);
+	ok(good, "%s %s: 20000 random events keep every invariant (--check)", policy, conf);
+	is_u64(e.allocated + e.requested, 0, "%s %s: everything freed leaves nothing allocated", policy, conf);
+	is_u64(dev->reserved, 0, "%s %s: empty_cache after freeing everything returns all memory", policy, conf);
+	ok(e.s.peak_reserved_bytes <= (2ULL << 30), "%s %s: never reserves beyond the 2 GiB capacity", policy, conf);
+	as_engine_free(&e);
+	as_device_destroy(dev);
+	gsl_rng_free(rng);
+}
+
+int main(void)
+{
+	test_sizes();
+	test_idmap();
+	test_rounding();
+	test_pytorch_examples();
+	test_random("pytorch", "");
+	test_random("pytorch", "max_split_size_mb:40");
+	test_random("pytorch", "expandable_segments:True");
+	test_random("pytorch", "roundup_power2_divisions:[256:1,512:2,>:8],garbage_collection_threshold:0.5");
+	test_random("bestfit", "");
+	test_random("bestfit", "per_stream:False,split_threshold:1MiB");
+	test_random("passthrough", "");
+	return done_testing();
+}

@@ -1,0 +1,73 @@
+#!/bin/sh
+# cli.sh - the command line: help, versions, exit statuses, option parsing, outputs.
+. "${srcdir:-.}/tests/lib.sh"
+A=$ALLOCSIM
+snap="$T/bert_infer_varlen__default.pickle.gz"
+
+for c in "" replay validate info convert policies; do
+	run "$A" $c --help; is "$st" 0 "allocsim $c --help exits 0"
+	contains "$out" "usage: allocsim"; ok $? "allocsim $c --help prints usage"
+	run "$A" $c --version; is "$st $out" "0 allocsim 0.1.0" "allocsim $c --version"
+done
+run "$A";                        is "$st" 64 "no command: exit 64"
+run "$A" frobnicate;             is "$st" 64 "unknown command: exit 64"
+contains "$errout" "'frobnicate' is not an allocsim command"; ok $? "unknown command is named"
+run "$A" replay;                 is "$st" 64 "replay without a trace: exit 64"
+run "$A" replay --bogus x;       is "$st" 64 "unknown option: exit 64"
+run "$A" replay -p nosuch "$snap"; is "$st" 64 "unknown policy: exit 64"
+contains "$errout" "unknown policy 'nosuch'"; ok $? "unknown policy is named"
+
+# policies: every option of every policy, from the tables that parse them
+run "$A" policies
+is "$st" 0 "policies exits 0"
+for w in pytorch bestfit passthrough max_split_size_mb roundup_power2_divisions garbage_collection_threshold expandable_segments max_non_split_rounding_mb granule min_segment per_stream split_threshold; do
+	contains "$out" "$w"; ok $? "policies lists $w"
+done
+
+# sizes
+for s in 512:512 64KiB:65536 20MiB:20971520 80GiB:85899345920 1.5GB:1500000000 2.5KiB:2560; do
+	run "$A" replay -p passthrough --capacity "${s%%:*}" --no-timing "$snap"
+	is "$(col "$out" capacity_bytes)" "${s#*:}" "--capacity ${s%%:*} = ${s#*:} bytes"
+done
+for s in 12XB 0.3B 99999999999999999999GiB -5 ""; do
+	run "$A" replay --capacity "$s" "$snap"; is "$st" 64 "--capacity '$s' is rejected with 64"
+done
+
+# PYTORCH_CUDA_ALLOC_CONF validation, with PyTorch's messages
+chk() { run "$A" replay -c "$1" "$snap"; is "$st" 64 "-c '$1' is rejected"; contains "$errout" "$2"; ok $? "-c '$1' says: $2"; }
+chk "max_split_size_mb:10" "max_split_size_mb too small, must be >= 20"
+chk "roundup_power2_divisions:3" "For roundups, the divisions has to be power of 2"
+chk "roundup_power2_divisions:[256:3]" "has to be power of 2 or 0"
+chk "roundup_power2_divisions:[100:2]" "the intervals have to be power of 2"
+chk "garbage_collection_threshold:1.5" "garbage_collect_threshold is invalid, set it in (0.0, 1.0)"
+chk "expandable_segments:true" "Expected 'True' or 'False'"
+chk "no_such_key:1" "Unrecognized key 'no_such_key'"
+chk "max_split_size_mb" "expected ':'"
+chk "backend:cudaMallocAsync" "not simulated"
+run "$A" replay -c " max_split_size_mb : 128 , roundup_power2_divisions:[256:1,512:2,>:8]" --no-timing "$snap"
+is "$st" 0 "whitespace is dropped and the list form parses"
+run "$A" replay -p bestfit -c "granule:3" "$snap"; is "$st" 64 "bestfit granule must be a power of two"
+
+# an OOM is a result, not an error
+run "$A" replay -c "" --capacity 1GiB --no-timing "$snap"
+is "$st" 0 "replay under too small a capacity exits 0"
+ok $([ "$(col "$out" num_ooms)" -gt 0 ] && echo 0 || echo 1) "and counts OOMs ($(col "$out" num_ooms))"
+ok $([ "$(col "$out" first_oom_event)" -ge 0 ] && echo 0 || echo 1) "and names the first OOM event"
+ok $([ "$(col "$out" peak_reserved_bytes)" -le 1073741824 ] && echo 0 || echo 1) "and never reserves beyond the capacity"
+
+# outputs
+run "$A" replay -c "" -o "$TMP/sum.csv" --timeline "$TMP/tl.csv" --every 100 --stats "$TMP/st.csv" "$snap"
+is "$st:$out" "0:" "-o writes the summary to a file, not stdout"
+is "$(head -1 "$TMP/sum.csv" | cut -d, -f1-10)" "trace,policy,config,capacity_bytes,events,allocs,frees,peak_requested_bytes,peak_allocated_bytes,peak_reserved_bytes" "summary CSV header"
+is "$(head -1 "$TMP/tl.csv")" "event,type,time_us,requested_bytes,allocated_bytes,reserved_bytes" "timeline header"
+is "$(($(wc -l < "$TMP/tl.csv") - 1))" "$(( ($(col "$(cat "$TMP/sum.csv")" events) + 99) / 100 ))" "--every 100 writes every 100th event"
+contains "$(cat "$TMP/st.csv")" "reserved_bytes.all.peak,3837788160"; ok $? "--stats writes memory_stats keys"
+run "$A" replay -c "" -o "$TMP/nodir/x.csv" "$snap"; is "$st" 74 "an unwritable output exits 74"
+run "$A" replay --check -p bestfit --no-timing "$snap"; is "$st" 0 "bestfit passes --check on a real trace"
+run "$A" replay --check -p passthrough --no-timing "$snap"; is "$st" 0 "passthrough passes --check on a real trace"
+# determinism
+a=$("$A" replay -c "" --no-timing "$T/gpt2_train_varlen__ms40.pickle.gz"); b=$("$A" replay -c "" --no-timing "$T/gpt2_train_varlen__ms40.pickle.gz")
+is "$a" "$b" "two runs give byte-identical CSV"
+# --summary needs pytorch
+run "$A" replay -p bestfit --summary "$snap"; is "$st" 64 "--summary with another policy is a usage error"
+finish

@@ -1,0 +1,98 @@
+#!/bin/sh
+# readers.sh - every reader on good input, and every class of malformed input: exit status 65,
+# a message naming the file and the line or byte offset, and no output written.
+. "${srcdir:-.}/tests/lib.sh"
+A=$ALLOCSIM
+snap="$T/resnet50_train__default.pickle.gz"
+
+# expect_bad FILE PATTERN DESCRIPTION: info and replay both fail with 65, the message has PATTERN.
+expect_bad() {
+	run "$A" info "$1"
+	is "$st" 65 "$3: info exits 65"
+	if contains "$errout" "$2"; then ok 0 "$3: message names the position ($2)"; else ok 1 "$3: message names the position ($2)"; echo "# $errout"; fi
+	rm -f "$TMP/o.csv"
+	run "$A" replay -p bestfit -o "$TMP/o.csv" "$1"
+	ok $(( (st == 65 ? 0 : 1) + ($(ls "$TMP"/o.csv* 2>/dev/null | wc -l)) )) "$3: replay exits 65 and writes no output"
+}
+
+# --- native format ---
+printf '#allocsim-trace 1\n#source: test\n#capacity: 4MiB\na 1 1000 0\na 2 3000000 0 t=5\nr 1\nf 1\ne\np warmup\nf 2\n' > "$TMP/ok.trace"
+run "$A" info "$TMP/ok.trace"
+is "$st" 0 "native: info reads a valid trace"
+contains "$out" "peak_live_requested_bytes: 3001000"; ok $? "native: peak live requested bytes"
+printf '#allocsim-trace 1\r\na 1 4096 0\r\nf 1\r\n' > "$TMP/crlf.trace"
+run "$A" replay -p passthrough --no-timing "$TMP/crlf.trace"
+is "$st $(col "$out" peak_reserved_bytes)" "0 4096" "native: CRLF line ends are accepted"
+
+printf '#allocsim-trace 1\na 1 10 0\na 1 20 0\n' > "$TMP/dup.trace";       expect_bad "$TMP/dup.trace" "dup.trace:3: allocation id 1 is already live" "native duplicate live id"
+printf '#allocsim-trace 1\na 1 10 0\nf 7\n' > "$TMP/unk.trace";            expect_bad "$TMP/unk.trace" "unk.trace:3: free of unknown id 7" "native free of unknown id"
+printf '#allocsim-trace 1\na 1 0 0\n' > "$TMP/zero.trace";                 expect_bad "$TMP/zero.trace" "zero.trace:2: allocation 1 has size 0" "native size 0"
+printf '#allocsim-trace 1\na 1 1152921504606846976 0\n' > "$TMP/huge.trace"; expect_bad "$TMP/huge.trace" "huge.trace:2: allocation 1 has size" "native size 2^60"
+printf '#allocsim-trace 1\na 1 12x 0\n' > "$TMP/num.trace";                expect_bad "$TMP/num.trace" "num.trace:2: invalid number '12x'" "native bad number"
+printf '#allocsim-trace 1\na 1 99999999999999999999999 0\n' > "$TMP/ovf.trace"; expect_bad "$TMP/ovf.trace" "ovf.trace:2: invalid number" "native number overflow"
+printf '#allocsim-trace 1\nz 1\n' > "$TMP/kind.trace";                     expect_bad "$TMP/kind.trace" "kind.trace:2: unknown record type 'z'" "native unknown record"
+printf '#allocsim-trace 7\n' > "$TMP/ver.trace";                           expect_bad "$TMP/ver.trace" "ver.trace:1: unsupported trace format version 7" "native future version"
+: > "$TMP/empty.trace";                                                   expect_bad "$TMP/empty.trace" "empty.trace: empty file" "empty file"
+head -c 3000 /dev/urandom | tr -d '\200' > "$TMP/garbage.bin" 2>/dev/null; printf 'XY' | cat - "$TMP/garbage.bin" > "$TMP/garbage2.bin"
+expect_bad "$TMP/garbage2.bin" "garbage2.bin: byte offset 0: unknown trace format" "binary garbage"
+
+# --- PyTorch snapshots ---
+gzip -dc "$snap" > "$TMP/snap.pickle"
+run "$A" replay -c "" --no-timing "$TMP/snap.pickle"
+is "$st $(col "$out" peak_reserved_bytes)" "0 7029653504" "pickle: uncompressed snapshots read the same"
+size=$(wc -c < "$TMP/snap.pickle")
+for cut in 1 2 11 300 $((size / 2)) $((size - 1)); do
+	head -c $cut "$TMP/snap.pickle" > "$TMP/trunc$cut.pickle"
+	expect_bad "$TMP/trunc$cut.pickle" "trunc$cut.pickle: byte offset" "pickle truncated at byte $cut"
+done
+head -c $(( $(wc -c < "$snap") / 2 )) "$snap" > "$TMP/trunc.pickle.gz"
+expect_bad "$TMP/trunc.pickle.gz" "trunc.pickle.gz: truncated gzip data" "gzip truncated"
+printf '\200\004cos\nsystem\n.' > "$TMP/evil.pickle"
+expect_bad "$TMP/evil.pickle" "evil.pickle: byte offset 2: pickle opcode GLOBAL (0x63) would call code" "pickle GLOBAL opcode is refused"
+printf '\200\004\225\000\000\000\000\000\000\000\000}\224\214\001x\224\223.' > "$TMP/sg.pickle"
+expect_bad "$TMP/sg.pickle" "sg.pickle: byte offset 17: pickle opcode STACK_GLOBAL" "pickle STACK_GLOBAL opcode is refused"
+printf '\200\004\377' > "$TMP/op.pickle";                                  expect_bad "$TMP/op.pickle" "op.pickle: byte offset 2: unsupported pickle opcode 0xff" "pickle unknown opcode"
+printf '\200\004K\001.' > "$TMP/notdict.pickle";                          expect_bad "$TMP/notdict.pickle" "pickle is not a dict" "pickle that is not a snapshot"
+# 5000 nested MARKs
+{ printf '\200\004'; i=0; while [ $i -lt 5000 ]; do printf '('; i=$((i+1)); done; } > "$TMP/deep.pickle"
+expect_bad "$TMP/deep.pickle" "nesting deeper than 4096" "pickle nested too deep"
+printf '\200\004\212\011\001\002\003\004\005\006\007\010\011.' > "$TMP/long.pickle"; expect_bad "$TMP/long.pickle" "does not fit 64 bits" "pickle integer too large"
+# a snapshot whose history lost its oldest entries (ring buffer): frees of blocks never seen are
+# skipped and reported, not an error (traces/fixtures/truncated-history.pickle.gz drops 1000 entries)
+run "$A" replay -c "" "$srcdir/traces/fixtures/truncated-history.pickle.gz"
+is "$st" 0 "truncated history: replay succeeds"
+contains "$errout" "history is truncated (19 frees"; ok $? "truncated history: reported on stderr with the count"
+run "$A" info "$srcdir/traces/fixtures/truncated-history.pickle.gz"
+contains "$out" "history_truncated: yes (19 frees"; ok $? "truncated history: info reports it"
+run "$A" validate "$srcdir/traces/fixtures/truncated-history.pickle.gz"
+is "$st" 1 "truncated history: validate cannot be exact and says why"
+contains "$out" "history is truncated"; ok $? "truncated history: validate names the truncation"
+
+# --- RMM logs ---
+printf 'Thread,Time,Action,Pointer,Size,Stream\n1,08:35:25:516025,allocate,0x7f0000000000,8000000,0x0\n1,08:35:25:516100,allocate,0x7f0001000000,100,0x0\n1,08:35:25:516230,free,0x7f0000000000,8000000,0x0\n1,08:35:25:516300,allocate failure,0x0,999,0x0\n1,08:35:25:516400,deallocate,0x7f0001000000,100,0x0\n' > "$TMP/rmm.csv"
+run "$A" replay -p passthrough --no-timing "$TMP/rmm.csv"
+is "$st $(col "$out" allocs) $(col "$out" frees) $(col "$out" peak_requested_bytes)" "0 3 2 8000100" "rmm: allocate, allocate failure, free and deallocate"
+printf 'Thread,Time,Action,Pointer,Size,Stream\n1,0,allocate,0x10,5,0x0\n1,0,explode,0x10,5,0x0\n' > "$TMP/rmmbad.csv"; expect_bad "$TMP/rmmbad.csv" "rmmbad.csv:3: unknown action 'explode'" "rmm unknown action"
+printf 'Thread,Time,Action,Pointer,Size,Stream\n1,0,free,0x10,5,0x0\n' > "$TMP/rmmfree.csv"; expect_bad "$TMP/rmmfree.csv" "rmmfree.csv:2: free of a pointer that is not allocated" "rmm free of unknown pointer"
+printf 'Thread,Time,Action,Pointer,Size,Stream\n1,0,allocate,0x10,5q,0x0\n' > "$TMP/rmmnum.csv"; expect_bad "$TMP/rmmnum.csv" "rmmnum.csv:2: invalid size '5q'" "rmm bad number"
+printf 'Thread,Time,Action,Pointer,Size,Stream\n1,0,allocate,0x10\n' > "$TMP/rmmshort.csv"; expect_bad "$TMP/rmmshort.csv" "rmmshort.csv:2: expected 6 fields" "rmm short line"
+
+# --- missing input ---
+run "$A" info "$TMP/does-not-exist"
+is "$st" 66 "missing input exits 66"
+contains "$errout" "cannot open '$TMP/does-not-exist'"; ok $? "missing input message names the file"
+
+# --- convert round trip: the native form replays to the same numbers, from a file and from stdin ---
+run "$A" convert "$snap" -o "$TMP/rt.trace.gz"
+is "$st" 0 "convert writes a gzip'd native trace"
+a=$("$A" replay -c "" --no-timing "$snap" | tail -1 | cut -d, -f2-)
+b=$("$A" replay -c "" --no-timing "$TMP/rt.trace.gz" | tail -1 | cut -d, -f2-)
+is "$b" "$a" "a converted snapshot replays to the identical summary row"
+b=$(gzip -dc "$TMP/rt.trace.gz" | "$A" replay -c "" --no-timing - | tail -1 | cut -d, -f2-)
+is "$b" "$a" "replay reads a native trace from standard input"
+gzip -dc "$TMP/rt.trace.gz" | head -6 > "$TMP/head.txt"
+contains "$(cat "$TMP/head.txt")" "#allocsim-trace 1"; ok $? "converted trace starts with the versioned header"
+contains "$(cat "$TMP/head.txt")" "#allocator_settings: "; ok $? "converted trace carries the recorded allocator settings"
+run "$A" convert "$TMP/unk.trace" -o "$TMP/never.trace"
+ok $(( (st == 65 ? 0 : 1) + $(ls "$TMP"/never.trace* 2>/dev/null | wc -l) )) "convert of bad input writes nothing"
+finish
