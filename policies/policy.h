@@ -43,6 +43,15 @@ typedef struct as_policy_ops {
 	void (*free_requested)(as_policy *p, void *handle); /* optional */
 	void (*free)(as_policy *p, void *handle);
 	void (*empty_cache)(as_policy *p);
+	/* optional: would a request of this size, now, make the policy itself release exactly
+	 * these device ranges (sizes in order: frees and unmaps) through its fallback on a miss?
+	 * Used to tell a snapshot's empty_cache() from the allocator's own releases. */
+	int (*explains_release)(as_policy *p, uint64_t size, uint64_t stream, const uint64_t *sizes, size_t n);
+	/* optional: would this request reach the policy's full flush (which first waits for all
+	 * pending cross-stream frees)? If so the engine hands those frees to flush_hook, which the
+	 * policy calls at the start of its flush. */
+	int (*needs_flush)(as_policy *p, uint64_t size, uint64_t stream);
+	void (*set_flush_hook)(as_policy *p, void (*hook)(void *ctx), void *ctx);
 	int (*check)(as_policy *p, as_err *err);            /* invariants; 0 ok */
 	void (*stats)(as_policy *p, as_stat_cb cb, void *ctx);        /* optional: detailed statistics */
 	void (*segments)(as_policy *p, as_seg_cb cb, void *ctx);      /* optional: segment map */

@@ -70,6 +70,8 @@ typedef struct ptpol {
 	pblock *all;                     /* every block, for segment views and checks */
 	expseg *segs;
 	uint64_t device_total;
+	void (*flush_hook)(void *ctx);   /* completes pending frees at the flush (engine) */
+	void *flush_ctx;
 } ptpol;
 
 /* ---- block bookkeeping ---------------------------------------------------------------- */
@@ -410,7 +412,13 @@ static void release_blocks(ptpol *p, ppool *pool)
 
 static void release_cached_blocks(ptpol *p)
 {
-	/* synchronize_and_free_events: pending frees complete when the trace says so. */
+	/* synchronize_and_free_events: the engine completes the pending frees the trace shows
+	 * completing here; otherwise they complete when the trace says so. */
+	if (p->flush_hook) {
+		void (*hook)(void *) = p->flush_hook;
+		p->flush_hook = NULL;
+		hook(p->flush_ctx);
+	}
 	p->st.num_sync_all_streams++;
 	release_blocks(p, &p->large);
 	release_blocks(p, &p->small);
@@ -600,6 +608,183 @@ static void pt_free(as_policy *pol, void *h)
 	free_block((ptpol *)pol, b);
 }
 
+/* The lookup of get_free_block without its side effects: is a cached block usable? */
+static int would_hit(ptpol *p, ppool *pool, uint64_t stream, uint64_t s)
+{
+	pblock key = { .stream = stream, .size = s, .ptr = 0 };
+	pblock *it = RB_NFIND(bset, &pool->blocks, &key);
+	if (!it || it->stream != stream)
+		return 0;
+	if (it->es && p->c.expandable) {
+		pblock *next = RB_NEXT(bset, &pool->blocks, it);
+		while (it->es && next && next->stream == stream && expandable_size(next) < expandable_size(it)) {
+			it = next;
+			next = RB_NEXT(bset, &pool->blocks, next);
+		}
+	}
+	uint64_t ms = p->c.max_split_size;
+	if (s < ms && it->size >= ms)
+		return 0;
+	if (s >= ms && it->size >= s + p->c.max_non_split_rounding)
+		return 0;
+	return 1;
+}
+
+typedef struct pred {
+	uint64_t *v;
+	size_t n, cap;
+	const pblock **gone; /* blocks the prediction has already released */
+	size_t ngone, capgone;
+} pred;
+
+static void pred_add(pred *r, const pblock *b, uint64_t size)
+{
+	if (r->n == r->cap) {
+		r->cap = r->cap ? r->cap * 2 : 16;
+		r->v = xrealloc(r->v, r->cap * sizeof(*r->v));
+	}
+	r->v[r->n++] = size;
+	if (r->ngone == r->capgone) {
+		r->capgone = r->capgone ? r->capgone * 2 : 16;
+		r->gone = xrealloc(r->gone, r->capgone * sizeof(*r->gone));
+	}
+	r->gone[r->ngone++] = b;
+}
+
+static int pred_gone(const pred *r, const pblock *b)
+{
+	for (size_t i = 0; i < r->ngone; i++)
+		if (r->gone[i] == b)
+			return 1;
+	return 0;
+}
+
+/* garbage_collect without side effects: what it would release, in order. */
+static uint64_t predict_gc(ptpol *p, pred *r)
+{
+	uint64_t thr = (uint64_t)(p->c.gc_threshold * (double)p->dev->capacity);
+	if (p->total_allocated <= thr)
+		return 0;
+	uint64_t target = p->total_allocated - thr, reclaimed = 0, total_age = 0;
+	int64_t count = 0;
+	pblock *b;
+	RB_FOREACH(b, bset, &p->large.blocks) {
+		if (!is_split(b)) {
+			total_age += p->large.gc_calls - b->gc_base;
+			count++;
+		}
+	}
+	if (!count)
+		return 0;
+	int freed = 1;
+	while (reclaimed < target && freed && count > 0) {
+		double thr_age = (double)total_age / (double)count;
+		freed = 0;
+		RB_FOREACH(b, bset, &p->large.blocks) {
+			uint64_t age = p->large.gc_calls - b->gc_base;
+			if (!is_split(b) && !b->es && !pred_gone(r, b) && (double)age >= thr_age) {
+				freed = 1;
+				reclaimed += b->size;
+				total_age -= age;
+				count--;
+				pred_add(r, b, b->size);
+			}
+		}
+	}
+	return reclaimed;
+}
+
+/* What the fallback chain would release for this request, without doing it. Returns the stage
+ * reached: 0 served from the cache or a new segment without releasing, 1 released by GC or the
+ * oversize release, 2 the full flush. */
+static int predict(ptpol *p, uint64_t n, uint64_t stream, pred *r)
+{
+	int stage = 0;
+	uint64_t s = pt_round_size(&p->c, n);
+	ppool *pool = s <= PT_SMALL_SIZE ? &p->small : &p->large;
+	uint64_t alloc_size = pt_allocation_size(&p->c, s), cap = p->dev->capacity;
+	if (!would_hit(p, pool, stream, s)) {
+		uint64_t total = p->total_allocated;
+		if (gc_enabled(p))
+			total -= predict_gc(p, r);
+		int fits = !cap || total + alloc_size <= cap;
+		if (!fits && p->c.max_split_size != PT_NO_LIMIT) {
+			/* the oversize release, as release_available_cached_blocks walks the pool */
+			uint64_t ms = p->c.max_split_size, k = s < ms ? ms : s, released = 0;
+			pblock key = { .stream = stream, .size = k, .ptr = 0 };
+			pblock *it = RB_NFIND(bset, &pool->blocks, &key);
+			while (it && pred_gone(r, it))
+				it = RB_NEXT(bset, &pool->blocks, it);
+			int done = 0;
+			if (!it || it->stream != stream || it->es) {
+				pblock *cur = it ? RB_PREV(bset, &pool->blocks, it) : RB_MAX(bset, &pool->blocks);
+				while (cur && released < k && cur->size >= ms && cur->stream == stream) {
+					if (!cur->es && !pred_gone(r, cur)) {
+						released += cur->size;
+						pred_add(r, cur, cur->size);
+					}
+					cur = RB_PREV(bset, &pool->blocks, cur);
+				}
+				done = released >= k;
+			} else {
+				released = it->size;
+				pred_add(r, it, it->size);
+				done = 1;
+			}
+			total -= released;
+			fits = done && total + alloc_size <= cap;
+		}
+		if (r->n)
+			stage = 1;
+		if (!fits) {
+			stage = 2;
+			/* the flush: whole free segments of the large then the small pool, then unmaps */
+			ppool *pools[2] = { &p->large, &p->small };
+			for (int k = 0; k < 2; k++) {
+				pblock *b;
+				RB_FOREACH(b, bset, &pools[k]->blocks)
+					if (!b->es && !b->prev && !b->next && !pred_gone(r, b))
+						pred_add(r, b, b->size);
+				RB_FOREACH(b, bset, &pools[k]->blocks) {
+					if (!b->es)
+						continue;
+					uint64_t lo = b->es->base + seg_right(b->es, b->ptr) * b->es->page;
+					uint64_t hi = b->es->base + seg_left(b->es, b->ptr + b->size) * b->es->page;
+					if (hi > lo)
+						pred_add(r, b, hi - lo);
+				}
+			}
+		}
+	}
+	return stage;
+}
+
+static int pt_explains_release(as_policy *pol, uint64_t n, uint64_t stream, const uint64_t *sizes, size_t nsizes)
+{
+	pred r = { 0 };
+	predict((ptpol *)pol, n, stream, &r);
+	int same = r.n == nsizes && (!nsizes || !memcmp(r.v, sizes, nsizes * sizeof(*sizes)));
+	free(r.v);
+	free(r.gone);
+	return same;
+}
+
+static int pt_needs_flush(as_policy *pol, uint64_t n, uint64_t stream)
+{
+	pred r = { 0 };
+	int stage = predict((ptpol *)pol, n, stream, &r);
+	free(r.v);
+	free(r.gone);
+	return stage == 2;
+}
+
+static void pt_set_flush_hook(as_policy *pol, void (*hook)(void *), void *ctx)
+{
+	ptpol *p = (ptpol *)pol;
+	p->flush_hook = hook;
+	p->flush_ctx = ctx;
+}
+
 static void pt_empty_cache(as_policy *pol)
 {
 	release_cached_blocks((ptpol *)pol);
@@ -760,6 +945,9 @@ const as_policy_ops as_policy_pytorch = {
 	.free_requested = pt_free_requested,
 	.free = pt_free,
 	.empty_cache = pt_empty_cache,
+	.explains_release = pt_explains_release,
+	.needs_flush = pt_needs_flush,
+	.set_flush_hook = pt_set_flush_hook,
 	.check = pt_check,
 	.stats = pt_stats_cb,
 	.segments = pt_segments,

@@ -120,6 +120,7 @@ int cmd_replay(int argc, char **argv)
 	as_outfile tl = { 0 }, so = { 0 }, sf = { 0 };
 	memset(&e, 0, sizeof e);
 
+	char *recorded = NULL;
 	if (config && !strcmp(config, "recorded")) {
 		if (cli_resolve_config(path, config, &conf, &err))
 			goto done;
@@ -128,12 +129,24 @@ int cmd_replay(int argc, char **argv)
 	}
 	if (as_reader_open(&r, path, NULL, &err))
 		goto done;
+	/* Which settings were recorded decides how ambiguous empty_cache() inferences resolve. */
+	if (r->meta.has_settings)
+		recorded = xstrdup(r->meta.settings ? r->meta.settings : "");
+	else if (!strcmp(r->meta.format, "pytorch") && strcmp(path, "-")) {
+		as_meta pm;
+		if (as_trace_probe_meta(path, &pm, &err))
+			goto done;
+		if (pm.has_settings)
+			recorded = xstrdup(pm.settings ? pm.settings : "");
+		as_meta_free(&pm);
+	}
 	if (!capacity_set && r->meta.capacity)
 		capacity = r->meta.capacity;
 	dev = as_sim_device_new(capacity, addr_mode);
 	if (as_engine_init(&e, ops, conf, dev, &err))
 		goto done;
 	engine_ok = 1;
+	e.resolve_maybe = recorded && !strcmp(recorded, conf);
 	e.check = check;
 	e.every = every;
 	if (timeline) {
@@ -196,6 +209,7 @@ done:
 	as_device_destroy(dev);
 	as_reader_close(r);
 	free(conf);
+	free(recorded);
 	if (err.code)
 		return cli_report(&err);
 	return 0;

@@ -232,6 +232,13 @@ int cmd_validate(int argc, char **argv)
 	if (as_engine_init(&e, as_policy_find("pytorch"), conf, dev, &err))
 		goto done;
 	engine_ok = 1;
+	{
+		as_meta pm;
+		if (as_trace_probe_meta(path, &pm, &err))
+			goto done;
+		e.resolve_maybe = pm.has_settings && !strcmp(pm.settings ? pm.settings : "", conf);
+		as_meta_free(&pm);
+	}
 	as_event ev;
 	while (!v.diverged && (rc = as_reader_next(r, &ev, &err)) > 0) {
 		v.cur_index = ev.index;

@@ -16,6 +16,39 @@ int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, a
 	return 0;
 }
 
+/* Completes one free (the block returns to the policy). */
+static void complete_free(as_engine *e, as_live *l)
+{
+	if (l->handle) {
+		if (!l->free_requested)
+			e->allocated -= l->block_size;
+		e->requested -= l->size;
+		e->pol->ops->free(e->pol, l->handle);
+	}
+	if (l->free_requested)
+		e->npending--;
+	free(l);
+}
+
+/*
+ * Cross-stream frees complete either at the start of a malloc (process_events) or inside the
+ * out-of-memory flush, whose synchronize completes every pending free before releasing the
+ * cache; a snapshot shows both as free_completed entries before the malloc's own entries. When
+ * the replay runs the recorded settings, the engine holds such completions back until the next
+ * allocation and asks the policy whether that request reaches its flush: then the policy
+ * completes them there (flush hook), otherwise they complete before the request.
+ */
+static void release_held(void *ctx)
+{
+	as_engine *e = ctx;
+	for (size_t i = 0; i < e->nheld; i++) {
+		as_live *l = idmap_del(&e->live, e->held[i]);
+		if (l)
+			complete_free(e, l);
+	}
+	e->nheld = 0;
+}
+
 static void timeline_row(as_engine *e, const as_event *ev)
 {
 	fprintf(e->timeline, "%" PRIu64 ",%s,%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", e->s.events - 1,
@@ -25,6 +58,32 @@ static void timeline_row(as_engine *e, const as_event *ev)
 int as_engine_step(as_engine *e, const as_event *ev, as_err *err)
 {
 	as_live *l;
+	if (e->nheld && ev->type != EV_ALLOC && ev->type < EV_SEG_ALLOC &&
+	    !(ev->type == EV_FREE && e->resolve_maybe) && !(ev->type == EV_EMPTY_CACHE && (ev->flags & EVF_MAYBE)))
+		release_held(e);
+	if (ev->type == EV_ALLOC && e->nheld) {
+		/* all pending frees complete at once, and the request would reach the flush */
+		if (e->npending == e->nheld && e->pol->ops->needs_flush && e->pol->ops->set_flush_hook &&
+		    e->pol->ops->needs_flush(e->pol, ev->size, ev->stream)) {
+			e->pol->ops->set_flush_hook(e->pol, release_held, e);
+			e->maybe_empty = 0; /* the flush explains the releases */
+		} else {
+			release_held(e);
+		}
+	}
+	if (e->maybe_empty && ev->type < EV_SEG_ALLOC && ev->type != EV_EMPTY_CACHE &&
+	    !(ev->type == EV_FREE && e->resolve_maybe)) {
+		/* Resolve an ambiguous release run: an empty_cache() unless this allocation's own
+		 * fallback (GC, oversize release, flush) is what released the memory. Only a replay
+		 * of the recorded settings can ask its policy that; otherwise the run is taken to be
+		 * the recording allocator's own doing (doc/pytorch-policy.md). */
+		e->maybe_empty = 0;
+		if (e->resolve_maybe && (ev->type != EV_ALLOC || !e->pol->ops->explains_release ||
+		    !e->pol->ops->explains_release(e->pol, ev->size, ev->stream, e->run, e->nrun))) {
+			e->pol->ops->empty_cache(e->pol);
+			e->inferred_empty_cache++;
+		}
+	}
 	switch (ev->type) {
 	case EV_ALLOC: {
 		e->s.allocs++;
@@ -55,28 +114,49 @@ int as_engine_step(as_engine *e, const as_event *ev, as_err *err)
 			if (e->pol->ops->free_requested)
 				e->pol->ops->free_requested(e->pol, l->handle);
 		}
+		if (!l->free_requested)
+			e->npending++;
 		l->free_requested = 1;
 		break;
 	case EV_FREE:
-		l = idmap_del(&e->live, ev->id);
+		l = idmap_get(&e->live, ev->id);
 		if (!l)
 			return as_fail(err, AS_EXIT_SOFTWARE, "internal: free of unknown id %" PRIu64, ev->id);
 		e->s.frees++;
-		if (l->handle) {
-			if (!l->free_requested)
-				e->allocated -= l->block_size;
-			e->requested -= l->size;
-			e->pol->ops->free(e->pol, l->handle);
+		if (l->free_requested && e->resolve_maybe) {
+			if (e->nheld == e->capheld) {
+				e->capheld = e->capheld ? e->capheld * 2 : 16;
+				e->held = xrealloc(e->held, e->capheld * sizeof(*e->held));
+			}
+			e->held[e->nheld++] = ev->id;
+			break;
 		}
-		free(l);
+		idmap_del(&e->live, ev->id);
+		complete_free(e, l);
 		break;
 	case EV_EMPTY_CACHE:
+		if (ev->flags & EVF_MAYBE) {
+			if (e->maybe_empty)
+				release_held(e);
+			e->maybe_empty = 1;
+			e->nrun = 0;
+			return 0;
+		}
 		e->pol->ops->empty_cache(e->pol);
 		break;
 	case EV_SEG_ALLOC:
 		as_sim_device_hint(e->dev, ev->addr, ev->size);
 		return 0;
-	case EV_SEG_FREE: case EV_SEG_MAP: case EV_SEG_UNMAP:
+	case EV_SEG_FREE: case EV_SEG_UNMAP:
+		if (e->maybe_empty) {
+			if (e->nrun == e->caprun) {
+				e->caprun = e->caprun ? e->caprun * 2 : 16;
+				e->run = xrealloc(e->run, e->caprun * sizeof(*e->run));
+			}
+			e->run[e->nrun++] = ev->size;
+		}
+		return 0;
+	case EV_SEG_MAP:
 		return 0;
 	default:
 		break;
@@ -100,6 +180,8 @@ int as_engine_step(as_engine *e, const as_event *ev, as_err *err)
 
 void as_engine_finish(as_engine *e)
 {
+	if (e->nheld && e->pol)
+		release_held(e);
 	e->s.peak_reserved_bytes = e->dev->peak_reserved;
 	e->s.final_reserved_bytes = e->dev->reserved;
 	e->s.final_allocated_bytes = e->allocated;
@@ -114,6 +196,8 @@ void as_engine_free(as_engine *e)
 		if (idmap_live(&e->live, i))
 			free(e->live.vals[i]);
 	idmap_free(&e->live);
+	free(e->run);
+	free(e->held);
 	if (e->pol)
 		e->pol->ops->destroy(e->pol);
 	e->pol = NULL;

@@ -47,6 +47,14 @@ typedef struct as_engine {
 	FILE *timeline;
 	uint64_t every;
 	as_reader *reader;     /* for error positions */
+	int maybe_empty;       /* an EVF_MAYBE empty_cache waits for the next allocation */
+	uint64_t *run;         /* the recorded releases that followed it (sizes, in order) */
+	size_t nrun, caprun;
+	uint64_t *held;        /* completions of cross-stream frees held back (see engine.c) */
+	size_t nheld, capheld;
+	uint64_t npending;     /* frees requested and not yet completed */
+	int resolve_maybe;     /* the replay runs the recorded settings: the policy can tell */
+	uint64_t inferred_empty_cache;
 } as_engine;
 
 int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, as_device *dev, as_err *err);

@@ -117,6 +117,8 @@ static int native_next(as_reader *r, as_event *ev, as_err *err)
 			uint64_t x;
 			if (!strcmp(tok[i], "oom") && ev->type == EV_ALLOC)
 				ev->flags |= EVF_OOM;
+			else if (!strcmp(tok[i], "maybe") && ev->type == EV_EMPTY_CACHE)
+				ev->flags |= EVF_MAYBE;
 			else if (!strncmp(tok[i], "t=", 2) && !as_parse_u64(tok[i] + 2, &x) && x <= INT64_MAX)
 				ev->time_us = (int64_t)x;
 			else if (!strncmp(tok[i], "addr=", 5) && !as_parse_u64(tok[i] + 5, &x))
@@ -259,7 +261,7 @@ int as_native_writer_event(as_writer *w, const as_event *ev, as_err *err)
 		break;
 	case EV_FREE_REQ: wprintf(w, "r %" PRIu64 "%s\n", ev->id, extra); break;
 	case EV_FREE: wprintf(w, "f %" PRIu64 "%s\n", ev->id, extra); break;
-	case EV_EMPTY_CACHE: wprintf(w, "e%s\n", extra); break;
+	case EV_EMPTY_CACHE: wprintf(w, "e%s%s\n", extra, (ev->flags & EVF_MAYBE) ? " maybe" : ""); break;
 	case EV_PHASE: wprintf(w, "p %s\n", ev->label && *ev->label ? ev->label : "-"); break;
 	case EV_SEG_ALLOC: case EV_SEG_FREE: case EV_SEG_MAP: case EV_SEG_UNMAP:
 		wprintf(w, "%c 0x%" PRIx64 " %" PRIu64 " %" PRIu64 "%s\n", "SXMU"[ev->type - EV_SEG_ALLOC],

@@ -181,23 +181,42 @@ static void emit_seg(pk *p, const rec *x)
 
 /*
  * Snapshots do not record torch.cuda.empty_cache(). A run of segment_free/segment_unmap
- * entries is the allocator's own doing when the same malloc then asks the device again
- * (segment_alloc/segment_map) or gives up (oom): garbage collection, the oversize release
- * and the out-of-memory flush all happen inside malloc. Any other run - followed by an
- * alloc served from the cache, a free, or the end of the trace - can only come from
- * empty_cache(), which is emitted before it. See doc/pytorch-policy.md.
+ * entries happens either inside a malloc (garbage collection, the oversize release, the
+ * out-of-memory flush) or in empty_cache(). Inside a malloc, the run is followed by that
+ * malloc asking the device again (segment_alloc/segment_map) or giving up (oom). So a run
+ * followed by anything else - an alloc served from the cache, a free, the end - was an
+ * empty_cache(), emitted before it. A run followed by segment_alloc/segment_map is ambiguous
+ * (empty_cache() then a malloc that misses looks the same): it is emitted as a "maybe"
+ * empty_cache that the engine resolves by asking the policy whether the next allocation's own
+ * fallback would release memory. See doc/pytorch-policy.md.
  */
+static void free_done(pk *p, const rec *x, as_meta *m)
+{
+	void *id = idmap_del(&p->live, x->addr);
+	if (!id) {
+		m->unmatched_frees++;
+		m->history_truncated = 1;
+		return;
+	}
+	emit(p, EV_FREE, x, (uint64_t)(uintptr_t)id, 0);
+}
+
 static void flush_run(pk *p, int next_action, as_meta *meta)
 {
 	if (!p->nrun)
 		return;
-	int internal = next_action == A_SEG_ALLOC || next_action == A_SEG_MAP || next_action == A_OOM;
-	if (!internal) {
-		emit(p, EV_EMPTY_CACHE, &p->run[0], 0, 0);
-		meta->inferred_empty_cache++;
+	if (next_action != A_OOM) {
+		int maybe = next_action == A_SEG_ALLOC || next_action == A_SEG_MAP;
+		emit(p, EV_EMPTY_CACHE, &p->run[0], 0, maybe ? EVF_MAYBE : 0);
+		if (!maybe)
+			meta->inferred_empty_cache++;
 	}
-	for (size_t i = 0; i < p->nrun; i++)
+	for (size_t i = 0; i < p->nrun; i++) {
+		if (p->run[i].action == A_FREE_DONE)
+			free_done(p, &p->run[i], meta);
+		else
 			emit_seg(p, &p->run[i]);
+	}
 	p->nrun = 0;
 }
 
@@ -223,7 +242,9 @@ static int translate(as_reader *r, pk *p, const rec *x, as_err *err)
 		}
 		flush_freereq(p);
 	}
-	if (x->action == A_SEG_FREE || x->action == A_SEG_UNMAP) {
+	/* Releases, and completions of pending frees among them (a flush synchronizes between the
+	 * garbage collector's releases and its own), are classified together. */
+	if (x->action == A_SEG_FREE || x->action == A_SEG_UNMAP || (x->action == A_FREE_DONE && p->nrun)) {
 		if (p->nrun == p->caprun) {
 			p->caprun = p->caprun ? p->caprun * 2 : 16;
 			p->run = xrealloc(p->run, p->caprun * sizeof(rec));
@@ -231,8 +252,7 @@ static int translate(as_reader *r, pk *p, const rec *x, as_err *err)
 		p->run[p->nrun++] = *x;
 		return 0;
 	}
-	if (x->action != A_FREE_DONE || !p->nrun)
-		flush_run(p, x->action, m);
+	flush_run(p, x->action, m);
 	switch (x->action) {
 	case A_ALLOC: {
 		if (idmap_get(&p->live, x->addr))
@@ -252,16 +272,9 @@ static int translate(as_reader *r, pk *p, const rec *x, as_err *err)
 		p->have_freereq = 1;
 		p->freereq = *x;
 		break;
-	case A_FREE_DONE: {
-		void *id = idmap_del(&p->live, x->addr);
-		if (!id) {
-			m->unmatched_frees++;
-			m->history_truncated = 1;
-			break;
-		}
-		emit(p, EV_FREE, x, (uint64_t)(uintptr_t)id, 0);
+	case A_FREE_DONE:
+		free_done(p, x, m);
 		break;
-	}
 	case A_OOM:
 		emit(p, EV_ALLOC, x, ++p->next_id, EVF_OOM);
 		break;

@@ -19,6 +19,7 @@ typedef enum as_ev_type {
 extern const char *const as_ev_names[EV__COUNT];
 
 #define EVF_OOM 1u   /* this allocation failed with out-of-memory in the recording */
+#define EVF_MAYBE 2u /* EV_EMPTY_CACHE: inferred, unless the next allocation's own fallback explains the release */
 
 typedef struct as_event {
 	as_ev_type type;
