@@ -32,6 +32,19 @@ typedef struct as_seg_view {
 typedef void (*as_seg_cb)(void *ctx, const as_seg_view *seg);
 typedef void (*as_stat_cb)(void *ctx, const char *key, int64_t value);
 
+/* Where reserved bytes go beyond the requested ones, at one moment (doc/metrics.md). */
+#define AS_WASTE_CATEGORIES(X) \
+	X(rounding, "allocated block's rounded size minus the requested bytes") \
+	X(unsplit, "block bytes beyond the rounded size that were not split off") \
+	X(oversize, "the same for blocks at or above the policy's oversize limit") \
+	X(free_cached, "free cached blocks") \
+	X(pending_free, "blocks freed by the program but still in use by other streams")
+typedef struct as_waste {
+#define X(n, d) uint64_t n;
+	AS_WASTE_CATEGORIES(X)
+#undef X
+} as_waste;
+
 typedef struct as_policy_ops {
 	const char *name;
 	const char *summary;
@@ -55,6 +68,10 @@ typedef struct as_policy_ops {
 	int (*check)(as_policy *p, as_err *err);            /* invariants; 0 ok */
 	void (*stats)(as_policy *p, as_stat_cb cb, void *ctx);        /* optional: detailed statistics */
 	void (*segments)(as_policy *p, as_seg_cb cb, void *ctx);      /* optional: segment map */
+	/* optional: largest free block and total free cached bytes (external fragmentation) */
+	void (*free_stats)(as_policy *p, uint64_t *largest, uint64_t *total);
+	/* optional: waste attribution now; requested bytes per live block are known to the policy */
+	void (*waste)(as_policy *p, as_waste *w);
 	void (*destroy)(as_policy *p);
 } as_policy_ops;
 

@@ -887,6 +887,41 @@ static int pt_check(as_policy *pol, as_err *err)
 	return 0;
 }
 
+static void pt_free_stats(as_policy *pol, uint64_t *largest, uint64_t *total)
+{
+	ptpol *p = (ptpol *)pol;
+	*largest = *total = 0;
+	for (pblock *b = p->all; b; b = b->all_next) {
+		if (b->allocated || b->pending || !b->mapped)
+			continue;
+		*total += b->size;
+		if (b->size > *largest)
+			*largest = b->size;
+	}
+}
+
+static void pt_waste(as_policy *pol, as_waste *w)
+{
+	ptpol *p = (ptpol *)pol;
+	memset(w, 0, sizeof(*w));
+	for (pblock *b = p->all; b; b = b->all_next) {
+		if (!b->mapped)
+			continue;
+		if (b->pending) {
+			w->pending_free += b->size - b->requested; /* its requested bytes are still live */
+		} else if (!b->allocated) {
+			w->free_cached += b->size;
+		} else {
+			uint64_t r = pt_round_size(&p->c, b->requested);
+			w->rounding += r - b->requested;
+			if (b->size >= p->c.max_split_size)
+				w->oversize += b->size - r;
+			else
+				w->unsplit += b->size - r;
+		}
+	}
+}
+
 static void pt_stats_cb(as_policy *pol, as_stat_cb cb, void *ctx)
 {
 	ptpol *p = (ptpol *)pol;
@@ -951,5 +986,7 @@ const as_policy_ops as_policy_pytorch = {
 	.check = pt_check,
 	.stats = pt_stats_cb,
 	.segments = pt_segments,
+	.free_stats = pt_free_stats,
+	.waste = pt_waste,
 	.destroy = pt_destroy,
 };

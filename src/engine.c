@@ -49,6 +49,39 @@ static void release_held(void *ctx)
 	e->nheld = 0;
 }
 
+/* Johnstone & Wilson's fragmentation measures, external fragmentation (sampled every 64 events
+ * and at each new reserved peak) and the waste attribution at the reserved peak. */
+static void update_metrics(as_engine *e)
+{
+	uint64_t res = e->dev->reserved;
+	if (e->requested) {
+		e->jw1_sum += ((double)res - (double)e->requested) / (double)e->requested;
+		e->jw1_n++;
+	}
+	int new_peak = res > e->last_reserved_peak;
+	if (new_peak) {
+		e->last_reserved_peak = res;
+		e->req_at_peak_res = e->requested;
+		e->alloc_at_peak_res = e->allocated;
+		if (e->pol->ops->waste) {
+			as_waste w;
+			e->pol->ops->waste(e->pol, &w);
+#define X(n, d) e->s.waste_##n = (double)w.n;
+			AS_WASTE_CATEGORIES(X)
+#undef X
+		}
+	}
+	if (e->pol->ops->free_stats && (new_peak || e->s.events % 64 == 0)) {
+		uint64_t largest, total;
+		e->pol->ops->free_stats(e->pol, &largest, &total);
+		double x = total ? 1.0 - (double)largest / (double)total : 0.0;
+		e->ext_sum += x;
+		e->ext_n++;
+		if (x > e->s.frag_external_max)
+			e->s.frag_external_max = x;
+	}
+}
+
 static void timeline_row(as_engine *e, const as_event *ev)
 {
 	fprintf(e->timeline, "%" PRIu64 ",%s,%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", e->s.events - 1,
@@ -162,10 +195,15 @@ int as_engine_step(as_engine *e, const as_event *ev, as_err *err)
 		break;
 	}
 	e->s.events++;
-	if (e->requested > e->s.peak_requested_bytes)
+	if (e->requested > e->s.peak_requested_bytes) {
 		e->s.peak_requested_bytes = e->requested;
-	if (e->allocated > e->s.peak_allocated_bytes)
+		e->res_at_peak_req = e->dev->reserved;
+	}
+	if (e->allocated > e->s.peak_allocated_bytes) {
 		e->s.peak_allocated_bytes = e->allocated;
+		e->req_at_peak_alloc = e->requested;
+	}
+	update_metrics(e);
 	if (e->timeline && (e->s.events - 1) % e->every == 0)
 		timeline_row(e, ev);
 	if (e->check && e->pol->ops->check(e->pol, err)) {
@@ -188,6 +226,16 @@ void as_engine_finish(as_engine *e)
 	e->s.num_device_alloc = e->dev->num_alloc;
 	e->s.num_device_free = e->dev->num_free;
 	e->s.num_alloc_retries = e->ctr.alloc_retries;
+	as_summary *s = &e->s;
+	double pr = (double)s->peak_requested_bytes;
+	s->wasted_bytes_at_peak = (double)s->peak_reserved_bytes - (double)e->alloc_at_peak_res;
+	s->requested_at_peak_reserved = (double)e->req_at_peak_res;
+	s->frag_jw1 = e->jw1_n ? e->jw1_sum / (double)e->jw1_n : 0.0;
+	s->frag_jw2 = pr ? ((double)e->res_at_peak_req - pr) / pr : 0.0;
+	s->frag_jw3 = e->req_at_peak_res ? ((double)s->peak_reserved_bytes - (double)e->req_at_peak_res) / (double)e->req_at_peak_res : 0.0;
+	s->frag_jw4 = pr ? ((double)s->peak_reserved_bytes - pr) / pr : 0.0;
+	s->frag_external_mean = e->ext_n ? e->ext_sum / (double)e->ext_n : 0.0;
+	s->frag_internal_at_peak = (double)s->peak_allocated_bytes - (double)e->req_at_peak_alloc;
 }
 
 void as_engine_free(as_engine *e)
@@ -225,7 +273,11 @@ void as_summary_header(FILE *f)
 #define X(n, d) fputs("," #n, f);
 	AS_SUMMARY_COUNTERS(X)
 #undef X
-	fputs(",first_oom_event,efficiency,wall_seconds,events_per_second\n", f);
+	fputs(",first_oom_event,efficiency", f);
+#define X(n, fmt) fputs("," #n, f);
+	AS_SUMMARY_METRICS(X)
+#undef X
+	fputs(",wall_seconds,events_per_second\n", f);
 }
 
 void as_summary_row(FILE *f, const char *trace, const char *policy, const char *config, uint64_t capacity,
@@ -242,5 +294,9 @@ void as_summary_row(FILE *f, const char *trace, const char *policy, const char *
 #undef X
 	double eff = s->peak_reserved_bytes ? (double)s->peak_allocated_bytes / (double)s->peak_reserved_bytes : 0.0;
 	double eps = s->wall_seconds > 0 ? (double)s->events / s->wall_seconds : 0.0;
-	fprintf(f, ",%" PRId64 ",%.6f,%.6f,%.0f\n", s->first_oom_event, eff, s->wall_seconds, eps);
+	fprintf(f, ",%" PRId64 ",%.6f", s->first_oom_event, eff);
+#define X(n, fmt) fprintf(f, "," fmt, s->n);
+	AS_SUMMARY_METRICS(X)
+#undef X
+	fprintf(f, ",%.6f,%.0f\n", s->wall_seconds, eps);
 }

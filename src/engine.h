@@ -22,9 +22,21 @@
 	X(num_alloc_retries, "allocations retried after releasing cache") \
 	X(num_ooms, "requests that failed with out-of-memory")
 
+/* Derived metrics (doc/metrics.md): name, printf format. */
+#define AS_SUMMARY_METRICS(X) \
+	X(requested_at_peak_reserved, "%.0f") X(wasted_bytes_at_peak, "%.0f") \
+	X(frag_jw1, "%.6f") X(frag_jw2, "%.6f") X(frag_jw3, "%.6f") X(frag_jw4, "%.6f") \
+	X(frag_external_max, "%.6f") X(frag_external_mean, "%.6f") \
+	X(frag_internal_at_peak, "%.0f") \
+	X(waste_rounding, "%.0f") X(waste_unsplit, "%.0f") X(waste_oversize, "%.0f") \
+	X(waste_free_cached, "%.0f") X(waste_pending_free, "%.0f")
+
 typedef struct as_summary {
 #define X(n, d) uint64_t n;
 	AS_SUMMARY_COUNTERS(X)
+#undef X
+#define X(n, f) double n;
+	AS_SUMMARY_METRICS(X)
 #undef X
 	int64_t first_oom_event;   /* index of the first failed allocation event, -1 if none */
 	double wall_seconds;
@@ -53,6 +65,11 @@ typedef struct as_engine {
 	uint64_t *held;        /* completions of cross-stream frees held back (see engine.c) */
 	size_t nheld, capheld;
 	uint64_t npending;     /* frees requested and not yet completed */
+	/* metric accumulators */
+	double jw1_sum;
+	uint64_t jw1_n, ext_n, last_reserved_peak;
+	double ext_sum;
+	uint64_t req_at_peak_res, alloc_at_peak_res, res_at_peak_req, req_at_peak_alloc;
 	int resolve_maybe;     /* the replay runs the recorded settings: the policy can tell */
 	uint64_t inferred_empty_cache;
 } as_engine;

@@ -13,26 +13,26 @@ const char *const as_ev_names[EV__COUNT] = {
 	"segment_alloc", "segment_free", "segment_map", "segment_unmap",
 };
 
-int as_input_open(as_input *in, const char *path, as_err *err)
+int as_input_open_fd(as_input *in, int fd, const char *name, as_err *err)
 {
 	memset(in, 0, sizeof(*in));
-	int fd;
-	if (!strcmp(path, "-")) {
-		fd = dup(0);
-	} else {
-		fd = open(path, O_RDONLY);
-	}
-	if (fd < 0)
-		return as_fail(err, AS_EXIT_NOINPUT, "cannot open '%s': %s", path, strerror(errno));
 	in->gz = gzdopen(fd, "rb");
 	if (!in->gz) {
 		close(fd);
-		return as_fail(err, AS_EXIT_NOINPUT, "cannot read '%s'", path);
+		return as_fail(err, AS_EXIT_NOINPUT, "cannot read '%s'", name);
 	}
 	gzbuffer(in->gz, 1u << 17);
-	in->path = xstrdup(!strcmp(path, "-") ? "<stdin>" : path);
+	in->path = xstrdup(name);
 	in->buf = xmalloc(AS_INBUF * 2);
 	return 0;
+}
+
+int as_input_open(as_input *in, const char *path, as_err *err)
+{
+	int fd = !strcmp(path, "-") ? dup(0) : open(path, O_RDONLY);
+	if (fd < 0)
+		return as_fail(err, AS_EXIT_NOINPUT, "cannot open '%s': %s", path, strerror(errno));
+	return as_input_open_fd(in, fd, !strcmp(path, "-") ? "<stdin>" : path, err);
 }
 
 void as_input_close(as_input *in)

@@ -17,17 +17,34 @@ void as_meta_free(as_meta *m)
 	memset(m, 0, sizeof(*m));
 }
 
+static int reader_start(as_reader *r, as_reader **out, const as_reader_opts *opts, as_err *err);
+
 int as_reader_open(as_reader **out, const char *path, const as_reader_opts *opts, as_err *err)
 {
-	static const as_reader_opts none;
 	as_reader *r = xcalloc(1, sizeof(*r));
-	int rc;
-	if (!opts)
-		opts = &none;
 	if (as_input_open(&r->in, path, err)) {
 		free(r);
 		return -1;
 	}
+	return reader_start(r, out, opts, err);
+}
+
+int as_reader_open_fd(as_reader **out, int fd, const char *name, const as_reader_opts *opts, as_err *err)
+{
+	as_reader *r = xcalloc(1, sizeof(*r));
+	if (as_input_open_fd(&r->in, fd, name, err)) {
+		free(r);
+		return -1;
+	}
+	return reader_start(r, out, opts, err);
+}
+
+static int reader_start(as_reader *r, as_reader **out, const as_reader_opts *opts, as_err *err)
+{
+	static const as_reader_opts none;
+	int rc;
+	if (!opts)
+		opts = &none;
 	size_t n = as_input_fill(&r->in, 64, err);
 	if (r->in.error)
 		goto fail;

@@ -73,6 +73,7 @@ typedef struct as_input {
 } as_input;
 
 int as_input_open(as_input *in, const char *path, as_err *err);
+int as_input_open_fd(as_input *in, int fd, const char *name, as_err *err);
 void as_input_close(as_input *in);
 /* Ensure at least n bytes are buffered (fewer at end of input); returns bytes available. */
 size_t as_input_fill(as_input *in, size_t n, as_err *err);
@@ -103,6 +104,8 @@ typedef struct as_reader_opts {
 } as_reader_opts;
 
 int as_reader_open(as_reader **out, const char *path, const as_reader_opts *opts, as_err *err);
+/* The same over an open descriptor (taken over and closed by the reader); name is for messages. */
+int as_reader_open_fd(as_reader **out, int fd, const char *name, const as_reader_opts *opts, as_err *err);
 int as_reader_next(as_reader *r, as_event *ev, as_err *err);
 void as_reader_close(as_reader *r);
 void as_meta_free(as_meta *m);
