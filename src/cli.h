@@ -9,6 +9,8 @@ int cmd_validate(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_policies(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_fit(int argc, char **argv);
 
 /* Prints "allocsim: error: MSG" and returns the error's exit status. */
 int cli_report(const as_err *err);

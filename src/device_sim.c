@@ -61,20 +61,20 @@ static void insert(sim *s, uint64_t addr, uint64_t size)
 	RB_INSERT(range_tree, &s->live, r);
 }
 
-/* Highest gap below VA_TOP that fits size (rounded to the granularity). */
+/* Highest gap below VA_TOP that fits size (rounded to the granularity). Recorded segments may lie
+ * anywhere, also across VA_TOP. */
 static uint64_t model_place(sim *s, uint64_t size)
 {
 	uint64_t need = (size + GRAN - 1) / GRAN * GRAN;
 	uint64_t top = VA_TOP;
 	range *r;
 	RB_FOREACH_REVERSE(r, range_tree, &s->live) {
-		if (r->addr + r->size > top)
+		if (r->addr >= top)
 			continue;
 		uint64_t end = (r->addr + r->size + GRAN - 1) / GRAN * GRAN;
-		if (top - end >= need)
+		if (end < top && top - end >= need)
 			return top - need;
-		if (r->addr < top)
-			top = r->addr / GRAN * GRAN;
+		top = r->addr / GRAN * GRAN;
 	}
 	return top - need;
 }

@@ -15,6 +15,8 @@ static const struct {
 	{ "info", cmd_info, "describe a trace: events, streams, peak live bytes, size histogram" },
 	{ "convert", cmd_convert, "rewrite a trace in allocsim's native format" },
 	{ "policies", cmd_policies, "list the policies with their options" },
+	{ "sweep", cmd_sweep, "replay traces x policies x parameter values in parallel, one CSV row each" },
+	{ "fit", cmd_fit, "find the smallest capacity without OOM, or the best parameter value" },
 };
 
 static void usage(FILE *f)

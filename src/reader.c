@@ -74,6 +74,8 @@ static int reader_start(as_reader *r, as_reader **out, const as_reader_opts *opt
 	*out = r;
 	return 0;
 fail:
+	if (r->ops && r->ops->close)
+		r->ops->close(r); /* the format's state from a failed open (found by fuzz_native) */
 	as_input_close(&r->in);
 	as_meta_free(&r->meta);
 	free(r);

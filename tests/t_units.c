@@ -214,8 +214,34 @@ static void test_random(const char *policy, const char *conf)
 	gsl_rng_free(rng);
 }
 
+/* The driver model never places a segment over another, also next to recorded segments that
+ * straddle its top address (regression: found by 'fit capacity --exact'). */
+static void test_device_model(void)
+{
+	as_device *d = as_sim_device_new(0, ADDR_AUTO);
+	uint64_t a[64], sz[64];
+	as_sim_device_hint(d, 0x7f0000000000ULL - (6ULL << 20), 10ULL << 20); /* straddles the model's top */
+	int good = as_dev_alloc(d, 10ULL << 20, 0, &a[0]) == 0 && a[0] == 0x7f0000000000ULL - (6ULL << 20);
+	sz[0] = 10ULL << 20;
+	for (int i = 1; i < 64; i++) {
+		sz[i] = ((uint64_t)(i % 7) + 1) * (2ULL << 20);
+		good &= as_dev_alloc(d, sz[i], 0, &a[i]) == 0;
+		if (i % 5 == 0) { /* free some to leave holes */
+			as_dev_free(d, a[i - 3], sz[i - 3], 0);
+			sz[i - 3] = 0;
+		}
+	}
+	for (int i = 0; i < 64; i++)
+		for (int j = i + 1; j < 64; j++)
+			if (sz[i] && sz[j] && a[i] < a[j] + sz[j] && a[j] < a[i] + sz[i])
+				good = 0;
+	ok(good, "device model: no two live segments overlap (recorded segment across the model's top)");
+	as_device_destroy(d);
+}
+
 int main(void)
 {
+	test_device_model();
 	test_sizes();
 	test_idmap();
 	test_rounding();

@@ -1,0 +1,243 @@
+/* cmd_fit.c - allocsim fit: what-if searches over capacity and parameters. */
+#include "cli.h"
+#include "run.h"
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char fit_usage[] =
+	"usage: allocsim fit capacity [options] TRACE\n"
+	"       allocsim fit param NAME [options] --capacity SIZE TRACE\n"
+	"\n"
+	"fit capacity: the smallest capacity (a multiple of 2 MiB, or to the byte with --exact) at which\n"
+	"  the replay has no out-of-memory, by bisection between the peak of live requested bytes and the\n"
+	"  unlimited run's peak reserved bytes. Caching allocators need not be monotonic in capacity, so\n"
+	"  the answer is checked just below, and capacities above and below it are sampled; any sample that\n"
+	"  contradicts monotonicity is reported. The last line is the capacity in bytes.\n"
+	"fit param: the value of option NAME that minimises the objective with no out-of-memory at the\n"
+	"  given capacity. The last line is the best value.\n"
+	"\n"
+	"  -p, --policy NAME       policy (default pytorch)\n"
+	"  -c, --config STRING     other settings\n"
+	"      --capacity SIZE     (fit param) the capacity\n"
+	"      --exact             (fit capacity) to the byte instead of 2 MiB\n"
+	"      --samples N         (fit capacity) monotonicity samples on each side (default 8)\n"
+	"      --values LIST       (fit param) values to try (default for max_split_size_mb:\n"
+	"                          none,20..2048:x2; otherwise required)\n"
+	"      --objective NAME    (fit param) peak_reserved (default) or num_device_alloc\n"
+	"  -h, --help              show this help\n";
+
+typedef struct fitctx {
+	as_run_opts o;
+	uint64_t runs;
+} fitctx;
+
+/* 1 if the replay at capacity c has no OOM; -1 on error. */
+static int fits(fitctx *f, uint64_t c, as_summary *s, as_err *err)
+{
+	as_summary tmp;
+	f->o.capacity = c;
+	f->o.stop_at_oom = 1;
+	f->runs++;
+	if (as_run(&f->o, s ? s : &tmp, err))
+		return -1;
+	return (s ? s : &tmp)->num_ooms == 0;
+}
+
+static int fit_capacity(fitctx *f, int exact, uint64_t samples)
+{
+	as_err err = { 0, "" };
+	as_summary full;
+	f->o.capacity = 0;
+	f->o.stop_at_oom = 0;
+	if (as_run(&f->o, &full, &err))
+		return cli_report(&err);
+	uint64_t g = exact ? 1 : 2ULL << 20;
+	uint64_t lo = full.peak_requested_bytes / g;                    /* in units of g; may fail */
+	uint64_t hi = (full.peak_reserved_bytes + g - 1) / g;          /* succeeds: the unlimited run */
+	printf("unlimited: peak_reserved_bytes %" PRIu64 ", peak_requested_bytes %" PRIu64 "\n",
+		full.peak_reserved_bytes, full.peak_requested_bytes);
+	int r = fits(f, hi * g, NULL, &err);
+	if (r < 0)
+		return cli_report(&err);
+	if (!r) {
+		fprintf(stderr, "%s: error: the replay runs out of memory even at its own unlimited peak (%" PRIu64 " bytes)\n",
+			as_progname, hi * g);
+		return AS_EXIT_SOFTWARE;
+	}
+	if (lo && (r = fits(f, lo * g, NULL, &err)) != 0) {
+		if (r < 0)
+			return cli_report(&err);
+		hi = lo; /* already fits at the lower bound */
+	}
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if ((r = fits(f, mid * g, NULL, &err)) < 0)
+			return cli_report(&err);
+		printf("capacity %" PRIu64 ": %s\n", mid * g, r ? "ok" : "OOM");
+		if (r)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	uint64_t best = hi * g;
+	/* Monotonicity: samples above must fit, samples below must not. */
+	int nonmono = 0;
+	uint64_t top = full.peak_reserved_bytes, smaller_ok = 0;
+	for (uint64_t k = 1; k <= samples; k++) {
+		uint64_t above = best + (top > best ? (top - best) * k / (samples + 1) : 0);
+		above = above / g * g;
+		uint64_t below = (full.peak_requested_bytes + (best - full.peak_requested_bytes) * k / (samples + 1)) / g * g;
+		if (above > best) {
+			if ((r = fits(f, above, NULL, &err)) < 0)
+				return cli_report(&err);
+			if (!r) {
+				printf("non-monotonic: OOM at capacity %" PRIu64 " although %" PRIu64 " fits\n", above, best);
+				nonmono = 1;
+			}
+		}
+		if (below < best && below >= g) {
+			if ((r = fits(f, below, NULL, &err)) < 0)
+				return cli_report(&err);
+			if (r) {
+				printf("non-monotonic: capacity %" PRIu64 " fits although %" PRIu64 " runs out of memory\n", below, best - g);
+				nonmono = 1;
+				if (!smaller_ok || below < smaller_ok)
+					smaller_ok = below;
+			}
+		}
+	}
+	printf("checked: %" PRIu64 " fits, %" PRIu64 " runs out of memory; %" PRIu64 " replays%s\n", best, best - g, f->runs,
+		nonmono ? "; OOM is NOT monotonic in capacity for this trace" : "; no non-monotonic sample found");
+	if (smaller_ok)
+		printf("smallest capacity seen to fit: %" PRIu64 "\n", smaller_ok);
+	printf("%" PRIu64 "\n", best);
+	return 0;
+}
+
+static int fit_param(fitctx *f, const char *name, const char *values, const char *objective, const char *base)
+{
+	char **vals = NULL, m[256];
+	size_t n = 0;
+	if (!values) {
+		if (strcmp(name, "max_split_size_mb"))
+			return cli_usage_error("fit", "--values is required for '%s'", name);
+		values = "none,20..2048:x2";
+	}
+	if (as_parse_values(values, &vals, &n, m, sizeof m))
+		return cli_usage_error("fit", "--values: %s", m);
+	int by_calls = !strcmp(objective, "num_device_alloc");
+	if (!by_calls && strcmp(objective, "peak_reserved"))
+		return cli_usage_error("fit", "--objective: peak_reserved or num_device_alloc, not '%s'", objective);
+	printf("%s,peak_reserved_bytes,num_device_alloc,num_ooms\n", name);
+	const char *bestv = NULL;
+	uint64_t bestobj = UINT64_MAX;
+	int rc = 0;
+	uint64_t cap = f->o.capacity;
+	for (size_t i = 0; i < n; i++) {
+		char *conf = xmalloc(strlen(base) + strlen(name) + strlen(vals[i]) + 3);
+		if (!strcmp(vals[i], "none"))
+			strcpy(conf, base);
+		else
+			sprintf(conf, "%s%s%s:%s", base, base[0] ? "," : "", name, vals[i]);
+		as_summary s;
+		as_err err = { 0, "" };
+		f->o.config = conf;
+		f->o.capacity = cap;
+		f->o.stop_at_oom = 1;
+		if (as_run(&f->o, &s, &err)) {
+			free(conf);
+			rc = cli_report(&err);
+			break;
+		}
+		printf("%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", vals[i], s.peak_reserved_bytes, s.num_device_alloc, s.num_ooms);
+		uint64_t obj = by_calls ? s.num_device_alloc : s.peak_reserved_bytes;
+		if (!s.num_ooms && obj < bestobj) {
+			bestobj = obj;
+			bestv = vals[i];
+		}
+		free(conf);
+	}
+	if (!rc) {
+		if (bestv) {
+			printf("%s\n", bestv);
+		} else {
+			fprintf(stderr, "%s: no value of %s avoids out-of-memory at this capacity\n", as_progname, name);
+			rc = 2;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		free(vals[i]);
+	free(vals);
+	return rc;
+}
+
+int cmd_fit(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "policy", required_argument, 0, 'p' }, { "config", required_argument, 0, 'c' },
+		{ "capacity", required_argument, 0, 'C' }, { "exact", no_argument, 0, 'E' },
+		{ "samples", required_argument, 0, 'N' }, { "values", required_argument, 0, 'v' },
+		{ "objective", required_argument, 0, 'b' }, { "help", no_argument, 0, 'h' },
+		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
+	};
+	const char *policy = "pytorch", *config = "", *values = NULL, *objective = "peak_reserved";
+	uint64_t capacity = 0, samples = 8;
+	int exact = 0, c;
+	char m[256];
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "p:c:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'p': policy = optarg; break;
+		case 'c': config = optarg; break;
+		case 'C':
+			if (as_parse_size(optarg, &capacity, m, sizeof m))
+				return cli_usage_error("fit", "--capacity: %s", m);
+			break;
+		case 'E': exact = 1; break;
+		case 'N':
+			if (as_parse_u64(optarg, &samples) || samples > 1000)
+				return cli_usage_error("fit", "--samples: '%s' is not a number up to 1000", optarg);
+			break;
+		case 'v': values = optarg; break;
+		case 'b': objective = optarg; break;
+		case 'h': fputs(fit_usage, stdout); return 0;
+		case 'V': cli_version(); return 0;
+		default: return cli_usage_error("fit", "invalid option");
+		}
+	}
+	int nargs = argc - optind;
+	if (nargs < 1 || (strcmp(argv[optind], "capacity") && strcmp(argv[optind], "param")))
+		return cli_usage_error("fit", "expected 'capacity' or 'param'");
+	int is_param = !strcmp(argv[optind], "param");
+	if (nargs != (is_param ? 3 : 2))
+		return cli_usage_error("fit", is_param ? "expected: fit param NAME TRACE" : "expected: fit capacity TRACE");
+	const char *trace = argv[argc - 1];
+	fitctx f;
+	memset(&f, 0, sizeof f);
+	f.o.ops = as_policy_find(policy);
+	if (!f.o.ops)
+		return cli_usage_error("fit", "unknown policy '%s'", policy);
+	f.o.path = trace;
+	f.o.config = config;
+	f.o.addr_mode = ADDR_AUTO;
+	as_err err = { 0, "" };
+	char *rec = NULL;
+	if (as_recorded_settings(trace, &rec, &err))
+		return cli_report(&err);
+	f.o.recorded = rec;
+	int rc;
+	if (is_param) {
+		if (!capacity)
+			rc = cli_usage_error("fit", "fit param needs --capacity");
+		else {
+			f.o.capacity = capacity;
+			rc = fit_param(&f, argv[optind + 1], values, objective, config);
+		}
+	} else {
+		rc = fit_capacity(&f, exact, samples);
+	}
+	free(rec);
+	return rc;
+}

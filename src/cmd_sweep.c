@@ -1,0 +1,380 @@
+/* cmd_sweep.c - allocsim sweep: traces x policies x parameter values, in parallel, in order. */
+#include "cli.h"
+#include "run.h"
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char sweep_usage[] =
+	"usage: allocsim sweep -t TRACE... [-p POLICY...] [--param NAME=VALUES]... [options]\n"
+	"\n"
+	"Replays every combination of traces, policies and parameter values and writes one summary CSV\n"
+	"row per run, in grid order, with a 'run' index column and one column per parameter. The output\n"
+	"is byte-identical whatever -j is (timing columns are 0 unless --timing).\n"
+	"\n"
+	"  -t, --trace TRACE       a trace (repeat, or several after one -t)\n"
+	"  -p, --policy NAME       a policy (repeat; default pytorch)\n"
+	"      --param NAME=VALUES a policy option (e.g. max_split_size_mb) or 'capacity'; VALUES is a\n"
+	"                          comma list of values, 'none' (option left out) and ranges A..B:xK\n"
+	"                          (geometric) or A..B:+K (arithmetic)\n"
+	"  -c, --config STRING     settings common to every run (the parameters are appended)\n"
+	"      --capacity SIZE     capacity of every run (unless a 'capacity' parameter is swept)\n"
+	"  -j, --jobs N            worker threads (default 1)\n"
+	"  -o, --output FILE       write the CSV to FILE (default standard output)\n"
+	"      --resume            keep the rows already in FILE and run only the missing ones\n"
+	"      --shard K/N         run only the runs whose index is K-1 modulo N\n"
+	"      --stop-at-oom       end each replay at its first out-of-memory\n"
+	"      --timing            fill wall_seconds and events_per_second\n"
+	"  -h, --help              show this help\n";
+
+typedef struct param {
+	char *name;
+	char **vals;
+	size_t n;
+} param;
+
+typedef struct job {
+	size_t index;
+	const char *trace;
+	const as_policy_ops *ops;
+	char *config;
+	uint64_t capacity;
+	char **pvals;   /* one value per parameter */
+	char *row;      /* result (CSV row without header), NULL if not run */
+	char *key;      /* identity for --resume */
+	const char *recorded;
+} job;
+
+typedef struct sweep {
+	job *jobs;
+	size_t njobs, next, done, torun;
+	pthread_mutex_t mu;
+	int timing, stop_at_oom;
+	size_t nparams;
+	as_err err;
+} sweep;
+
+static int parse_values(param *p, const char *spec, char *msg, size_t len)
+{
+	return as_parse_values(spec, &p->vals, &p->n, msg, len);
+}
+
+static void *worker(void *arg)
+{
+	sweep *sw = arg;
+	for (;;) {
+		pthread_mutex_lock(&sw->mu);
+		while (sw->next < sw->njobs && sw->jobs[sw->next].row)
+			sw->next++; /* already present (--resume) or not in this shard */
+		if (sw->next >= sw->njobs || sw->err.code) {
+			pthread_mutex_unlock(&sw->mu);
+			return NULL;
+		}
+		job *j = &sw->jobs[sw->next++];
+		pthread_mutex_unlock(&sw->mu);
+
+		as_run_opts o = { .path = j->trace, .ops = j->ops, .config = j->config, .capacity = j->capacity,
+			.addr_mode = ADDR_AUTO, .stop_at_oom = sw->stop_at_oom, .recorded = j->recorded };
+		as_summary s;
+		as_err err = { 0, "" };
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		int rc = as_run(&o, &s, &err);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		char *buf = NULL;
+		size_t len = 0;
+		if (!rc) {
+			s.wall_seconds = sw->timing ? (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9 : 0.0;
+			FILE *f = open_memstream(&buf, &len);
+			fprintf(f, "%zu", j->index);
+			for (size_t k = 0; k < sw->nparams; k++)
+				fprintf(f, ",%s", j->pvals[k]);
+			fputc(',', f);
+			as_summary_row(f, j->trace, j->ops->name, j->config, o.capacity, &s);
+			fclose(f);
+			if (len && buf[len - 1] == '\n')
+				buf[len - 1] = 0;
+		}
+		pthread_mutex_lock(&sw->mu);
+		if (rc && !sw->err.code)
+			sw->err = err;
+		j->row = buf;
+		sw->done++;
+		pthread_mutex_unlock(&sw->mu);
+	}
+}
+
+/* The identity of a row for --resume: its fields up to capacity_bytes, without the run index. */
+static char *row_key(const char *row, size_t nfields)
+{
+	const char *p = strchr(row, ',');
+	if (!p)
+		return NULL;
+	p++;
+	const char *q = p;
+	int quote = 0;
+	size_t f = 0;
+	for (; *q; q++) {
+		if (*q == '"')
+			quote = !quote;
+		else if (*q == ',' && !quote && ++f == nfields)
+			break;
+	}
+	char *k = xmalloc((size_t)(q - p) + 1);
+	memcpy(k, p, (size_t)(q - p));
+	k[q - p] = 0;
+	return k;
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "trace", required_argument, 0, 't' }, { "policy", required_argument, 0, 'p' },
+		{ "param", required_argument, 0, 'P' }, { "config", required_argument, 0, 'c' },
+		{ "capacity", required_argument, 0, 'C' }, { "jobs", required_argument, 0, 'j' },
+		{ "output", required_argument, 0, 'o' }, { "resume", no_argument, 0, 'R' },
+		{ "shard", required_argument, 0, 'S' }, { "timing", no_argument, 0, 'T' },
+		{ "stop-at-oom", no_argument, 0, 'O' }, { "help", no_argument, 0, 'h' },
+		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
+	};
+	const char **traces = NULL;
+	const as_policy_ops **pols = NULL;
+	param *params = NULL;
+	size_t ntr = 0, npol = 0, npar = 0;
+	const char *base = "", *out = NULL;
+	uint64_t capacity = 0, jobs = 1, shard_k = 1, shard_n = 1;
+	int resume = 0, timing = 0, stop_at_oom = 0, c, rc = 0;
+	char m[256];
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "-t:p:c:j:o:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 1: /* a trace following -t */
+		case 't':
+			traces = xrealloc(traces, (ntr + 1) * sizeof(*traces));
+			traces[ntr++] = optarg;
+			break;
+		case 'p': {
+			const as_policy_ops *o = as_policy_find(optarg);
+			if (!o)
+				return cli_usage_error("sweep", "unknown policy '%s'", optarg);
+			pols = xrealloc(pols, (npol + 1) * sizeof(*pols));
+			pols[npol++] = o;
+			break;
+		}
+		case 'P': {
+			char *eq = strchr(optarg, '=');
+			if (!eq || eq == optarg)
+				return cli_usage_error("sweep", "--param needs NAME=VALUES, got '%s'", optarg);
+			params = xrealloc(params, (npar + 1) * sizeof(*params));
+			param *p = &params[npar++];
+			memset(p, 0, sizeof(*p));
+			p->name = xmalloc((size_t)(eq - optarg) + 1);
+			memcpy(p->name, optarg, (size_t)(eq - optarg));
+			p->name[eq - optarg] = 0;
+			if (parse_values(p, eq + 1, m, sizeof m))
+				return cli_usage_error("sweep", "--param %s: %s", p->name, m);
+			break;
+		}
+		case 'c': base = optarg; break;
+		case 'C':
+			if (as_parse_size(optarg, &capacity, m, sizeof m))
+				return cli_usage_error("sweep", "--capacity: %s", m);
+			break;
+		case 'j':
+			if (as_parse_u64(optarg, &jobs) || !jobs || jobs > 1024)
+				return cli_usage_error("sweep", "-j: '%s' is not a number of workers (1..1024)", optarg);
+			break;
+		case 'o': out = optarg; break;
+		case 'R': resume = 1; break;
+		case 'S':
+			if (sscanf(optarg, "%" SCNu64 "/%" SCNu64 "%c", &shard_k, &shard_n, m) != 2 || !shard_n || !shard_k || shard_k > shard_n)
+				return cli_usage_error("sweep", "--shard: expected K/N with 1 <= K <= N, got '%s'", optarg);
+			break;
+		case 'T': timing = 1; break;
+		case 'O': stop_at_oom = 1; break;
+		case 'h': fputs(sweep_usage, stdout); return 0;
+		case 'V': cli_version(); return 0;
+		default: return cli_usage_error("sweep", "invalid option");
+		}
+	}
+	if (!ntr)
+		return cli_usage_error("sweep", "no trace (-t TRACE)");
+	if (resume && !out)
+		return cli_usage_error("sweep", "--resume needs -o FILE");
+	if (!npol) {
+		pols = xmalloc(sizeof(*pols));
+		pols[npol++] = as_policy_find("pytorch");
+	}
+
+	sweep sw;
+	memset(&sw, 0, sizeof sw);
+	pthread_mutex_init(&sw.mu, NULL);
+	sw.timing = timing;
+	sw.stop_at_oom = stop_at_oom;
+	sw.nparams = npar;
+	size_t ncomb = 1;
+	for (size_t k = 0; k < npar; k++) {
+		if (ncomb > 10000000 / params[k].n)
+			return cli_usage_error("sweep", "the grid is larger than 10 million runs");
+		ncomb *= params[k].n;
+	}
+	sw.njobs = ntr * npol * ncomb;
+	sw.jobs = xcalloc(sw.njobs, sizeof(job));
+	char **recorded = xcalloc(ntr, sizeof(char *));
+	as_err err = { 0, "" };
+	for (size_t t = 0; t < ntr; t++)
+		if (as_recorded_settings(traces[t], &recorded[t], &err)) {
+			rc = cli_report(&err);
+			goto done;
+		}
+	size_t idx = 0;
+	for (size_t t = 0; t < ntr; t++)
+		for (size_t p = 0; p < npol; p++)
+			for (size_t cmb = 0; cmb < ncomb; cmb++, idx++) {
+				job *j = &sw.jobs[idx];
+				j->index = idx;
+				j->trace = traces[t];
+				j->ops = pols[p];
+				j->recorded = recorded[t];
+				j->capacity = capacity;
+				j->pvals = xcalloc(npar + 1, sizeof(char *));
+				size_t clen = strlen(base) + 1, rest = cmb;
+				for (size_t k = npar; k-- > 0;) {
+					j->pvals[k] = params[k].vals[rest % params[k].n];
+					rest /= params[k].n;
+					clen += strlen(params[k].name) + strlen(j->pvals[k]) + 2;
+				}
+				j->config = xmalloc(clen);
+				strcpy(j->config, base);
+				for (size_t k = 0; k < npar; k++) {
+					if (!strcmp(j->pvals[k], "none"))
+						continue;
+					if (!strcmp(params[k].name, "capacity")) {
+						if (as_parse_size(j->pvals[k], &j->capacity, m, sizeof m)) {
+							rc = cli_usage_error("sweep", "--param capacity: %s", m);
+							goto done;
+						}
+						continue;
+					}
+					if (j->config[0])
+						strcat(j->config, ",");
+					strcat(j->config, params[k].name);
+					strcat(j->config, ":");
+					strcat(j->config, j->pvals[k]);
+				}
+				/* identity for --resume: params, trace, policy, config, capacity (as CSV text) */
+				char *kb = NULL;
+				size_t kl = 0;
+				FILE *kf = open_memstream(&kb, &kl);
+				fprintf(kf, "0");
+				for (size_t k = 0; k < npar; k++)
+					fprintf(kf, ",%s", j->pvals[k]);
+				fputc(',', kf);
+				as_summary zero;
+				memset(&zero, 0, sizeof zero);
+				as_summary_row(kf, j->trace, j->ops->name, j->config, j->capacity, &zero);
+				fclose(kf);
+				j->key = row_key(kb, npar + 4);
+				free(kb);
+				if ((idx % shard_n) != shard_k - 1)
+					j->row = xstrdup(""); /* another shard's */
+			}
+	if (resume) {
+		FILE *f = fopen(out, "r");
+		char *line = NULL;
+		size_t cap = 0;
+		ssize_t n;
+		while (f && (n = getline(&line, &cap, f)) > 0) {
+			if (!strncmp(line, "run,", 4))
+				continue;
+			char *k = row_key(line, npar + 4);
+			for (size_t i = 0; k && i < sw.njobs; i++)
+				if (!sw.jobs[i].row && !strcmp(sw.jobs[i].key, k)) {
+					/* renumber to this grid's index */
+					const char *rest = strchr(line, ',');
+					sw.jobs[i].row = xmalloc(strlen(rest) + 32);
+					sprintf(sw.jobs[i].row, "%zu%s", i, rest);
+					size_t l = strlen(sw.jobs[i].row);
+					if (l && sw.jobs[i].row[l - 1] == '\n')
+						sw.jobs[i].row[l - 1] = 0;
+					break;
+				}
+			free(k);
+		}
+		free(line);
+		if (f)
+			fclose(f);
+	}
+	for (size_t i = 0; i < sw.njobs; i++)
+		if (!sw.jobs[i].row)
+			sw.torun++;
+	pthread_t *th = xcalloc(jobs, sizeof(pthread_t));
+	for (uint64_t w = 0; w < jobs; w++)
+		pthread_create(&th[w], NULL, worker, &sw);
+	int tty = isatty(2);
+	struct timespec start, now;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	while (tty) {
+		pthread_mutex_lock(&sw.mu);
+		size_t d = sw.done, t = sw.torun;
+		pthread_mutex_unlock(&sw.mu);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		double el = (double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) * 1e-9;
+		int w = t ? (int)(30 * d / t) : 30;
+		fprintf(stderr, "\r[%.*s%*s] %zu/%zu  ETA %4.0fs ", w, "##############################", 30 - w, "", d, t,
+			d ? el / (double)d * (double)(t - d) : 0.0);
+		if (d >= t)
+			break;
+		usleep(200000);
+	}
+	for (uint64_t w = 0; w < jobs; w++)
+		pthread_join(th[w], NULL);
+	free(th);
+	if (tty)
+		fputc('\n', stderr);
+	if (sw.err.code) {
+		rc = cli_report(&sw.err);
+		goto done;
+	}
+	as_outfile of;
+	if (as_outfile_open(&of, out, &err)) {
+		rc = cli_report(&err);
+		goto done;
+	}
+	fputs("run", of.fp);
+	for (size_t k = 0; k < npar; k++)
+		fprintf(of.fp, ",%s", params[k].name);
+	fputc(',', of.fp);
+	as_summary_header(of.fp);
+	for (size_t i = 0; i < sw.njobs; i++)
+		if (sw.jobs[i].row && sw.jobs[i].row[0])
+			fprintf(of.fp, "%s\n", sw.jobs[i].row);
+	if (as_outfile_close(&of, 1, &err))
+		rc = cli_report(&err);
+done:
+	for (size_t i = 0; i < sw.njobs; i++) {
+		free(sw.jobs[i].config);
+		free(sw.jobs[i].pvals);
+		free(sw.jobs[i].row);
+		free(sw.jobs[i].key);
+	}
+	free(sw.jobs);
+	for (size_t t = 0; t < ntr; t++)
+		free(recorded[t]);
+	free(recorded);
+	for (size_t k = 0; k < npar; k++) {
+		for (size_t v = 0; v < params[k].n; v++)
+			free(params[k].vals[v]);
+		free(params[k].vals);
+		free(params[k].name);
+	}
+	free(params);
+	free(traces);
+	free(pols);
+	pthread_mutex_destroy(&sw.mu);
+	return rc;
+}

@@ -1,0 +1,22 @@
+/* run.h - one whole replay as a library call (sweep, fit). */
+#ifndef ALLOCSIM_RUN_H
+#define ALLOCSIM_RUN_H
+#include "engine.h"
+
+typedef struct as_run_opts {
+	const char *path;
+	const as_policy_ops *ops;
+	const char *config;
+	uint64_t capacity;
+	int addr_mode;
+	int stop_at_oom;
+	const char *recorded;   /* the trace's recorded settings, or NULL if none/unknown */
+} as_run_opts;
+
+/* Replays a trace; fills *out (timing columns left 0). */
+int as_run(const as_run_opts *o, as_summary *out, as_err *err);
+/* The trace's recorded settings (probing a snapshot); *out NULL when none. */
+int as_recorded_settings(const char *path, char **out, as_err *err);
+/* A parameter's values: "21,64,none", ranges "32..1024:x2" (geometric) and "0..512:+64". */
+int as_parse_values(const char *spec, char ***vals, size_t *n, char *msg, size_t len);
+#endif

@@ -1,0 +1,65 @@
+#!/bin/sh
+# harness.sh - sweep and fit: grid size and order, -j independence, resume, shards, and fit answers
+# verified by replaying at and just below them.
+. "${srcdir:-.}/tests/lib.sh"
+A=$ALLOCSIM
+r50="$T/resnet50_train__default.pickle.gz"; bert="$T/bert_infer_varlen__default.pickle.gz"
+
+run "$A" sweep -t "$r50" "$bert" -p pytorch -p bestfit --param max_split_size_mb=none,40,128 -j 2 -o "$TMP/j2.csv"
+is "$st" 64 "a parameter the policy does not know is a usage error (bestfit has no max_split_size_mb)"
+run "$A" sweep -t "$r50" "$bert" --param max_split_size_mb=none,40,128 --param roundup_power2_divisions=none,4 -j 1 -o "$TMP/j1.csv"
+is "$st" 0 "sweep over two parameters, -j1"
+run "$A" sweep -t "$r50" "$bert" --param max_split_size_mb=none,40,128 --param roundup_power2_divisions=none,4 -j 2 -o "$TMP/j2.csv"
+is "$st" 0 "the same sweep, -j2"
+is "$(($(wc -l < "$TMP/j1.csv") - 1))" 12 "2 traces x 3 x 2 values = 12 rows"
+is "$(tail -n +2 "$TMP/j1.csv" | cut -d, -f1 | tr '\n' ' ')" "0 1 2 3 4 5 6 7 8 9 10 11 " "rows come in grid order"
+ok "$(cmp -s "$TMP/j1.csv" "$TMP/j2.csv"; echo $?)" "-j1 and -j2 give byte-identical CSV"
+is "$(head -1 "$TMP/j1.csv" | cut -d, -f1-5)" "run,max_split_size_mb,roundup_power2_divisions,trace,policy" "each parameter has its own column"
+# a row equals the single replay with the same settings (ms40 resnet: PyTorch measured 9718202368)
+is "$(grep '^2,40,none,' "$TMP/j1.csv" | cut -d, -f13)" 9718202368 "sweep row = PyTorch's peak reserved for max_split_size_mb:40"
+# ranges and the capacity parameter
+run "$A" sweep -t "$bert" --param capacity=1GiB,2GiB,4GiB --param max_split_size_mb=32..256:x2 -o "$TMP/r.csv"
+is "$(($(wc -l < "$TMP/r.csv") - 1))" 12 "ranges: 32..256:x2 is 4 values, x 3 capacities"
+is "$(awk -F, 'NR>1{print $2}' "$TMP/r.csv" | sort -u | tr '\n' ' ')" "1GiB 2GiB 4GiB " "capacity values are kept as given"
+run "$A" sweep -t "$bert" --param max_split_size_mb=0..64:+32 -o "$TMP/r2.csv"
+is "$st" 64 "max_split_size_mb:0 is rejected with PyTorch's rule"
+run "$A" sweep -t "$bert" --param max_split_size_mb=10..5:+1; is "$st" 64 "an empty range is a usage error"
+# resume: drop rows, resume, get the same file
+head -5 "$TMP/j1.csv" > "$TMP/part.csv"
+run "$A" sweep -t "$r50" "$bert" --param max_split_size_mb=none,40,128 --param roundup_power2_divisions=none,4 --resume -o "$TMP/part.csv"
+ok "$(cmp -s "$TMP/part.csv" "$TMP/j1.csv"; echo $?)" "--resume completes a partial file to the same result"
+# shards: the union of 1/2 and 2/2 is the full sweep
+for k in 1 2; do "$A" sweep -t "$r50" "$bert" --param max_split_size_mb=none,40,128 --param roundup_power2_divisions=none,4 --shard $k/2 -o "$TMP/s$k.csv"; done
+{ head -1 "$TMP/s1.csv"; tail -q -n +2 "$TMP/s1.csv" "$TMP/s2.csv" | sort -t, -k1,1n; } > "$TMP/merged.csv"
+ok "$(cmp -s "$TMP/merged.csv" "$TMP/j1.csv"; echo $?)" "merged shards equal the full sweep"
+is "$(($(wc -l < "$TMP/s1.csv") - 1))" 6 "shard 1/2 runs half the grid"
+if command -v parallel >/dev/null 2>&1; then
+	parallel -j2 "$A" sweep -t "$r50" "$bert" --param max_split_size_mb=none,40,128 --param roundup_power2_divisions=none,4 --shard {}/3 -o "$TMP/p{}.csv" ::: 1 2 3
+	{ head -1 "$TMP/p1.csv"; tail -q -n +2 "$TMP/p1.csv" "$TMP/p2.csv" "$TMP/p3.csv" | sort -t, -k1,1n; } > "$TMP/pm.csv"
+	ok "$(cmp -s "$TMP/pm.csv" "$TMP/j1.csv"; echo $?)" "GNU parallel over 3 shards (doc/sweeps.md) equals the full sweep"
+else
+	echo "ok $((n = n + 1)) # SKIP GNU parallel is not installed"
+fi
+run "$A" sweep -t "$bert" --shard 3/2; is "$st" 64 "--shard 3/2 is a usage error"
+
+# fit capacity: the answer fits, 2 MiB less does not
+run "$A" fit capacity "$bert"
+is "$st" 0 "fit capacity runs"
+cap=$(printf '%s\n' "$out" | tail -1)
+contains "$out" "no non-monotonic sample found"; ok $? "fit capacity reports its monotonicity check"
+at=$("$A" replay -c "" --capacity "$cap" --stop-at-oom --no-timing "$bert"); below=$("$A" replay -c "" --capacity $((cap - 2097152)) --stop-at-oom --no-timing "$bert")
+is "$(col "$at" num_ooms) $(col "$below" num_ooms)" "0 1" "replaying at the answer has no OOM, 2 MiB below has one ($cap)"
+run "$A" fit capacity --exact "$r50"
+cap=$(printf '%s\n' "$out" | tail -1)
+at=$("$A" replay -c "" --capacity "$cap" --stop-at-oom "$r50"); below=$("$A" replay -c "" --capacity $((cap - 1)) --stop-at-oom "$r50")
+is "$(col "$at" num_ooms) $(col "$below" num_ooms)" "0 1" "--exact: the answer fits and one byte less does not ($cap)"
+run "$A" replay -c "" --capacity 6166558947 --check "$r50"
+is "$st" 0 "--check holds under a capacity that forces flushes (regression: overlapping model addresses)"
+# fit param: the best value is the smallest peak reserved among rows without OOM
+run "$A" fit param max_split_size_mb --capacity 3GiB "$bert"
+is "$st" 0 "fit param runs"
+best=$(printf '%s\n' "$out" | tail -1)
+want=$(printf '%s\n' "$out" | sed '1d;$d' | awk -F, '$4==0' | sort -t, -k2,2n -s | head -1 | cut -d, -f1)
+is "$best" "$want" "fit param picks the lowest peak reserved without OOM ($best)"
+run "$A" fit param roundup_power2_divisions --capacity 3GiB "$bert"; is "$st" 64 "fit param needs --values for other options"
+finish
