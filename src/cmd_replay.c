@@ -21,6 +21,7 @@ static const char replay_usage[] =
 	"      --every N           with --timeline, only every N-th event\n"
 	"      --stats FILE        write every statistic the policy keeps (pytorch: memory_stats() keys)\n"
 	"      --summary           print the pytorch policy's statistics as torch.cuda.memory_summary()\n"
+	"      --segments FILE     write the segment and block map at the reserved peak and at the end\n"
 	"      --check             verify the policy's invariants after every event\n"
 	"      --addresses MODE    auto (recorded segment addresses while the calls agree, default),\n"
 	"                          model (the driver model only) or recorded\n"
@@ -48,6 +49,71 @@ int cli_resolve_config(const char *path, const char *config, char **out, as_err 
 	return 0;
 }
 
+typedef struct seg_out {
+	FILE *f;
+	const char *moment;
+	uint64_t n;
+} seg_out;
+
+static void seg_rows(void *ctx, const as_seg_view *v)
+{
+	seg_out *o = ctx;
+	uint64_t off = 0;
+	for (size_t i = 0; i < v->nblocks; i++) {
+		static const char *const st[] = { "free", "allocated", "pending_free" };
+		fprintf(o->f, "%s,%" PRIu64 ",0x%" PRIx64 ",%" PRIu64 ",%" PRIu64 ",%s,%d,%" PRIu64 ",%" PRIu64 ",%s\n", o->moment, o->n,
+			v->addr, v->size, v->stream, v->is_small ? "small" : "large", v->is_expandable, off, v->block_sizes[i],
+			st[v->block_states[i]]);
+		off += v->block_sizes[i];
+	}
+	o->n++;
+}
+
+/* The segment map needs the state at the reserved peak, known only after a first pass: replay
+ * again up to that event, write the map, finish, and write the end state. */
+static int write_segments(const char *path, const as_policy_ops *ops, const char *conf, uint64_t capacity, int addr_mode,
+	int resolve_maybe, uint64_t peak_event, const char *file, as_err *err)
+{
+	if (!ops->segments)
+		return as_fail(err, AS_EXIT_USAGE, "--segments: the %s policy has no segment map", ops->name);
+	if (!strcmp(path, "-"))
+		return as_fail(err, AS_EXIT_USAGE, "--segments needs a file, not standard input (it replays twice)");
+	as_reader *r;
+	as_engine e;
+	as_outfile of;
+	int rc = -1;
+	if (as_reader_open(&r, path, NULL, err))
+		return -1;
+	as_device *dev = as_sim_device_new(capacity ? capacity : r->meta.capacity, addr_mode);
+	if (as_engine_init(&e, ops, conf, dev, err) == 0) {
+		e.resolve_maybe = resolve_maybe;
+		if (as_outfile_open(&of, file, err) == 0) {
+			fputs("moment,segment,segment_address,segment_bytes,stream,pool,expandable,block_offset,block_bytes,state\n", of.fp);
+			seg_out so = { of.fp, "peak", 0 };
+			as_event ev;
+			int st, written = 0;
+			while ((st = as_reader_next(r, &ev, err)) > 0) {
+				if (as_engine_step(&e, &ev, err))
+					break;
+				if (!written && e.s.events == peak_event + 1 && ev.type < EV_SEG_ALLOC) {
+					e.pol->ops->segments(e.pol, seg_rows, &so);
+					written = 1;
+				}
+			}
+			if (!err->code) {
+				so.moment = "end";
+				so.n = 0;
+				e.pol->ops->segments(e.pol, seg_rows, &so);
+			}
+			rc = as_outfile_close(&of, !err->code, err) || err->code ? -1 : 0;
+		}
+		as_engine_free(&e);
+	}
+	as_device_destroy(dev);
+	as_reader_close(r);
+	return rc;
+}
+
 typedef struct stat_out {
 	FILE *f;
 } stat_out;
@@ -65,10 +131,11 @@ int cmd_replay(int argc, char **argv)
 		{ "timeline", required_argument, 0, 'T' }, { "every", required_argument, 0, 'E' },
 		{ "stats", required_argument, 0, 'S' }, { "summary", no_argument, 0, 'Y' },
 		{ "check", no_argument, 0, 'K' }, { "addresses", required_argument, 0, 'A' },
-		{ "no-timing", no_argument, 0, 'N' }, { "stop-at-oom", no_argument, 0, 'O' }, { "help", no_argument, 0, 'h' },
+		{ "no-timing", no_argument, 0, 'N' }, { "stop-at-oom", no_argument, 0, 'O' },
+		{ "segments", required_argument, 0, 'G' }, { "help", no_argument, 0, 'h' },
 		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
-	const char *policy = "pytorch", *config = NULL, *out = NULL, *timeline = NULL, *stats = NULL;
+	const char *policy = "pytorch", *config = NULL, *out = NULL, *timeline = NULL, *stats = NULL, *segments = NULL;
 	uint64_t capacity = 0, every = 1;
 	int capacity_set = 0, summary = 0, check = 0, addr_mode = ADDR_AUTO, no_timing = 0, stop_at_oom = 0, c;
 	char m[256];
@@ -99,6 +166,7 @@ int cmd_replay(int argc, char **argv)
 			break;
 		case 'N': no_timing = 1; break;
 		case 'O': stop_at_oom = 1; break;
+		case 'G': segments = optarg; break;
 		case 'h': fputs(replay_usage, stdout); return 0;
 		case 'V': cli_version(); return 0;
 		default: return cli_usage_error("replay", "invalid option");
@@ -174,6 +242,8 @@ int cmd_replay(int argc, char **argv)
 			"before it began were skipped); results cover the recorded part only\n", as_progname, r->in.path,
 			r->meta.unmatched_frees);
 
+	if (segments && write_segments(path, ops, conf, capacity, addr_mode, e.resolve_maybe, e.peak_event, segments, &err))
+		goto done;
 	if (stats) {
 		if (as_outfile_open(&sf, stats, &err))
 			goto done;

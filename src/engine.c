@@ -61,6 +61,7 @@ static void update_metrics(as_engine *e)
 	int new_peak = res > e->last_reserved_peak;
 	if (new_peak) {
 		e->last_reserved_peak = res;
+		e->peak_event = e->s.events - 1;
 		e->req_at_peak_res = e->requested;
 		e->alloc_at_peak_res = e->allocated;
 		if (e->pol->ops->waste) {

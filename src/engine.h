@@ -70,6 +70,7 @@ typedef struct as_engine {
 	uint64_t jw1_n, ext_n, last_reserved_peak;
 	double ext_sum;
 	uint64_t req_at_peak_res, alloc_at_peak_res, res_at_peak_req, req_at_peak_alloc;
+	uint64_t peak_event;   /* index of the event after which reserved bytes peaked */
 	int resolve_maybe;     /* the replay runs the recorded settings: the policy can tell */
 	uint64_t inferred_empty_cache;
 } as_engine;
