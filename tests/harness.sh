@@ -42,6 +42,17 @@ else
 fi
 run "$A" sweep -t "$bert" --shard 3/2; is "$st" 64 "--shard 3/2 is a usage error"
 
+# metrics: the waste categories add up to reserved - requested at the reserved peak; JW #4 by hand
+for c in "" max_split_size_mb:40 expandable_segments:True roundup_power2_divisions:4; do
+	for t in "$r50" "$T/gpt2_train_varlen__default.pickle.gz" "$T/bert_infer_varlen__p110_default.pickle.gz"; do
+		o=$("$A" replay -c "$c" --no-timing "$t")
+		sum=$(( $(col "$o" waste_rounding) + $(col "$o" waste_unsplit) + $(col "$o" waste_oversize) + $(col "$o" waste_free_cached) + $(col "$o" waste_pending_free) ))
+		is "$sum" "$(( $(col "$o" peak_reserved_bytes) - $(col "$o" requested_at_peak_reserved) ))" "waste attribution sums to reserved - requested at the peak (${c:-defaults}, $(basename "$t" .pickle.gz))"
+	done
+done
+o=$("$A" replay -c "" --no-timing "$r50")
+is "$(col "$o" frag_jw4)" "$(awk -v r="$(col "$o" peak_reserved_bytes)" -v q="$(col "$o" peak_requested_bytes)" 'BEGIN{printf "%.6f", (r-q)/q}')" "frag_jw4 = (peak reserved - peak requested) / peak requested"
+is "$(col "$o" wasted_bytes_at_peak)" 6679758336 "wasted bytes at the reserved peak (resnet50: 7029653504 reserved, 349895168 allocated)"
 # fit capacity: the answer fits, 2 MiB less does not
 run "$A" fit capacity "$bert"
 is "$st" 0 "fit capacity runs"
