@@ -320,6 +320,8 @@ static pblock *try_allocate_expandable(ptpol *p, ppool *pool, uint64_t stream, u
 	while (c->size < size) {
 		uint64_t remaining = size - c->size;
 		pblock *nc = c->next;
+		if (!nc) /* the request exceeds the reserved range: the driver could never map it */
+			return NULL;
 		if (!map_block(p, nc, remaining < nc->size ? remaining : nc->size))
 			return NULL;
 		c = nc;
@@ -958,7 +960,7 @@ static int pt_create(as_policy **out, const char *config, as_device *dev, as_cou
 	RB_INIT(&p->small.blocks);
 	RB_INIT(&p->large.unmapped);
 	RB_INIT(&p->small.unmapped);
-	p->device_total = 150109880320ULL; /* H200 totalGlobalMem; sizes the expandable VA reservation */
+	p->device_total = dev->total_memory ? dev->total_memory : AS_H200_TOTAL_MEMORY; /* sizes the VA reservation */
 	p->st.max_split_size = p->c.max_split_size == PT_NO_LIMIT ? -1 : (int64_t)p->c.max_split_size;
 	*out = &p->base;
 	return 0;

@@ -8,9 +8,15 @@ static void note(as_device *d, int op, uint64_t addr, uint64_t size, uint64_t st
 		d->observer(d->observer_ctx, op, addr, size, stream);
 }
 
+static int too_big(const as_device *d, uint64_t size)
+{
+	return (d->capacity && d->reserved + size > d->capacity) ||
+	       (d->total_memory && (size > d->total_memory || d->reserved + size > d->total_memory));
+}
+
 int as_dev_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *addr)
 {
-	if (d->capacity && d->reserved + size > d->capacity) {
+	if (too_big(d, size)) {
 		d->num_failed++;
 		return 1;
 	}
@@ -46,7 +52,7 @@ void as_dev_unreserve(as_device *d, uint64_t addr, uint64_t size)
 
 int as_dev_map(as_device *d, uint64_t addr, uint64_t size, uint64_t stream)
 {
-	if (d->capacity && d->reserved + size > d->capacity) {
+	if (too_big(d, size)) {
 		d->num_failed++;
 		return 1;
 	}

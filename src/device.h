@@ -24,7 +24,8 @@ typedef void (*as_dev_observer)(void *ctx, int op, uint64_t addr, uint64_t size,
 
 struct as_device {
 	const as_device_ops *ops;
-	uint64_t capacity;        /* bytes the device may hold (0 = unlimited) */
+	uint64_t capacity;        /* bytes the allocator may hold (--capacity; 0 = unlimited) */
+	uint64_t total_memory;    /* the GPU's physical memory: no backend maps more (sim: an H200's) */
 	uint64_t reserved, peak_reserved;
 	uint64_t num_alloc, num_free;   /* device calls that obtain / return memory */
 	uint64_t num_failed;
@@ -36,6 +37,7 @@ struct as_device {
 /* Address assignment of the simulated device. */
 enum { ADDR_AUTO, ADDR_MODEL, ADDR_RECORDED };
 
+#define AS_H200_TOTAL_MEMORY 150109880320ULL /* totalGlobalMem of the H200 the traces come from */
 as_device *as_sim_device_new(uint64_t capacity, int addr_mode);
 /* A segment the recording's allocator obtained (segment_alloc), in trace order: the simulated
  * device hands out the same address for the same call while the call sequences agree. */

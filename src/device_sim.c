@@ -165,6 +165,7 @@ as_device *as_sim_device_new(uint64_t capacity, int addr_mode)
 	s->vmm_next = VMM_BASE;
 	d->ops = &sim_ops;
 	d->capacity = capacity;
+	d->total_memory = AS_H200_TOTAL_MEMORY;
 	d->priv = s;
 	return d;
 }

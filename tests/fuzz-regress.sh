@@ -1,0 +1,24 @@
+#!/bin/sh
+# fuzz-regress.sh - every input the fuzzers ever found a bug with (tests/fuzz-regress/TARGET/), fed
+# as the fuzz target saw it, through replay with --check under two settings: exit 0 or 65, never a
+# crash, an internal error or (in the sanitizer build) a leak.
+. "${srcdir:-.}/tests/lib.sh"
+A=$ALLOCSIM
+for f in "$srcdir"/tests/fuzz-regress/*/*; do
+	[ -f "$f" ] || continue
+	target=$(basename "$(dirname "$f")")
+	in="$TMP/input"
+	case "$target" in
+	native) if [ "$(head -c 15 "$f")" = "#allocsim-trace" ]; then cp "$f" "$in"; else { printf '#allocsim-trace 1\n'; cat "$f"; } > "$in"; fi ;;
+	rmm) if [ "$(head -c 6 "$f")" = "Thread" ]; then cp "$f" "$in"; else { printf 'Thread,Time,Action,Pointer,Size,Stream\n'; cat "$f"; } > "$in"; fi ;;
+	pickle) if [ "$(head -c 1 "$f" | od -An -tx1 | tr -d ' ')" = 80 ]; then cp "$f" "$in"; else { printf '\200\004'; cat "$f"; } > "$in"; fi ;;
+	*) continue ;;
+	esac
+	for c in "" "expandable_segments:True"; do
+		run "$A" replay -c "$c" --check --capacity 64MiB "$in"
+		ok $([ "$st" = 0 ] || [ "$st" = 65 ]; echo $?) "$target/$(basename "$f") (${c:-defaults}, 64 MiB): exit $st"
+		run "$A" replay -c "$c" --check "$in"
+		ok $([ "$st" = 0 ] || [ "$st" = 65 ]; echo $?) "$target/$(basename "$f") (${c:-defaults}): exit $st"
+	done
+done
+finish
