@@ -3,6 +3,8 @@
 #define ALLOCSIM_CLI_H
 #include "common.h"
 #include "trace.h"
+#include "latency.h"
+#include <signal.h>
 
 int cmd_replay(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
@@ -11,6 +13,11 @@ int cmd_convert(int argc, char **argv);
 int cmd_policies(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
+
+extern volatile sig_atomic_t cli_interrupted;
+void cli_catch_signals(void);
+int cli_load_model(const char *path, as_lat_model *m, int *have, as_err *err);
 
 /* Prints "allocsim: error: MSG" and returns the error's exit status. */
 int cli_report(const as_err *err);

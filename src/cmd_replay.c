@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <signal.h>
+#include <unistd.h>
 
 void as_pytorch_summary(as_policy *pol, FILE *f);
 
@@ -26,8 +28,55 @@ static const char replay_usage[] =
 	"      --addresses MODE    auto (recorded segment addresses while the calls agree, default),\n"
 	"                          model (the driver model only) or recorded\n"
 	"      --stop-at-oom       end the replay at the first out-of-memory, as the program would\n"
+	"      --backend NAME      sim (default: the simulated device) or cuda (the real GPU)\n"
+	"      --device N          with --backend cuda: the GPU ordinal (default 0)\n"
+	"      --latency FILE      write one row per malloc/free: event,op,bytes,ns,device_us\n"
+	"      --latency-model F   device-call latency model for the simulation (default: the bundled\n"
+	"                          H200 calibration, h200-latency-model.csv); 'none' for none\n"
 	"      --no-timing         print 0 for wall_seconds and events_per_second (byte-identical output)\n"
 	"  -h, --help              show this help\n";
+
+volatile sig_atomic_t cli_interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	cli_interrupted = 1;
+}
+
+void cli_catch_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* The latency model: explicit path, 'none', or the bundled H200 calibration (installed, or in the
+ * source tree when run uninstalled); without one the simulation reports latency_source none. */
+int cli_load_model(const char *path, as_lat_model *m, int *have, as_err *err)
+{
+	*have = 0;
+	if (path && !strcmp(path, "none"))
+		return 0;
+	if (path) {
+		if (as_lat_model_load(m, path, err))
+			return -1;
+		*have = 1;
+		return 0;
+	}
+	static const char *const where[] = { ALLOCSIM_PKGDATADIR "/h200-latency-model.csv",
+		ALLOCSIM_SRCDIR "/traces/h200-latency-model.csv" };
+	for (size_t i = 0; i < 2; i++)
+		if (access(where[i], R_OK) == 0) {
+			if (as_lat_model_load(m, where[i], err))
+				return -1;
+			*have = 1;
+			return 0;
+		}
+	return 0;
+}
 
 int cli_resolve_config(const char *path, const char *config, char **out, as_err *err)
 {
@@ -132,10 +181,15 @@ int cmd_replay(int argc, char **argv)
 		{ "stats", required_argument, 0, 'S' }, { "summary", no_argument, 0, 'Y' },
 		{ "check", no_argument, 0, 'K' }, { "addresses", required_argument, 0, 'A' },
 		{ "no-timing", no_argument, 0, 'N' }, { "stop-at-oom", no_argument, 0, 'O' },
-		{ "segments", required_argument, 0, 'G' }, { "help", no_argument, 0, 'h' },
+		{ "segments", required_argument, 0, 'G' }, { "backend", required_argument, 0, 'B' },
+		{ "device", required_argument, 0, 'D' }, { "latency", required_argument, 0, 'L' },
+		{ "latency-model", required_argument, 0, 'M' }, { "help", no_argument, 0, 'h' },
 		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
 	const char *policy = "pytorch", *config = NULL, *out = NULL, *timeline = NULL, *stats = NULL, *segments = NULL;
+	const char *latency = NULL, *model_path = NULL;
+	int use_cuda = 0;
+	uint64_t ordinal = 0;
 	uint64_t capacity = 0, every = 1;
 	int capacity_set = 0, summary = 0, check = 0, addr_mode = ADDR_AUTO, no_timing = 0, stop_at_oom = 0, c;
 	char m[256];
@@ -167,6 +221,16 @@ int cmd_replay(int argc, char **argv)
 		case 'N': no_timing = 1; break;
 		case 'O': stop_at_oom = 1; break;
 		case 'G': segments = optarg; break;
+		case 'B':
+			if (!strcmp(optarg, "cuda")) use_cuda = 1;
+			else if (strcmp(optarg, "sim")) return cli_usage_error("replay", "--backend: sim or cuda, not '%s'", optarg);
+			break;
+		case 'D':
+			if (as_parse_u64(optarg, &ordinal) || ordinal > 1024)
+				return cli_usage_error("replay", "--device: '%s' is not a GPU ordinal", optarg);
+			break;
+		case 'L': latency = optarg; break;
+		case 'M': model_path = optarg; break;
 		case 'h': fputs(replay_usage, stdout); return 0;
 		case 'V': cli_version(); return 0;
 		default: return cli_usage_error("replay", "invalid option");
@@ -185,7 +249,9 @@ int cmd_replay(int argc, char **argv)
 	as_device *dev = NULL;
 	as_engine e;
 	int engine_ok = 0, rc = 0;
-	as_outfile tl = { 0 }, so = { 0 }, sf = { 0 };
+	as_outfile tl = { 0 }, so = { 0 }, sf = { 0 }, lf = { 0 };
+	as_lat_model model = { 0 };
+	int have_model = 0;
 	memset(&e, 0, sizeof e);
 
 	char *recorded = NULL;
@@ -210,9 +276,19 @@ int cmd_replay(int argc, char **argv)
 	}
 	if (!capacity_set && r->meta.capacity)
 		capacity = r->meta.capacity;
-	dev = as_sim_device_new(capacity, addr_mode);
+	if (use_cuda) {
+		if (!(dev = as_cuda_device_new((int)ordinal, capacity, &err)))
+			goto done;
+	} else {
+		dev = as_sim_device_new(capacity, addr_mode);
+		if (cli_load_model(model_path, &model, &have_model, &err))
+			goto done;
+		if (have_model)
+			dev->model = &model;
+	}
 	if (as_engine_init(&e, ops, conf, dev, &err))
 		goto done;
+	e.host_timing = !no_timing;
 	engine_ok = 1;
 	e.resolve_maybe = recorded && !strcmp(recorded, conf);
 	e.check = check;
@@ -223,10 +299,21 @@ int cmd_replay(int argc, char **argv)
 		e.timeline = tl.fp;
 		fputs("event,type,time_us,requested_bytes,allocated_bytes,reserved_bytes\n", tl.fp);
 	}
+	if (latency) {
+		if (as_outfile_open(&lf, latency, &err))
+			goto done;
+		e.latency = lf.fp;
+		fputs("event,op,bytes,ns,device_us\n", lf.fp);
+	}
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	as_event ev;
+	cli_catch_signals();
 	while ((rc = as_reader_next(r, &ev, &err)) > 0) {
+		if (cli_interrupted) {
+			as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; every device allocation was released, nothing was written");
+			break;
+		}
 		if (as_engine_step(&e, &ev, &err))
 			break;
 		if (stop_at_oom && e.s.num_ooms)
@@ -269,6 +356,8 @@ int cmd_replay(int argc, char **argv)
 		as_pytorch_summary(e.pol, stdout);
 	}
 done:
+	if (latency)
+		as_outfile_close(&lf, !err.code, &err);
 	if (timeline)
 		as_outfile_close(&tl, !err.code, &err);
 	if (stats)
@@ -277,6 +366,7 @@ done:
 	if (engine_ok)
 		as_engine_free(&e);
 	as_device_destroy(dev);
+	as_lat_model_free(&model);
 	as_reader_close(r);
 	free(conf);
 	free(recorded);

@@ -1,6 +1,24 @@
 /* device.c - accounting wrappers around a device backend. */
 #include "device.h"
+#include "latency.h"
 #include <stdlib.h>
+#include <time.h>
+
+static double now_us(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+}
+
+/* Charges one device call: its measured time, or the model's for the simulated device. */
+static void charge(as_device *d, int op, uint64_t size, double t0)
+{
+	double us = d->measured ? now_us() - t0 : d->model ? as_lat_model_us(d->model, op, size) : 0.0;
+	d->op_us += us;
+	d->time_us += us;
+	d->calls++;
+}
 
 static void note(as_device *d, int op, uint64_t addr, uint64_t size, uint64_t stream)
 {
@@ -20,7 +38,10 @@ int as_dev_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *addr)
 		d->num_failed++;
 		return 1;
 	}
-	if (d->ops->alloc(d, size, stream, addr)) {
+	double t0 = d->measured ? now_us() : 0;
+	int fail = d->ops->alloc(d, size, stream, addr);
+	charge(d, LAT_MALLOC, size, t0);
+	if (fail) {
 		d->num_failed++;
 		return 1;
 	}
@@ -34,7 +55,9 @@ int as_dev_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *addr)
 
 void as_dev_free(as_device *d, uint64_t addr, uint64_t size, uint64_t stream)
 {
+	double t0 = d->measured ? now_us() : 0;
 	d->ops->free(d, addr, size);
+	charge(d, LAT_FREE, size, t0);
 	d->reserved -= size;
 	d->num_free++;
 	note(d, DEV_OP_FREE, addr, size, stream);
@@ -56,7 +79,10 @@ int as_dev_map(as_device *d, uint64_t addr, uint64_t size, uint64_t stream)
 		d->num_failed++;
 		return 1;
 	}
-	if (d->ops->map(d, addr, size)) {
+	double t0 = d->measured ? now_us() : 0;
+	int fail = d->ops->map(d, addr, size);
+	charge(d, LAT_MAP, size, t0);
+	if (fail) {
 		d->num_failed++;
 		return 1;
 	}
@@ -70,7 +96,9 @@ int as_dev_map(as_device *d, uint64_t addr, uint64_t size, uint64_t stream)
 
 void as_dev_unmap(as_device *d, uint64_t addr, uint64_t size, uint64_t stream)
 {
+	double t0 = d->measured ? now_us() : 0;
 	d->ops->unmap(d, addr, size);
+	charge(d, LAT_UNMAP, size, t0);
 	d->reserved -= size;
 	d->num_free++;
 	note(d, DEV_OP_UNMAP, addr, size, stream);

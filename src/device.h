@@ -29,6 +29,12 @@ struct as_device {
 	uint64_t reserved, peak_reserved;
 	uint64_t num_alloc, num_free;   /* device calls that obtain / return memory */
 	uint64_t num_failed;
+	/* latency: measured (real backend) or modelled (simulation with a latency model) */
+	int measured;
+	const struct as_lat_model *model;
+	double op_us;             /* device time during the current policy call (the engine resets it) */
+	double time_us;           /* all device time */
+	uint64_t calls;           /* all device calls */
 	as_dev_observer observer;
 	void *observer_ctx;
 	void *priv;
@@ -52,5 +58,11 @@ void as_dev_unreserve(as_device *d, uint64_t addr, uint64_t size);
 int as_dev_map(as_device *d, uint64_t addr, uint64_t size, uint64_t stream);
 void as_dev_unmap(as_device *d, uint64_t addr, uint64_t size, uint64_t stream);
 void as_device_destroy(as_device *d);
+
+/* The real GPU (device_cuda.c, or a stub without CUDA): NULL and exit status 69 when unusable. */
+as_device *as_cuda_device_new(int ordinal, uint64_t capacity, as_err *err);
+int as_cuda_mem_info(uint64_t *free_bytes, uint64_t *total_bytes);
+/* Mean host microseconds of one primitive on `size` bytes over n calls held together (calibrate). */
+int as_cuda_measure(int op, uint64_t size, int n, double *mean_us, as_err *err);
 
 #endif

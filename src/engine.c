@@ -3,11 +3,42 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+static double mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+/* Latency of one malloc/free: host time (measured backends always; the simulation only with host
+ * timing on) plus the device time charged during it (measured, or modelled). */
+static double op_begin(as_engine *e)
+{
+	e->dev->op_us = 0;
+	return (e->dev->measured || e->host_timing) ? mono_ns() : 0;
+}
+
+static void op_end(as_engine *e, double t0, int is_alloc, const as_event *ev)
+{
+	double ns;
+	if (e->dev->measured)
+		ns = mono_ns() - t0;
+	else
+		ns = e->dev->op_us * 1000.0 + (e->host_timing ? mono_ns() - t0 : 0.0);
+	as_quant_add(is_alloc ? &e->lat_alloc : &e->lat_free, ns);
+	if (e->latency)
+		fprintf(e->latency, "%" PRIu64 ",%s,%" PRIu64 ",%.0f,%.3f\n", e->s.events, is_alloc ? "malloc" : "free",
+			ev->size, ns, e->dev->op_us);
+}
 
 int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, as_device *dev, as_err *err)
 {
 	memset(e, 0, sizeof(*e));
 	idmap_init(&e->live);
+	as_quant_init(&e->lat_alloc);
+	as_quant_init(&e->lat_free);
 	e->dev = dev;
 	e->s.first_oom_event = -1;
 	e->every = 1;
@@ -23,7 +54,10 @@ static void complete_free(as_engine *e, as_live *l)
 		if (!l->free_requested)
 			e->allocated -= l->block_size;
 		e->requested -= l->size;
+		double t0 = op_begin(e);
 		e->pol->ops->free(e->pol, l->handle);
+		as_event fev = { .size = l->size };
+		op_end(e, t0, 0, &fev);
 	}
 	if (l->free_requested)
 		e->npending--;
@@ -126,7 +160,10 @@ int as_engine_step(as_engine *e, const as_event *ev, as_err *err)
 		l->block_size = 0;
 		l->free_requested = 0;
 		uint64_t addr;
-		if (e->pol->ops->malloc(e->pol, ev->size, ev->stream, &l->handle, &l->block_size, &addr)) {
+		double t0 = op_begin(e);
+		int failed = e->pol->ops->malloc(e->pol, ev->size, ev->stream, &l->handle, &l->block_size, &addr);
+		op_end(e, t0, 1, ev);
+		if (failed) {
 			l->handle = NULL;
 			l->block_size = 0;
 			if (!e->s.num_ooms)
@@ -228,6 +265,15 @@ void as_engine_finish(as_engine *e)
 	e->s.num_device_free = e->dev->num_free;
 	e->s.num_alloc_retries = e->ctr.alloc_retries;
 	as_summary *s = &e->s;
+	s->alloc_ns_p50 = as_quant_p50(&e->lat_alloc);
+	s->alloc_ns_p99 = as_quant_p99(&e->lat_alloc);
+	s->alloc_ns_max = e->lat_alloc.max;
+	s->free_ns_p50 = as_quant_p50(&e->lat_free);
+	s->free_ns_p99 = as_quant_p99(&e->lat_free);
+	s->free_ns_max = e->lat_free.max;
+	s->device_calls = e->dev->calls;
+	s->device_time_us = e->dev->time_us;
+	s->latency_source = e->dev->measured ? "measured" : e->dev->model ? "model" : "none";
 	double pr = (double)s->peak_requested_bytes;
 	s->wasted_bytes_at_peak = (double)s->peak_reserved_bytes - (double)e->alloc_at_peak_res;
 	s->requested_at_peak_reserved = (double)e->req_at_peak_res;
@@ -245,6 +291,8 @@ void as_engine_free(as_engine *e)
 		if (idmap_live(&e->live, i))
 			free(e->live.vals[i]);
 	idmap_free(&e->live);
+	as_quant_free(&e->lat_alloc);
+	as_quant_free(&e->lat_free);
 	free(e->run);
 	free(e->held);
 	if (e->pol)
@@ -278,6 +326,7 @@ void as_summary_header(FILE *f)
 #define X(n, fmt) fputs("," #n, f);
 	AS_SUMMARY_METRICS(X)
 #undef X
+	fputs(",alloc_ns_p50,alloc_ns_p99,alloc_ns_max,free_ns_p50,free_ns_p99,free_ns_max,device_calls,device_time_us,latency_source", f);
 	fputs(",wall_seconds,events_per_second\n", f);
 }
 
@@ -299,5 +348,8 @@ void as_summary_row(FILE *f, const char *trace, const char *policy, const char *
 #define X(n, fmt) fprintf(f, "," fmt, s->n);
 	AS_SUMMARY_METRICS(X)
 #undef X
+	fprintf(f, ",%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%" PRIu64 ",%.3f,%s", s->alloc_ns_p50, s->alloc_ns_p99, s->alloc_ns_max,
+		s->free_ns_p50, s->free_ns_p99, s->free_ns_max, s->device_calls, s->device_time_us,
+		s->latency_source ? s->latency_source : "none");
 	fprintf(f, ",%.6f,%.0f\n", s->wall_seconds, eps);
 }

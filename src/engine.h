@@ -4,6 +4,7 @@
 #include "trace.h"
 #include "device.h"
 #include "idmap.h"
+#include "latency.h"
 #include "../policies/policy.h"
 #include <stdio.h>
 
@@ -39,6 +40,11 @@ typedef struct as_summary {
 	AS_SUMMARY_METRICS(X)
 #undef X
 	int64_t first_oom_event;   /* index of the first failed allocation event, -1 if none */
+	/* latency (doc/real-gpu.md): nanoseconds per malloc / free, device calls and their time */
+	double alloc_ns_p50, alloc_ns_p99, alloc_ns_max, free_ns_p50, free_ns_p99, free_ns_max;
+	uint64_t device_calls;
+	double device_time_us;
+	const char *latency_source;  /* "measured", "model" or "none" */
 	double wall_seconds;
 } as_summary;
 
@@ -71,6 +77,9 @@ typedef struct as_engine {
 	double ext_sum;
 	uint64_t req_at_peak_res, alloc_at_peak_res, res_at_peak_req, req_at_peak_alloc;
 	uint64_t peak_event;   /* index of the event after which reserved bytes peaked */
+	as_quant lat_alloc, lat_free;
+	int host_timing;       /* include the host time of the policy itself (not deterministic) */
+	FILE *latency;         /* --latency: one row per malloc/free */
 	int resolve_maybe;     /* the replay runs the recorded settings: the policy can tell */
 	uint64_t inferred_empty_cache;
 } as_engine;

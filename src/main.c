@@ -16,6 +16,7 @@ static const struct {
 	{ "convert", cmd_convert, "rewrite a trace in allocsim's native format" },
 	{ "policies", cmd_policies, "list the policies with their options" },
 	{ "sweep", cmd_sweep, "replay traces x policies x parameter values in parallel, one CSV row each" },
+	{ "calibrate", cmd_calibrate, "measure the GPU's allocation primitives and fit a latency model" },
 	{ "fit", cmd_fit, "find the smallest capacity without OOM, or the best parameter value" },
 };
 

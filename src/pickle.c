@@ -38,6 +38,7 @@ typedef struct pv {
 #define MAX_MARKS   4096         /* nesting depth */
 #define MAX_STRING  (1u << 20)   /* one string */
 #define MAX_MEMO    (1u << 26)   /* memo index */
+#define MAX_NODES   (4u << 20)   /* values alive at once (about 300 MiB) */
 
 typedef struct rec {
 	int action;
@@ -72,10 +73,14 @@ typedef struct pk {
 } pk;
 
 
+/* Values alive in the reader that is running (one reader runs at a time per thread). */
+static _Thread_local uint64_t live_nodes;
+
 static void pv_free(pv *v)
 {
 	if (!v)
 		return;
+	live_nodes--;
 	for (size_t i = 0; i < v->n && v->items; i++)
 		pv_free(v->items[i]);
 	free(v->items);
@@ -86,6 +91,7 @@ static void pv_free(pv *v)
 static pv *pv_new(int kind, uint64_t pos)
 {
 	pv *v = xcalloc(1, sizeof(*v));
+	live_nodes++;
 	v->kind = (unsigned char)kind;
 	v->pos = pos;
 	return v;
@@ -437,6 +443,11 @@ static uint64_t rd_le(as_reader *r, int n)
 
 static int push(as_reader *r, pk *p, pv *v, as_err *err)
 {
+	if (live_nodes > MAX_NODES) {
+		uint64_t pos = v ? v->pos : 0;
+		pv_free(v);
+		return perr(r, pos, err, "pickle holds more than %u values at once (reader memory cap)", MAX_NODES);
+	}
 	if (p->sp == MAX_STACK) {
 		pv_free(v);
 		return perr(r, v ? v->pos : 0, err, "pickle stack exceeds %u values (reader memory cap)", MAX_STACK);
@@ -517,6 +528,8 @@ static int memo_put(pk *p, uint64_t idx)
 	pv *old = idmap_get(&p->memo, idx);
 	/* Lists and dicts are not kept: snapshots do not refer to a filled one twice, and keeping
 	 * them would make memory grow with the trace. A later GET of one is reported as unsupported.
+	 * Tuples are kept only when flat (no tuple inside), so GETs cannot nest copies exponentially
+	 * (found by fuzz_pickle).
 	 * An empty list is kept (as empty): the snapshot writer shares one empty 'frames' list. */
 	if (v->kind == PV_LIST && v->n == 0 && !v->role) {
 		idmap_put(&p->memo, idx, pv_copy(v));
@@ -524,7 +537,10 @@ static int memo_put(pk *p, uint64_t idx)
 			pv_free(old);
 		return 0;
 	}
-	if (v->kind == PV_LIST || v->kind == PV_DICT || (v->kind == PV_TUPLE && v->n > 16)) {
+	int nested = 0;
+	for (size_t i = 0; v->kind == PV_TUPLE && i < v->n; i++)
+		nested |= v->items[i]->kind == PV_TUPLE || v->items[i]->kind == PV_LIST || v->items[i]->kind == PV_DICT;
+	if (v->kind == PV_LIST || v->kind == PV_DICT || (v->kind == PV_TUPLE && (v->n > 16 || nested))) {
 		if (old) {
 			idmap_del(&p->memo, idx);
 			pv_free(old);
@@ -801,6 +817,7 @@ static void pickle_close(as_reader *r)
 	pk *p = r->priv;
 	if (!p)
 		return;
+	/* (live_nodes returns to its value before this reader as its values are freed) */
 	for (size_t i = 0; i < p->sp; i++)
 		pv_free(p->stack[i]);
 	free(p->stack);

@@ -1,10 +1,10 @@
 #!/bin/sh
-# fuzz-regress.sh - every input the fuzzers ever found a bug with (tests/fuzz-regress/TARGET/), fed
+# fuzz-regress.sh - every input the fuzzers ever found a bug with (tests/fuzz-findings/TARGET/), fed
 # as the fuzz target saw it, through replay with --check under two settings: exit 0 or 65, never a
-# crash, an internal error or (in the sanitizer build) a leak.
+# crash, an internal error, a time-out or (in the sanitizer build) a leak.
 . "${srcdir:-.}/tests/lib.sh"
 A=$ALLOCSIM
-for f in "$srcdir"/tests/fuzz-regress/*/*; do
+for f in "$srcdir"/tests/fuzz-findings/*/*; do
 	[ -f "$f" ] || continue
 	target=$(basename "$(dirname "$f")")
 	in="$TMP/input"
@@ -15,9 +15,9 @@ for f in "$srcdir"/tests/fuzz-regress/*/*; do
 	*) continue ;;
 	esac
 	for c in "" "expandable_segments:True"; do
-		run "$A" replay -c "$c" --check --capacity 64MiB "$in"
+		run timeout 20 "$A" replay -c "$c" --check --capacity 64MiB "$in"
 		ok $([ "$st" = 0 ] || [ "$st" = 65 ]; echo $?) "$target/$(basename "$f") (${c:-defaults}, 64 MiB): exit $st"
-		run "$A" replay -c "$c" --check "$in"
+		run timeout 20 "$A" replay -c "$c" --check "$in"
 		ok $([ "$st" = 0 ] || [ "$st" = 65 ]; echo $?) "$target/$(basename "$f") (${c:-defaults}): exit $st"
 	done
 done

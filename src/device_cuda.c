@@ -1,0 +1,281 @@
+/*
+ * device_cuda.c - the real device: segments from cudaMalloc/cudaFree, expandable segments from the
+ * CUDA virtual-memory API (cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemSetAccess, cuMemUnmap,
+ * cuMemRelease) in pages of the device's allocation granularity.
+ *
+ * The only file that includes CUDA headers. The runtime is linked statically and the driver's VMM
+ * functions are looked up at run time (cudaGetDriverEntryPointByVersion), so the program starts on
+ * machines without a driver and reports there that no GPU is usable (exit status 69).
+ * Everything obtained is recorded and returned by destroy, also after errors and signals.
+ */
+#include "device.h"
+#include "idmap.h"
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef CUresult (*pf_reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+typedef CUresult (*pf_addrfree)(CUdeviceptr, size_t);
+typedef CUresult (*pf_create)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
+typedef CUresult (*pf_release)(CUmemGenericAllocationHandle);
+typedef CUresult (*pf_map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
+typedef CUresult (*pf_unmap)(CUdeviceptr, size_t);
+typedef CUresult (*pf_access)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+typedef CUresult (*pf_gran)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags);
+
+typedef struct cudadev {
+	int ordinal;
+	size_t gran;
+	CUmemAllocationProp prop;
+	CUmemAccessDesc access;
+	idmap segs;    /* cudaMalloc'd address -> size */
+	idmap pages;   /* mapped page address -> handle + 1 */
+	idmap vas;     /* reserved range base -> size */
+	pf_reserve reserve;
+	pf_addrfree addrfree;
+	pf_create create;
+	pf_release release;
+	pf_map map;
+	pf_unmap unmap;
+	pf_access setaccess;
+	pf_gran granularity;
+	int vmm;       /* the VMM entry points were found */
+} cudadev;
+
+static int cu_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *addr)
+{
+	cudadev *c = d->priv;
+	void *p = NULL;
+	(void)stream;
+	cudaError_t e = cudaMalloc(&p, size);
+	if (e != cudaSuccess) {
+		cudaGetLastError(); /* clear the sticky-free error */
+		return 1;
+	}
+	*addr = (uint64_t)(uintptr_t)p;
+	idmap_put(&c->segs, *addr, (void *)(uintptr_t)size);
+	return 0;
+}
+
+static void cu_free(as_device *d, uint64_t addr, uint64_t size)
+{
+	cudadev *c = d->priv;
+	(void)size;
+	if (idmap_del(&c->segs, addr))
+		cudaFree((void *)(uintptr_t)addr);
+}
+
+static int cu_reserve(as_device *d, uint64_t size, uint64_t *addr)
+{
+	cudadev *c = d->priv;
+	CUdeviceptr p;
+	if (!c->vmm)
+		return 1;
+	size = (size + c->gran - 1) / c->gran * c->gran;
+	if (c->reserve(&p, size, 0, 0, 0) != CUDA_SUCCESS)
+		return 1;
+	*addr = (uint64_t)p;
+	idmap_put(&c->vas, *addr, (void *)(uintptr_t)size);
+	return 0;
+}
+
+static void cu_unreserve(as_device *d, uint64_t addr, uint64_t size)
+{
+	cudadev *c = d->priv;
+	void *sz = idmap_del(&c->vas, addr);
+	(void)size;
+	if (sz)
+		c->addrfree((CUdeviceptr)addr, (size_t)(uintptr_t)sz);
+}
+
+static void unmap_pages(cudadev *c, uint64_t addr, uint64_t size)
+{
+	for (uint64_t a = addr; a < addr + size; a += c->gran) {
+		void *h = idmap_del(&c->pages, a);
+		if (!h)
+			continue;
+		c->unmap((CUdeviceptr)a, c->gran);
+		c->release((CUmemGenericAllocationHandle)((uintptr_t)h - 1));
+	}
+}
+
+/* One physical allocation per granule, mapped, then access for the whole range. */
+static int cu_map(as_device *d, uint64_t addr, uint64_t size)
+{
+	cudadev *c = d->priv;
+	if (!c->vmm || addr % c->gran || size % c->gran)
+		return 1;
+	for (uint64_t a = addr; a < addr + size; a += c->gran) {
+		CUmemGenericAllocationHandle h;
+		if (c->create(&h, c->gran, &c->prop, 0) != CUDA_SUCCESS) {
+			unmap_pages(c, addr, a - addr); /* the pages created by this call */
+			return 1;
+		}
+		if (c->map((CUdeviceptr)a, c->gran, 0, h, 0) != CUDA_SUCCESS) {
+			c->release(h);
+			unmap_pages(c, addr, a - addr);
+			return 1;
+		}
+		idmap_put(&c->pages, a, (void *)(uintptr_t)(h + 1));
+	}
+	if (c->setaccess((CUdeviceptr)addr, size, &c->access, 1) != CUDA_SUCCESS) {
+		unmap_pages(c, addr, size);
+		return 1;
+	}
+	return 0;
+}
+
+static void cu_unmap(as_device *d, uint64_t addr, uint64_t size)
+{
+	unmap_pages(d->priv, addr, size);
+}
+
+static void cu_destroy(as_device *d)
+{
+	cudadev *c = d->priv;
+	for (size_t i = 0; i < c->pages.cap; i++)
+		if (idmap_live(&c->pages, i)) {
+			c->unmap((CUdeviceptr)c->pages.keys[i], c->gran);
+			c->release((CUmemGenericAllocationHandle)((uintptr_t)c->pages.vals[i] - 1));
+		}
+	for (size_t i = 0; i < c->vas.cap; i++)
+		if (idmap_live(&c->vas, i))
+			c->addrfree((CUdeviceptr)c->vas.keys[i], (size_t)(uintptr_t)c->vas.vals[i]);
+	for (size_t i = 0; i < c->segs.cap; i++)
+		if (idmap_live(&c->segs, i))
+			cudaFree((void *)(uintptr_t)c->segs.keys[i]);
+	cudaDeviceSynchronize();
+	idmap_free(&c->pages);
+	idmap_free(&c->vas);
+	idmap_free(&c->segs);
+	free(c);
+	free(d);
+}
+
+static const as_device_ops cuda_ops = {
+	"cuda", cu_alloc, cu_free, cu_reserve, cu_unreserve, cu_map, cu_unmap, cu_destroy,
+};
+
+static void *entry(const char *name)
+{
+	void *fn = NULL;
+	enum cudaDriverEntryPointQueryResult st;
+	if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &st) != cudaSuccess ||
+	    st != cudaDriverEntryPointSuccess)
+		return NULL;
+	return fn;
+}
+
+as_device *as_cuda_device_new(int ordinal, uint64_t capacity, as_err *err)
+{
+	int n = 0;
+	cudaError_t e = cudaGetDeviceCount(&n);
+	if (e != cudaSuccess || n == 0) {
+		as_fail(err, AS_EXIT_UNAVAILABLE, "no usable CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+		return NULL;
+	}
+	if (ordinal < 0 || ordinal >= n) {
+		as_fail(err, AS_EXIT_UNAVAILABLE, "CUDA device %d does not exist (%d found)", ordinal, n);
+		return NULL;
+	}
+	if ((e = cudaSetDevice(ordinal)) != cudaSuccess || (e = cudaFree(0)) != cudaSuccess) {
+		as_fail(err, AS_EXIT_UNAVAILABLE, "cannot use CUDA device %d: %s", ordinal, cudaGetErrorString(e));
+		return NULL;
+	}
+	as_device *d = xcalloc(1, sizeof(*d));
+	cudadev *c = xcalloc(1, sizeof(*c));
+	c->ordinal = ordinal;
+	idmap_init(&c->segs);
+	idmap_init(&c->pages);
+	idmap_init(&c->vas);
+	c->reserve = (pf_reserve)entry("cuMemAddressReserve");
+	c->addrfree = (pf_addrfree)entry("cuMemAddressFree");
+	c->create = (pf_create)entry("cuMemCreate");
+	c->release = (pf_release)entry("cuMemRelease");
+	c->map = (pf_map)entry("cuMemMap");
+	c->unmap = (pf_unmap)entry("cuMemUnmap");
+	c->setaccess = (pf_access)entry("cuMemSetAccess");
+	c->granularity = (pf_gran)entry("cuMemGetAllocationGranularity");
+	c->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	c->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	c->prop.location.id = ordinal;
+	c->access.location = c->prop.location;
+	c->access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	c->vmm = c->reserve && c->addrfree && c->create && c->release && c->map && c->unmap && c->setaccess &&
+		c->granularity && c->granularity(&c->gran, &c->prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS && c->gran;
+	if (!c->gran)
+		c->gran = 2ULL << 20;
+	size_t fr = 0, tot = 0;
+	cudaMemGetInfo(&fr, &tot);
+	d->ops = &cuda_ops;
+	d->capacity = capacity;
+	d->total_memory = tot;
+	d->measured = 1;
+	d->priv = c;
+	return d;
+}
+
+int as_cuda_mem_info(uint64_t *free_bytes, uint64_t *total_bytes)
+{
+	size_t f = 0, t = 0;
+	if (cudaMemGetInfo(&f, &t) != cudaSuccess)
+		return -1;
+	*free_bytes = f;
+	*total_bytes = t;
+	return 0;
+}
+
+static double tnow(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+}
+
+/* The mean host microseconds of one primitive over n calls, measured as allocators use them: n
+ * successive allocations (or mappings, in one reserved range) held together, then n frees (or
+ * unmappings). op: 0 cudaMalloc, 1 cudaFree, 2 map (cuMemCreate + cuMemMap per granule, then
+ * cuMemSetAccess), 3 unmap (cuMemUnmap + cuMemRelease per granule). */
+int as_cuda_measure(int op, uint64_t size, int n, double *mean_us, as_err *err)
+{
+	as_device *d = as_cuda_device_new(0, 0, err);
+	if (!d)
+		return -1;
+	cudadev *c = d->priv;
+	int rc = 0, made = 0;
+	uint64_t *a = xcalloc((size_t)n, sizeof(uint64_t));
+	double ta = 0, tf = 0;
+	uint64_t va = 0, bytes = (size + c->gran - 1) / c->gran * c->gran;
+	if (op >= 2 && cu_reserve(d, bytes * (uint64_t)n, &va)) {
+		rc = as_fail(err, AS_EXIT_UNAVAILABLE, "cuMemAddressReserve of %llu bytes failed", (unsigned long long)(bytes * (uint64_t)n));
+		goto out;
+	}
+	for (; made < n; made++) {
+		double t0 = tnow();
+		int fail = op < 2 ? cu_alloc(d, size, 0, &a[made]) : cu_map(d, va + bytes * (uint64_t)made, bytes);
+		ta += tnow() - t0;
+		if (fail) {
+			rc = as_fail(err, AS_EXIT_UNAVAILABLE, "allocating %d x %llu bytes failed", n, (unsigned long long)size);
+			break;
+		}
+	}
+	for (int i = 0; i < made; i++) {
+		double t0 = tnow();
+		if (op < 2)
+			cu_free(d, a[i], size);
+		else
+			cu_unmap(d, va + bytes * (uint64_t)i, bytes);
+		tf += tnow() - t0;
+	}
+	if (!rc)
+		*mean_us = (op == 0 || op == 2 ? ta : tf) / n;
+	if (va)
+		cu_unreserve(d, va, bytes * (uint64_t)n);
+out:
+	cu_destroy(d);
+	free(a);
+	return rc;
+}

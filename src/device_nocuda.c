@@ -1,0 +1,21 @@
+/* device_nocuda.c - stand-ins when allocsim is built without the CUDA Toolkit. */
+#include "device.h"
+
+as_device *as_cuda_device_new(int ordinal, uint64_t capacity, as_err *err)
+{
+	(void)ordinal; (void)capacity;
+	as_fail(err, AS_EXIT_UNAVAILABLE, "this allocsim was built without CUDA (configure --with-cuda)");
+	return NULL;
+}
+
+int as_cuda_mem_info(uint64_t *free_bytes, uint64_t *total_bytes)
+{
+	*free_bytes = *total_bytes = 0;
+	return -1;
+}
+
+int as_cuda_measure(int op, uint64_t size, int n, double *mean_us, as_err *err)
+{
+	(void)op; (void)size; (void)n; (void)mean_us;
+	return as_fail(err, AS_EXIT_UNAVAILABLE, "this allocsim was built without CUDA (configure --with-cuda)");
+}

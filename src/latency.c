@@ -1,0 +1,106 @@
+/* latency.c - quantiles and the device-latency model. */
+#include "latency.h"
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const as_lat_op_names[LAT_NOPS] = { "malloc", "free", "map", "unmap" };
+
+void as_quant_init(as_quant *q)
+{
+	q->p50 = gsl_rstat_quantile_alloc(0.5);
+	q->p99 = gsl_rstat_quantile_alloc(0.99);
+	q->max = 0;
+	q->n = 0;
+}
+
+void as_quant_add(as_quant *q, double ns)
+{
+	gsl_rstat_quantile_add(ns, q->p50);
+	gsl_rstat_quantile_add(ns, q->p99);
+	if (ns > q->max)
+		q->max = ns;
+	q->n++;
+}
+
+double as_quant_p50(const as_quant *q)
+{
+	return q->n ? gsl_rstat_quantile_get(q->p50) : 0.0;
+}
+
+double as_quant_p99(const as_quant *q)
+{
+	return q->n ? gsl_rstat_quantile_get(q->p99) : 0.0;
+}
+
+void as_quant_free(as_quant *q)
+{
+	if (q->p50)
+		gsl_rstat_quantile_free(q->p50);
+	if (q->p99)
+		gsl_rstat_quantile_free(q->p99);
+	q->p50 = q->p99 = NULL;
+}
+
+int as_lat_model_load(as_lat_model *m, const char *path, as_err *err)
+{
+	memset(m, 0, sizeof(*m));
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return as_fail(err, AS_EXIT_NOINPUT, "cannot open latency model '%s'", path);
+	snprintf(m->source, sizeof m->source, "%s", path);
+	char line[512];
+	unsigned long lineno = 0;
+	while (fgets(line, sizeof line, f)) {
+		lineno++;
+		if (line[0] == '#' || !strncmp(line, "op,", 3) || line[0] == '\n')
+			continue;
+		char op[32];
+		unsigned long long lo, hi;
+		double a, b;
+		if (sscanf(line, "%31[^,],%llu,%llu,%lf,%lf", op, &lo, &hi, &a, &b) != 5 || lo >= hi || a < 0) {
+			fclose(f);
+			as_lat_model_free(m);
+			return as_fail(err, AS_EXIT_DATAERR, "%s:%lu: expected op,size_lo,size_hi,a_us,b_us_per_mib", path, lineno);
+		}
+		int k = -1;
+		for (int i = 0; i < LAT_NOPS; i++)
+			if (!strcmp(op, as_lat_op_names[i]))
+				k = i;
+		if (k < 0) {
+			fclose(f);
+			as_lat_model_free(m);
+			return as_fail(err, AS_EXIT_DATAERR, "%s:%lu: unknown operation '%s'", path, lineno, op);
+		}
+		m->bands = xrealloc(m->bands, (m->n + 1) * sizeof(*m->bands));
+		m->bands[m->n++] = (as_lat_band){ k, lo, hi, a, b };
+	}
+	fclose(f);
+	if (!m->n)
+		return as_fail(err, AS_EXIT_DATAERR, "%s: no model bands", path);
+	return 0;
+}
+
+void as_lat_model_free(as_lat_model *m)
+{
+	free(m->bands);
+	m->bands = NULL;
+	m->n = 0;
+}
+
+double as_lat_model_us(const as_lat_model *m, int op, uint64_t size)
+{
+	const as_lat_band *last = NULL;
+	for (size_t i = 0; i < m->n; i++) {
+		const as_lat_band *b = &m->bands[i];
+		if (b->op != op)
+			continue;
+		if (size >= b->lo && size < b->hi)
+			return b->a_us + b->b_us_per_mib * ((double)size / 1048576.0);
+		if (!last || b->hi > last->hi)
+			last = b;
+	}
+	/* beyond the calibrated range: extend the last band */
+	return last ? last->a_us + last->b_us_per_mib * ((double)size / 1048576.0) : 0.0;
+}

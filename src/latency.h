@@ -1,0 +1,41 @@
+/* latency.h - latency of allocator operations: streaming quantiles (GSL's P^2 estimator) and a
+ * piecewise-linear model of device-call latency fitted by 'allocsim calibrate'. */
+#ifndef ALLOCSIM_LATENCY_H
+#define ALLOCSIM_LATENCY_H
+#include "common.h"
+#include <gsl/gsl_rstat.h>
+
+/* p50, p99 and max of a stream of nanosecond samples, in constant memory. */
+typedef struct as_quant {
+	gsl_rstat_quantile_workspace *p50, *p99;
+	double max;
+	uint64_t n;
+} as_quant;
+void as_quant_init(as_quant *q);
+void as_quant_add(as_quant *q, double ns);
+double as_quant_p50(const as_quant *q);
+double as_quant_p99(const as_quant *q);
+void as_quant_free(as_quant *q);
+
+/* Device operations the model covers. */
+enum { LAT_MALLOC, LAT_FREE, LAT_MAP, LAT_UNMAP, LAT_NOPS };
+extern const char *const as_lat_op_names[LAT_NOPS];
+
+typedef struct as_lat_band {
+	int op;
+	uint64_t lo, hi;        /* size range [lo, hi) in bytes */
+	double a_us, b_us_per_mib;
+} as_lat_band;
+
+typedef struct as_lat_model {
+	as_lat_band *bands;
+	size_t n;
+	char source[256];
+} as_lat_model;
+
+/* Reads a model CSV (op,size_lo,size_hi,a_us,b_us_per_mib); errors name the file and line. */
+int as_lat_model_load(as_lat_model *m, const char *path, as_err *err);
+void as_lat_model_free(as_lat_model *m);
+/* Modelled microseconds of one device call of `size` bytes (0 if the op is not modelled). */
+double as_lat_model_us(const as_lat_model *m, int op, uint64_t size);
+#endif

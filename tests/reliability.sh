@@ -1,0 +1,51 @@
+#!/bin/sh
+# reliability.sh - invariants over every bundled trace and policy, truncation at every boundary of a
+# native trace, determinism, and that an interrupted run leaves no result that looks complete.
+. "${srcdir:-.}/tests/lib.sh"
+A=$ALLOCSIM
+# --check after every event, every bundled trace, every policy (pytorch is checked in fidelity.sh)
+for t in "$T"/*.pickle.gz "$srcdir"/traces/captured/*__default.pickle.gz "$srcdir"/traces/captured/*__exp.pickle.gz; do
+	for p in bestfit passthrough; do
+		run "$A" replay -p "$p" --check --no-timing "$t"
+		is "$st" 0 "$p --check holds on $(basename "$t" .pickle.gz)"
+	done
+done
+run "$A" replay -p bestfit -c "per_stream:False,min_segment:20MiB" --check "$srcdir/traces/captured/multistream__default.pickle.gz"
+is "$st" 0 "bestfit with a shared pool --check holds on a multi-stream trace"
+
+# a native trace cut at every line boundary and in the middle of every line: 0 or 65, never worse
+"$A" convert "$T/seed_example__default.pickle.gz" -o "$TMP/full.trace"
+head -40 "$TMP/full.trace" > "$TMP/small.trace"
+size=$(wc -c < "$TMP/small.trace"); bad=0; cuts=0; pos=1
+while [ $pos -lt "$size" ]; do
+	head -c $pos "$TMP/small.trace" > "$TMP/cut.trace"
+	"$A" replay -p bestfit --check "$TMP/cut.trace" > /dev/null 2>&1; s=$?
+	[ $s = 0 ] || [ $s = 65 ] || { bad=$((bad + 1)); echo "# cut at $pos: exit $s"; }
+	cuts=$((cuts + 1)); pos=$((pos + 7))
+done
+is "$bad" 0 "native trace cut at $cuts places: always exit 0 or 65"
+# the same for a gzip'd snapshot cut every 4 KiB of compressed data
+sz=$(wc -c < "$T/seed_example__default.pickle.gz"); bad=0; pos=100
+while [ $pos -lt "$sz" ]; do
+	head -c $pos "$T/seed_example__default.pickle.gz" > "$TMP/cut.gz"
+	"$A" replay "$TMP/cut.gz" > /dev/null 2>&1; s=$?
+	[ $s = 65 ] || { bad=$((bad + 1)); echo "# cut at $pos: exit $s"; }
+	pos=$((pos + 4096))
+done
+is "$bad" 0 "gzip'd snapshot cut every 4 KiB: always exit 65"
+
+# determinism: two runs, every policy and option set, byte-identical
+for p in pytorch bestfit passthrough; do
+	a=$("$A" replay -p "$p" --no-timing "$T/gpt2_train_varlen__p110_ms128.pickle.gz" --capacity 18580450876)
+	b=$("$A" replay -p "$p" --no-timing "$T/gpt2_train_varlen__p110_ms128.pickle.gz" --capacity 18580450876)
+	is "$a" "$b" "$p: two replays give byte-identical rows"
+done
+
+# an interrupted run leaves no output under the final name (written to a temporary name first):
+# the input is a pipe that stays open, so the replay is still running when it is killed
+mkfifo "$TMP/pipe"
+( cat "$srcdir/tests/fuzz-findings/native/crash-f513c430a7ebf3223007b7235af9c380b316e902" | head -5; sleep 3 ) > "$TMP/pipe" &
+"$A" replay -p passthrough --timeline "$TMP/tl.csv" -o "$TMP/out.csv" - < "$TMP/pipe" & pid=$!
+sleep 0.5; kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+ok "$([ ! -e "$TMP/out.csv" ] && [ ! -e "$TMP/tl.csv" ]; echo $?)" "a killed replay leaves neither the summary nor the timeline under its final name"
+finish
