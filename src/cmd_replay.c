@@ -98,6 +98,23 @@ int cli_resolve_config(const char *path, const char *config, char **out, as_err 
 	return 0;
 }
 
+struct probe_ctx {
+	const char *path, *conf;
+};
+
+static int probe_settings(void *ctx)
+{
+	struct probe_ctx *pc = ctx;
+	as_meta m;
+	as_err err = { 0, "" };
+	int same = 0;
+	if (as_trace_probe_meta(pc->path, &m, &err) == 0) {
+		same = m.has_settings && !strcmp(m.settings ? m.settings : "", pc->conf);
+		as_meta_free(&m);
+	}
+	return same;
+}
+
 typedef struct seg_out {
 	FILE *f;
 	const char *moment;
@@ -263,17 +280,10 @@ int cmd_replay(int argc, char **argv)
 	}
 	if (as_reader_open(&r, path, NULL, &err))
 		goto done;
-	/* Which settings were recorded decides how ambiguous empty_cache() inferences resolve. */
+	/* Which settings were recorded decides how ambiguous empty_cache() inferences resolve; a
+	 * snapshot's are read (a second pass) only if such a case comes up. */
 	if (r->meta.has_settings)
 		recorded = xstrdup(r->meta.settings ? r->meta.settings : "");
-	else if (!strcmp(r->meta.format, "pytorch") && strcmp(path, "-")) {
-		as_meta pm;
-		if (as_trace_probe_meta(path, &pm, &err))
-			goto done;
-		if (pm.has_settings)
-			recorded = xstrdup(pm.settings ? pm.settings : "");
-		as_meta_free(&pm);
-	}
 	if (!capacity_set && r->meta.capacity)
 		capacity = r->meta.capacity;
 	if (use_cuda) {
@@ -290,7 +300,14 @@ int cmd_replay(int argc, char **argv)
 		goto done;
 	e.host_timing = !no_timing;
 	engine_ok = 1;
-	e.resolve_maybe = recorded && !strcmp(recorded, conf);
+	struct probe_ctx pc = { path, conf };
+	if (recorded) {
+		e.resolve_maybe = !strcmp(recorded, conf);
+	} else if (!strcmp(r->meta.format, "pytorch") && strcmp(path, "-")) {
+		e.resolve_maybe = -1;
+		e.probe = probe_settings;
+		e.probe_ctx = &pc;
+	}
 	e.check = check;
 	e.every = every;
 	if (timeline) {

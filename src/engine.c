@@ -117,6 +117,15 @@ static void update_metrics(as_engine *e)
 	}
 }
 
+/* Whether the replay runs the recorded settings, found out when first needed: a snapshot stores its
+ * settings at the end, and most traces never need them. */
+static int resolving(as_engine *e)
+{
+	if (e->resolve_maybe < 0)
+		e->resolve_maybe = e->probe ? e->probe(e->probe_ctx) : 0;
+	return e->resolve_maybe;
+}
+
 static void timeline_row(as_engine *e, const as_event *ev)
 {
 	fprintf(e->timeline, "%" PRIu64 ",%s,%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", e->s.events - 1,
@@ -127,7 +136,7 @@ int as_engine_step(as_engine *e, const as_event *ev, as_err *err)
 {
 	as_live *l;
 	if (e->nheld && ev->type != EV_ALLOC && ev->type < EV_SEG_ALLOC &&
-	    !(ev->type == EV_FREE && e->resolve_maybe) && !(ev->type == EV_EMPTY_CACHE && (ev->flags & EVF_MAYBE)))
+	    !(ev->type == EV_FREE && e->resolve_maybe > 0) && !(ev->type == EV_EMPTY_CACHE && (ev->flags & EVF_MAYBE)))
 		release_held(e);
 	if (ev->type == EV_ALLOC && e->nheld) {
 		/* all pending frees complete at once, and the request would reach the flush */
@@ -140,13 +149,13 @@ int as_engine_step(as_engine *e, const as_event *ev, as_err *err)
 		}
 	}
 	if (e->maybe_empty && ev->type < EV_SEG_ALLOC && ev->type != EV_EMPTY_CACHE &&
-	    !(ev->type == EV_FREE && e->resolve_maybe)) {
+	    !(ev->type == EV_FREE && e->resolve_maybe > 0)) {
 		/* Resolve an ambiguous release run: an empty_cache() unless this allocation's own
 		 * fallback (GC, oversize release, flush) is what released the memory. Only a replay
 		 * of the recorded settings can ask its policy that; otherwise the run is taken to be
 		 * the recording allocator's own doing (doc/pytorch-policy.md). */
 		e->maybe_empty = 0;
-		if (e->resolve_maybe && (ev->type != EV_ALLOC || !e->pol->ops->explains_release ||
+		if (resolving(e) && (ev->type != EV_ALLOC || !e->pol->ops->explains_release ||
 		    !e->pol->ops->explains_release(e->pol, ev->size, ev->stream, e->run, e->nrun))) {
 			e->pol->ops->empty_cache(e->pol);
 			e->inferred_empty_cache++;
@@ -194,7 +203,7 @@ int as_engine_step(as_engine *e, const as_event *ev, as_err *err)
 		if (!l)
 			return as_fail(err, AS_EXIT_SOFTWARE, "internal: free of unknown id %" PRIu64, ev->id);
 		e->s.frees++;
-		if (l->free_requested && e->resolve_maybe) {
+		if (l->free_requested && resolving(e)) {
 			if (e->nheld == e->capheld) {
 				e->capheld = e->capheld ? e->capheld * 2 : 16;
 				e->held = xrealloc(e->held, e->capheld * sizeof(*e->held));

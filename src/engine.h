@@ -80,7 +80,9 @@ typedef struct as_engine {
 	as_quant lat_alloc, lat_free;
 	int host_timing;       /* include the host time of the policy itself (not deterministic) */
 	FILE *latency;         /* --latency: one row per malloc/free */
-	int resolve_maybe;     /* the replay runs the recorded settings: the policy can tell */
+	int resolve_maybe;     /* the replay runs the recorded settings: the policy can tell; -1 = ask probe */
+	int (*probe)(void *ctx); /* finds out resolve_maybe when first needed (reads the trace's settings) */
+	void *probe_ctx;
 	uint64_t inferred_empty_cache;
 } as_engine;
 
