@@ -42,8 +42,10 @@ int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, a
 	e->dev = dev;
 	e->s.first_oom_event = -1;
 	e->every = 1;
-	if (ops->create(&e->pol, config ? config : "", dev, &e->ctr, err))
+	if (ops->create(&e->pol, config ? config : "", dev, &e->ctr, err)) {
+		as_engine_free(e); /* the quantile workspaces (found by fuzz_config) */
 		return -1;
+	}
 	return 0;
 }
 
