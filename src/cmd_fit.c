@@ -125,11 +125,19 @@ static int fit_param(fitctx *f, const char *name, const char *values, const char
 			return cli_usage_error("fit", "--values is required for '%s'", name);
 		values = "none,20..2048:x2";
 	}
-	if (as_parse_values(values, &vals, &n, m, sizeof m))
+	if (as_parse_values(values, &vals, &n, m, sizeof m)) {
+		for (size_t i = 0; i < n; i++)
+			free(vals[i]);
+		free(vals);
 		return cli_usage_error("fit", "--values: %s", m);
+	}
 	int by_calls = !strcmp(objective, "num_device_alloc");
-	if (!by_calls && strcmp(objective, "peak_reserved"))
+	if (!by_calls && strcmp(objective, "peak_reserved")) {
+		for (size_t i = 0; i < n; i++)
+			free(vals[i]);
+		free(vals);
 		return cli_usage_error("fit", "--objective: peak_reserved or num_device_alloc, not '%s'", objective);
+	}
 	printf("%s,peak_reserved_bytes,num_device_alloc,num_ooms\n", name);
 	const char *bestv = NULL;
 	uint64_t bestobj = UINT64_MAX;

@@ -160,7 +160,7 @@ int cmd_sweep(int argc, char **argv)
 		case 'p': {
 			const as_policy_ops *o = as_policy_find(optarg);
 			if (!o)
-				return cli_usage_error("sweep", "unknown policy '%s'", optarg);
+				{ rc = cli_usage_error("sweep", "unknown policy '%s'", optarg); goto args_out; }
 			pols = xrealloc(pols, (npol + 1) * sizeof(*pols));
 			pols[npol++] = o;
 			break;
@@ -168,7 +168,7 @@ int cmd_sweep(int argc, char **argv)
 		case 'P': {
 			char *eq = strchr(optarg, '=');
 			if (!eq || eq == optarg)
-				return cli_usage_error("sweep", "--param needs NAME=VALUES, got '%s'", optarg);
+				{ rc = cli_usage_error("sweep", "--param needs NAME=VALUES, got '%s'", optarg); goto args_out; }
 			params = xrealloc(params, (npar + 1) * sizeof(*params));
 			param *p = &params[npar++];
 			memset(p, 0, sizeof(*p));
@@ -176,40 +176,53 @@ int cmd_sweep(int argc, char **argv)
 			memcpy(p->name, optarg, (size_t)(eq - optarg));
 			p->name[eq - optarg] = 0;
 			if (parse_values(p, eq + 1, m, sizeof m))
-				return cli_usage_error("sweep", "--param %s: %s", p->name, m);
+				{ rc = cli_usage_error("sweep", "--param %s: %s", p->name, m); goto args_out; }
 			break;
 		}
 		case 'c': base = optarg; break;
 		case 'C':
 			if (as_parse_size(optarg, &capacity, m, sizeof m))
-				return cli_usage_error("sweep", "--capacity: %s", m);
+				{ rc = cli_usage_error("sweep", "--capacity: %s", m); goto args_out; }
 			break;
 		case 'j':
 			if (as_parse_u64(optarg, &jobs) || !jobs || jobs > 1024)
-				return cli_usage_error("sweep", "-j: '%s' is not a number of workers (1..1024)", optarg);
+				{ rc = cli_usage_error("sweep", "-j: '%s' is not a number of workers (1..1024)", optarg); goto args_out; }
 			break;
 		case 'o': out = optarg; break;
 		case 'R': resume = 1; break;
 		case 'S':
 			if (sscanf(optarg, "%" SCNu64 "/%" SCNu64 "%c", &shard_k, &shard_n, m) != 2 || !shard_n || !shard_k || shard_k > shard_n)
-				return cli_usage_error("sweep", "--shard: expected K/N with 1 <= K <= N, got '%s'", optarg);
+				{ rc = cli_usage_error("sweep", "--shard: expected K/N with 1 <= K <= N, got '%s'", optarg); goto args_out; }
 			break;
 		case 'T': timing = 1; break;
 		case 'O': stop_at_oom = 1; break;
 		case 'h': fputs(sweep_usage, stdout); return 0;
 		case 'V': cli_version(); return 0;
-		default: return cli_usage_error("sweep", "invalid option");
+		default: { rc = cli_usage_error("sweep", "invalid option"); goto args_out; }
 		}
 	}
 	if (!ntr)
-		return cli_usage_error("sweep", "no trace (-t TRACE)");
+		{ rc = cli_usage_error("sweep", "no trace (-t TRACE)"); goto args_out; }
 	if (resume && !out)
-		return cli_usage_error("sweep", "--resume needs -o FILE");
+		{ rc = cli_usage_error("sweep", "--resume needs -o FILE"); goto args_out; }
 	if (!npol) {
 		pols = xmalloc(sizeof(*pols));
 		pols[npol++] = as_policy_find("pytorch");
 	}
 
+	if (0) {
+args_out:
+		for (size_t k = 0; k < npar; k++) {
+			for (size_t v = 0; v < params[k].n; v++)
+				free(params[k].vals[v]);
+			free(params[k].vals);
+			free(params[k].name);
+		}
+		free(params);
+		free(traces);
+		free(pols);
+		return rc;
+	}
 	sweep sw;
 	memset(&sw, 0, sizeof sw);
 	pthread_mutex_init(&sw.mu, NULL);
