@@ -125,10 +125,10 @@ static uint64_t expandable_size(const pblock *b)
 	return b->size + (b->next && !b->next->mapped ? b->next->size : 0);
 }
 
-static pblock *get_free_block(ptpol *p, ppool *pool, uint64_t stream, uint64_t s)
+/* The block get_free_block would take, without taking it: the first block at or after
+ * (stream, s, 0) on the same stream, with the expandable descent and the oversize rules. */
+static pblock *lookup(ptpol *p, ppool *pool, uint64_t stream, uint64_t s)
 {
-	if (gc_enabled(p))
-		pool->gc_calls++;
 	pblock key = { .stream = stream, .size = s, .ptr = 0 };
 	pblock *it = RB_NFIND(bset, &pool->blocks, &key);
 	if (!it || it->stream != stream)
@@ -146,7 +146,16 @@ static pblock *get_free_block(ptpol *p, ppool *pool, uint64_t stream, uint64_t s
 		return NULL;
 	if (s >= ms && it->size >= s + p->c.max_non_split_rounding)
 		return NULL;
-	RB_REMOVE(bset, &pool->blocks, it);
+	return it;
+}
+
+static pblock *get_free_block(ptpol *p, ppool *pool, uint64_t stream, uint64_t s)
+{
+	if (gc_enabled(p))
+		pool->gc_calls++;
+	pblock *it = lookup(p, pool, stream, s);
+	if (it)
+		RB_REMOVE(bset, &pool->blocks, it);
 	return it;
 }
 
@@ -610,26 +619,10 @@ static void pt_free(as_policy *pol, void *h)
 	free_block((ptpol *)pol, b);
 }
 
-/* The lookup of get_free_block without its side effects: is a cached block usable? */
+/* Is a cached block usable (get_free_block without its side effects)? */
 static int would_hit(ptpol *p, ppool *pool, uint64_t stream, uint64_t s)
 {
-	pblock key = { .stream = stream, .size = s, .ptr = 0 };
-	pblock *it = RB_NFIND(bset, &pool->blocks, &key);
-	if (!it || it->stream != stream)
-		return 0;
-	if (it->es && p->c.expandable) {
-		pblock *next = RB_NEXT(bset, &pool->blocks, it);
-		while (it->es && next && next->stream == stream && expandable_size(next) < expandable_size(it)) {
-			it = next;
-			next = RB_NEXT(bset, &pool->blocks, next);
-		}
-	}
-	uint64_t ms = p->c.max_split_size;
-	if (s < ms && it->size >= ms)
-		return 0;
-	if (s >= ms && it->size >= s + p->c.max_non_split_rounding)
-		return 0;
-	return 1;
+	return lookup(p, pool, stream, s) != NULL;
 }
 
 typedef struct pred {

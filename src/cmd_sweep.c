@@ -63,6 +63,17 @@ static int parse_values(param *p, const char *spec, char *msg, size_t len)
 	return as_parse_values(spec, &p->vals, &p->n, msg, len);
 }
 
+static void free_params(param *params, size_t npar)
+{
+	for (size_t k = 0; k < npar; k++) {
+		for (size_t v = 0; v < params[k].n; v++)
+			free(params[k].vals[v]);
+		free(params[k].vals);
+		free(params[k].name);
+	}
+	free(params);
+}
+
 static void *worker(void *arg)
 {
 	sweep *sw = arg;
@@ -212,13 +223,7 @@ int cmd_sweep(int argc, char **argv)
 
 	if (0) {
 args_out:
-		for (size_t k = 0; k < npar; k++) {
-			for (size_t v = 0; v < params[k].n; v++)
-				free(params[k].vals[v]);
-			free(params[k].vals);
-			free(params[k].name);
-		}
-		free(params);
+		free_params(params, npar);
 		free(traces);
 		free(pols);
 		return rc;
@@ -379,13 +384,7 @@ done:
 	for (size_t t = 0; t < ntr; t++)
 		free(recorded[t]);
 	free(recorded);
-	for (size_t k = 0; k < npar; k++) {
-		for (size_t v = 0; v < params[k].n; v++)
-			free(params[k].vals[v]);
-		free(params[k].vals);
-		free(params[k].name);
-	}
-	free(params);
+	free_params(params, npar);
 	free(traces);
 	free(pols);
 	pthread_mutex_destroy(&sw.mu);
