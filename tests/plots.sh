@@ -7,6 +7,8 @@ export MPLBACKEND=Agg
 A=$ALLOCSIM; S="$srcdir/scripts"; tr="$T/seed_example__default.pickle.gz"; tr2="$T/resnet50_train__default.pickle.gz"
 "$A" replay -c "" --timeline "$TMP/tl.csv" --every 5 --segments "$TMP/seg.csv" -o "$TMP/sum.csv" "$tr2"
 "$A" sweep -t "$tr" "$tr2" --param max_split_size_mb=none,20,128 -o "$TMP/sw.csv"
+"$A" replay -c "" --latency "$TMP/lat.csv" -o /dev/null "$tr2"
+"$A" replay -p passthrough --latency "$TMP/lat2.csv" -o /dev/null "$tr2"
 valid() { # FILE: PDF or PNG magic, and not tiny
 	case "$1" in
 	*.pdf) [ "$(head -c 5 "$1")" = "%PDF-" ] && tail -c 32 "$1" | grep -q '%%EOF' ;;
@@ -23,6 +25,7 @@ check() { # NAME CMD...: runs a script, checks NAME.pdf and NAME.png
 check timeline "$py" "$S/plot_timeline.py" -o "$TMP/timeline" a="$TMP/tl.csv" b="$TMP/tl.csv"
 check sweep "$py" "$S/plot_sweep.py" "$TMP/sw.csv" --param max_split_size_mb --width double -o "$TMP/sweep"
 check compare "$py" "$S/plot_compare.py" "$TMP/sw.csv" -o "$TMP/compare"
+check latency "$py" "$S/plot_latency.py" -o "$TMP/latency" pytorch="$TMP/lat.csv" passthrough="$TMP/lat2.csv"
 check segments "$py" "$S/plot_segments.py" "$TMP/seg.csv" --moment end -o "$TMP/segments"
 # fonts are embedded TrueType (Type 42), not Type 3
 ok "$(grep -c '/Type3' "$TMP/sweep.pdf" | grep -q '^0$'; echo $?)" "PDF uses no Type 3 fonts"
