@@ -17,7 +17,7 @@ make -s -j8 check > $OUT/check.log 2>&1; grep -E '^# (TOTAL|PASS|SKIP|FAIL|ERROR
 T=traces/pytorch-h200; M=$OUT/h200-latency-model.csv
 echo "trace,policy,config,real_peak_reserved,sim_peak_reserved,real_device_calls,sim_device_calls,real_device_time_us,model_device_time_us,real_alloc_ns_p50,model_alloc_ns_p50" > $OUT/validation.csv
 for t in resnet50_train__default gpt2_train_varlen__default bert_infer_varlen__default; do
-	for pc in "pytorch|" "pytorch|max_split_size_mb:128" "pytorch|expandable_segments:True" "passthrough|"; do
+	for pc in "pytorch|" "pytorch|max_split_size_mb:128" "pytorch|expandable_segments:True" "passthrough|" "cuda-async|"; do
 		p=${pc%%|*}; c=${pc#*|}
 		r=$(./allocsim replay --backend cuda -p $p -c "$c" $T/$t.pickle.gz | tail -1)
 		s=$(./allocsim replay -p $p -c "$c" --no-timing --latency-model $M $T/$t.pickle.gz | tail -1)
@@ -33,3 +33,4 @@ PY
 	done
 done
 cat $OUT/validation.csv
+./allocsim transfer -n 10 -o $OUT/transfer.csv && cat $OUT/transfer.csv

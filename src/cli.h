@@ -14,6 +14,7 @@ int cmd_policies(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+int cmd_transfer(int argc, char **argv);
 
 extern volatile sig_atomic_t cli_interrupted;
 void cli_catch_signals(void);

@@ -117,3 +117,42 @@ int cmd_calibrate(int argc, char **argv)
 		return cli_report(&err);
 	return 0;
 }
+
+static const char transfer_usage[] =
+	"usage: allocsim transfer [-n N] [-o FILE]\n"
+	"\n"
+	"On the real GPU: host-to-device and device-to-host copy time and bandwidth from pageable (malloc)\n"
+	"and pinned (cudaHostAlloc) host memory, and the cost of cudaHostAlloc/cudaFreeHost, for sizes from\n"
+	"4 KiB to 1 GiB (median of N, default 10). CSV: size_bytes,host_memory,operation,median_us,gb_per_s;\n"
+	"scripts/plot_transfer.py draws it.\n";
+
+int cmd_transfer(int argc, char **argv)
+{
+	static const struct option lo[] = { { "output", required_argument, 0, 'o' }, { "help", no_argument, 0, 'h' },
+		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
+	const char *out = NULL;
+	uint64_t reps = 10;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "n:o:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			if (as_parse_u64(optarg, &reps) || !reps || reps > 10000)
+				return cli_usage_error("transfer", "-n: '%s' is not a number of repetitions", optarg);
+			break;
+		case 'o': out = optarg; break;
+		case 'h': fputs(transfer_usage, stdout); return 0;
+		case 'V': cli_version(); return 0;
+		default: return cli_usage_error("transfer", "invalid option");
+		}
+	}
+	if (optind != argc)
+		return cli_usage_error("transfer", "takes no arguments");
+	as_err err = { 0, "" };
+	as_outfile of;
+	if (as_outfile_open(&of, out, &err))
+		return cli_report(&err);
+	int rc = as_cuda_transfer(of.fp, (int)reps, &err);
+	as_outfile_close(&of, rc == 0, &err);
+	return err.code ? cli_report(&err) : 0;
+}

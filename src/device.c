@@ -109,3 +109,48 @@ void as_device_destroy(as_device *d)
 	if (d)
 		d->ops->destroy(d);
 }
+
+static void pool_sync_reserved(as_device *d)
+{
+	uint64_t r = d->ops->pool_reserved(d);
+	d->reserved = r;
+	if (r > d->peak_reserved)
+		d->peak_reserved = r;
+}
+
+int as_dev_pool_alloc(as_device *d, uint64_t size, uint64_t *addr)
+{
+	if (d->capacity && d->reserved + size > d->capacity) {
+		d->num_failed++;
+		return 1;
+	}
+	uint64_t before = d->ops->pool_reserved(d);
+	double t0 = now_us();
+	int fail = d->ops->pool_alloc(d, size, addr);
+	charge(d, LAT_MALLOC, size, t0);
+	pool_sync_reserved(d);
+	if (fail) {
+		d->num_failed++;
+		return 1;
+	}
+	if (d->reserved > before)
+		d->num_alloc++; /* the pool had to grow: a device allocation */
+	return 0;
+}
+
+void as_dev_pool_free(as_device *d, uint64_t addr)
+{
+	double t0 = now_us();
+	d->ops->pool_free(d, addr);
+	charge(d, LAT_FREE, 0, t0);
+	pool_sync_reserved(d);
+}
+
+void as_dev_pool_trim(as_device *d, uint64_t keep)
+{
+	uint64_t before = d->reserved;
+	d->ops->pool_trim(d, keep);
+	pool_sync_reserved(d);
+	if (d->reserved < before)
+		d->num_free++;
+}

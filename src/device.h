@@ -4,6 +4,7 @@
 #ifndef ALLOCSIM_DEVICE_H
 #define ALLOCSIM_DEVICE_H
 #include "common.h"
+#include <stdio.h>
 
 typedef struct as_device as_device;
 
@@ -18,6 +19,12 @@ typedef struct as_device_ops {
 	int (*map)(as_device *d, uint64_t addr, uint64_t size);                      /* 0 ok, 1 out of memory */
 	void (*unmap)(as_device *d, uint64_t addr, uint64_t size);
 	void (*destroy)(as_device *d);
+	/* optional (real GPU only): a stream-ordered memory pool (cudaMallocAsync) */
+	int (*pool_open)(as_device *d, uint64_t release_threshold, int reuse);
+	int (*pool_alloc)(as_device *d, uint64_t size, uint64_t *addr);   /* 0 ok, 1 out of memory */
+	void (*pool_free)(as_device *d, uint64_t addr);
+	void (*pool_trim)(as_device *d, uint64_t keep);
+	uint64_t (*pool_reserved)(as_device *d);
 } as_device_ops;
 
 typedef void (*as_dev_observer)(void *ctx, int op, uint64_t addr, uint64_t size, uint64_t stream);
@@ -58,11 +65,17 @@ void as_dev_unreserve(as_device *d, uint64_t addr, uint64_t size);
 int as_dev_map(as_device *d, uint64_t addr, uint64_t size, uint64_t stream);
 void as_dev_unmap(as_device *d, uint64_t addr, uint64_t size, uint64_t stream);
 void as_device_destroy(as_device *d);
+/* The pool wrappers count calls and time like the others and take reserved bytes from the pool. */
+int as_dev_pool_alloc(as_device *d, uint64_t size, uint64_t *addr);
+void as_dev_pool_free(as_device *d, uint64_t addr);
+void as_dev_pool_trim(as_device *d, uint64_t keep);
 
 /* The real GPU (device_cuda.c, or a stub without CUDA): NULL and exit status 69 when unusable. */
 as_device *as_cuda_device_new(int ordinal, uint64_t capacity, as_err *err);
 int as_cuda_mem_info(uint64_t *free_bytes, uint64_t *total_bytes);
 /* Mean host microseconds of one primitive on `size` bytes over n calls held together (calibrate). */
 int as_cuda_measure(int op, uint64_t size, int n, double *mean_us, as_err *err);
+/* Pageable vs pinned copy times and cudaHostAlloc cost over sizes, as CSV (allocsim transfer). */
+int as_cuda_transfer(FILE *out, int n, as_err *err);
 
 #endif

@@ -43,6 +43,8 @@ typedef struct cudadev {
 	pf_access setaccess;
 	pf_gran granularity;
 	int vmm;       /* the VMM entry points were found */
+	cudaMemPool_t pool; /* the cuda-async policy's own pool, or NULL */
+	idmap pool_live;    /* pool allocations not yet freed */
 } cudadev;
 
 static int cu_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *addr)
@@ -133,9 +135,74 @@ static void cu_unmap(as_device *d, uint64_t addr, uint64_t size)
 	unmap_pages(d->priv, addr, size);
 }
 
+static int cu_pool_open(as_device *d, uint64_t threshold, int reuse)
+{
+	cudadev *c = d->priv;
+	struct cudaMemPoolProps props;
+	memset(&props, 0, sizeof props);
+	props.allocType = cudaMemAllocationTypePinned;
+	props.location.type = cudaMemLocationTypeDevice;
+	props.location.id = c->ordinal;
+	if (cudaMemPoolCreate(&c->pool, &props) != cudaSuccess) {
+		c->pool = NULL;
+		return 1;
+	}
+	cudaMemPoolSetAttribute(c->pool, cudaMemPoolAttrReleaseThreshold, &threshold);
+	int on = reuse ? 1 : 0;
+	cudaMemPoolSetAttribute(c->pool, cudaMemPoolReuseFollowEventDependencies, &on);
+	cudaMemPoolSetAttribute(c->pool, cudaMemPoolReuseAllowOpportunistic, &on);
+	cudaMemPoolSetAttribute(c->pool, cudaMemPoolReuseAllowInternalDependencies, &on);
+	idmap_init(&c->pool_live);
+	return 0;
+}
+
+static int cu_pool_alloc(as_device *d, uint64_t size, uint64_t *addr)
+{
+	cudadev *c = d->priv;
+	void *p = NULL;
+	if (cudaMallocFromPoolAsync(&p, size, c->pool, 0) != cudaSuccess) {
+		cudaGetLastError();
+		return 1;
+	}
+	*addr = (uint64_t)(uintptr_t)p;
+	idmap_put(&c->pool_live, *addr, (void *)1);
+	return 0;
+}
+
+static void cu_pool_free(as_device *d, uint64_t addr)
+{
+	cudadev *c = d->priv;
+	if (idmap_del(&c->pool_live, addr))
+		cudaFreeAsync((void *)(uintptr_t)addr, 0);
+}
+
+static void cu_pool_trim(as_device *d, uint64_t keep)
+{
+	cudadev *c = d->priv;
+	cudaStreamSynchronize(0);
+	cudaMemPoolTrimTo(c->pool, keep);
+}
+
+static uint64_t cu_pool_reserved(as_device *d)
+{
+	cudadev *c = d->priv;
+	cuuint64_t v = 0;
+	if (c->pool)
+		cudaMemPoolGetAttribute(c->pool, cudaMemPoolAttrReservedMemCurrent, &v);
+	return (uint64_t)v;
+}
+
 static void cu_destroy(as_device *d)
 {
 	cudadev *c = d->priv;
+	if (c->pool) {
+		for (size_t i = 0; i < c->pool_live.cap; i++)
+			if (idmap_live(&c->pool_live, i))
+				cudaFreeAsync((void *)(uintptr_t)c->pool_live.keys[i], 0);
+		cudaStreamSynchronize(0);
+		cudaMemPoolDestroy(c->pool);
+		idmap_free(&c->pool_live);
+	}
 	for (size_t i = 0; i < c->pages.cap; i++)
 		if (idmap_live(&c->pages, i)) {
 			c->unmap((CUdeviceptr)c->pages.keys[i], c->gran);
@@ -157,6 +224,7 @@ static void cu_destroy(as_device *d)
 
 static const as_device_ops cuda_ops = {
 	"cuda", cu_alloc, cu_free, cu_reserve, cu_unreserve, cu_map, cu_unmap, cu_destroy,
+	cu_pool_open, cu_pool_alloc, cu_pool_free, cu_pool_trim, cu_pool_reserved,
 };
 
 static void *entry(const char *name)
@@ -277,5 +345,77 @@ int as_cuda_measure(int op, uint64_t size, int n, double *mean_us, as_err *err)
 out:
 	cu_destroy(d);
 	free(a);
+	return rc;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* allocsim transfer: host<->device copy time from pageable (malloc) and pinned (cudaHostAlloc)
+ * memory, and the cost of cudaHostAlloc/cudaFreeHost, over sizes; median of n. CSV on out. */
+int as_cuda_transfer(FILE *out, int n, as_err *err)
+{
+	static const uint64_t sizes[] = { 4096, 65536, 1ULL << 20, 16ULL << 20, 64ULL << 20, 256ULL << 20, 1ULL << 30 };
+	as_device *d = as_cuda_device_new(0, 0, err);
+	if (!d)
+		return -1;
+	double *t = xcalloc((size_t)n, sizeof(double));
+	int rc = 0;
+	fputs("size_bytes,host_memory,operation,median_us,gb_per_s\n", out);
+	for (size_t k = 0; k < sizeof sizes / sizeof sizes[0] && !rc; k++) {
+		uint64_t sz = sizes[k];
+		void *dev = NULL, *pageable = malloc(sz), *pinned = NULL;
+		if (!pageable || cudaMalloc(&dev, sz) != cudaSuccess) {
+			rc = as_fail(err, AS_EXIT_UNAVAILABLE, "cannot allocate %llu bytes for the transfer test", (unsigned long long)sz);
+			free(pageable);
+			break;
+		}
+		memset(pageable, 1, sz);
+		for (int i = 0; i < n; i++) { /* cudaHostAlloc / cudaFreeHost */
+			double t0 = tnow();
+			if (cudaHostAlloc(&pinned, sz, cudaHostAllocDefault) != cudaSuccess) {
+				rc = as_fail(err, AS_EXIT_UNAVAILABLE, "cudaHostAlloc of %llu bytes failed", (unsigned long long)sz);
+				break;
+			}
+			t[i] = tnow() - t0;
+			if (i < n - 1)
+				cudaFreeHost(pinned);
+		}
+		if (rc) {
+			cudaFree(dev);
+			free(pageable);
+			break;
+		}
+		qsort(t, (size_t)n, sizeof(double), cmp_dbl);
+		fprintf(out, "%llu,pinned,cudaHostAlloc,%.3f,\n", (unsigned long long)sz, t[n / 2]);
+		memset(pinned, 1, sz);
+		static const char *const names[2] = { "pageable", "pinned" };
+		for (int h = 0; h < 2; h++) {
+			void *host = h ? pinned : pageable;
+			for (int dir = 0; dir < 2; dir++) {
+				for (int i = 0; i < n; i++) {
+					double t0 = tnow();
+					if (dir == 0)
+						cudaMemcpy(dev, host, sz, cudaMemcpyHostToDevice);
+					else
+						cudaMemcpy(host, dev, sz, cudaMemcpyDeviceToHost);
+					t[i] = tnow() - t0;
+				}
+				qsort(t, (size_t)n, sizeof(double), cmp_dbl);
+				fprintf(out, "%llu,%s,%s,%.3f,%.3f\n", (unsigned long long)sz, names[h], dir ? "D2H" : "H2D", t[n / 2],
+					(double)sz / (t[n / 2] * 1e-6) / 1e9);
+			}
+		}
+		double t0 = tnow();
+		cudaFreeHost(pinned);
+		fprintf(out, "%llu,pinned,cudaFreeHost,%.3f,\n", (unsigned long long)sz, tnow() - t0);
+		cudaFree(dev);
+		free(pageable);
+	}
+	free(t);
+	cu_destroy(d);
 	return rc;
 }

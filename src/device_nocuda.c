@@ -19,3 +19,9 @@ int as_cuda_measure(int op, uint64_t size, int n, double *mean_us, as_err *err)
 	(void)op; (void)size; (void)n; (void)mean_us;
 	return as_fail(err, AS_EXIT_UNAVAILABLE, "this allocsim was built without CUDA (configure --with-cuda)");
 }
+
+int as_cuda_transfer(FILE *out, int n, as_err *err)
+{
+	(void)out; (void)n;
+	return as_fail(err, AS_EXIT_UNAVAILABLE, "this allocsim was built without CUDA (configure --with-cuda)");
+}

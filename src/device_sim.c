@@ -153,6 +153,7 @@ static void sim_destroy(as_device *d)
 
 static const as_device_ops sim_ops = {
 	"sim", sim_alloc, sim_free, sim_reserve, sim_unreserve, sim_map, sim_unmap, sim_destroy,
+	NULL, NULL, NULL, NULL, NULL, /* no memory pool: cuda-async uses its model */
 };
 
 as_device *as_sim_device_new(uint64_t capacity, int addr_mode)

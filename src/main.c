@@ -17,6 +17,7 @@ static const struct {
 	{ "policies", cmd_policies, "list the policies with their options" },
 	{ "sweep", cmd_sweep, "replay traces x policies x parameter values in parallel, one CSV row each" },
 	{ "calibrate", cmd_calibrate, "measure the GPU's allocation primitives and fit a latency model" },
+	{ "transfer", cmd_transfer, "measure pageable vs pinned host<->GPU copies and cudaHostAlloc cost" },
 	{ "fit", cmd_fit, "find the smallest capacity without OOM, or the best parameter value" },
 };
 

@@ -23,6 +23,32 @@ for c in "" "max_split_size_mb:128" "expandable_segments:True"; do
 done
 run "$A" replay --backend cuda -p passthrough --no-timing "$tr"
 is "$st $(col "$out" num_device_alloc)" "0 $(col "$out" allocs)" "passthrough on the GPU: one cudaMalloc per request"
+# cuda-async on a real cudaMallocAsync pool: runs, measured, releases its pool
+before=$(used)
+run "$A" replay --backend cuda -p cuda-async --no-timing "$T/resnet50_train__default.pickle.gz"
+is "$st $(col "$out" latency_source)" "0 measured" "cuda-async replays on a real memory pool"
+ok "$([ "$(col "$out" peak_reserved_bytes)" -ge "$(col "$out" peak_requested_bytes)" ]; echo $?)" "the pool's peak reserved ($(col "$out" peak_reserved_bytes)) covers the peak requested bytes"
+is "$(used)" "$before" "cuda-async leaves no device memory behind"
+# transfer: pinned host memory copies faster than pageable for large copies
+run "$A" transfer -n 5 -o "$TMP/transfer.csv"
+is "$st" 0 "allocsim transfer runs"
+pin=$(awk -F, '$1==67108864 && $2=="pinned" && $3=="H2D"{print $5}' "$TMP/transfer.csv")
+pag=$(awk -F, '$1==67108864 && $2=="pageable" && $3=="H2D"{print $5}' "$TMP/transfer.csv")
+ok "$(awk -v a="$pin" -v b="$pag" 'BEGIN{exit !(a > b)}'; echo $?)" "64 MiB host-to-device: pinned $pin GB/s > pageable $pag GB/s"
+# a real out-of-memory: another replay holds most of the GPU (its input pipe stays open), and the
+# driver's refusals go through the pytorch policy's fallback chain
+free_mib=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits -i 0 | head -1)
+hold=$(( (free_mib - 12000) * 1048576 ))
+before=$(used)
+# (zlib and the reader fill 128 KiB buffers: pad well past them so the allocation is made at once)
+( printf '#allocsim-trace 1\na 1 %s 0\n' "$hold"; i=0; while [ $i -lt 12000 ]; do echo "# padding padding padding padding padding padding"; i=$((i + 1)); done; sleep 30 ) | "$A" replay --backend cuda -p passthrough -o /dev/null - & holder=$!
+sleep 3
+run "$A" replay --backend cuda -c "" --no-timing "$T/gpt2_train_varlen__default.pickle.gz"
+is "$st" 0 "a replay that runs out of real GPU memory exits 0"
+ok "$([ "$(col "$out" num_ooms)" -gt 0 ] && [ "$(col "$out" num_alloc_retries)" -gt 0 ]; echo $?)" "driver refusals counted: $(col "$out" num_ooms) OOMs after $(col "$out" num_alloc_retries) flush-and-retry"
+kill -TERM $holder 2>/dev/null; pkill -TERM -f "replay --backend cuda -p passthrough -o /dev/null -" 2>/dev/null; wait $holder 2>/dev/null
+sleep 1
+is "$(used)" "$before" "the holder's memory is released on SIGTERM"
 # an interrupted replay releases everything and writes nothing
 before=$(used)
 "$A" replay --backend cuda -p passthrough -o "$TMP/x.csv" "$T/bert_infer_varlen__default.pickle.gz" & pid=$!

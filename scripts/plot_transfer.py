@@ -1,0 +1,33 @@
+#!/usr/bin/env python3
+"""Transfer bandwidth: host-to-device and device-to-host GB/s against copy size, pageable vs pinned
+host memory. Input: the CSV of 'allocsim transfer'."""
+import csv
+
+import plotstyle as ps
+
+
+def main():
+    p = ps.parser(__doc__)
+    p.add_argument("csv")
+    a = p.parse_args()
+    rows = [r for r in csv.DictReader(open(a.csv)) if r["operation"] in ("H2D", "D2H")]
+    fig, ax = ps.figure(a)
+    i = 0
+    for host in ("pageable", "pinned"):
+        for op in ("H2D", "D2H"):
+            sel = sorted((r for r in rows if r["host_memory"] == host and r["operation"] == op), key=lambda r: int(r["size_bytes"]))
+            if not sel:
+                continue
+            ax.plot([int(r["size_bytes"]) / 1048576 for r in sel], [float(r["gb_per_s"]) for r in sel], marker="o", ms=3,
+                    color=ps.PALETTE[i % 8], ls="-" if host == "pinned" else "--", label="%s %s" % (host, op))
+            i += 1
+    ax.set_xscale("log")
+    ax.set_xlabel("copy size (MiB)")
+    ax.set_ylabel("bandwidth (GB/s)")
+    ax.set_ylim(bottom=0)
+    ax.legend(frameon=False)
+    print("\n".join(ps.save(fig, a.output)))
+
+
+if __name__ == "__main__":
+    main()
