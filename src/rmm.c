@@ -24,8 +24,12 @@ static int64_t parse_time(const char *s)
 	unsigned h, m, sec;
 	unsigned long us;
 	uint64_t v;
-	if (sscanf(s, "%u:%u:%u:%lu", &h, &m, &sec, &us) == 4)
+	if (sscanf(s, "%u:%u:%u:%lu", &h, &m, &sec, &us) == 4) {
+		/* a clock time; anything else (or what would overflow) is no time (found by fuzz_rmm) */
+		if (h > 1000000 || m > 59 || sec > 60 || us > 999999)
+			return -1;
 		return ((int64_t)h * 3600 + m * 60 + sec) * 1000000 + (int64_t)us;
+	}
 	if (!as_parse_u64(s, &v) && v <= INT64_MAX)
 		return (int64_t)v;
 	return -1;
