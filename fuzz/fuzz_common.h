@@ -23,7 +23,7 @@ static void fuzz_reader(const char *magic, const uint8_t *data, size_t size)
 	lseek(fd, 0, SEEK_SET);
 	as_err err = { 0, "" };
 	as_reader *r;
-	as_reader_opts ro = { .want_segments = 1, .want_device_events = 1 };
+	as_reader_opts ro = { .want_segments = 1 };
 	if (as_reader_open_fd(&r, fd, "fuzz-input", &ro, &err))
 		return;
 	as_device *dev = as_sim_device_new(size & 1 ? (64ULL << 20) : 0, ADDR_AUTO);

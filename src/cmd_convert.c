@@ -37,7 +37,7 @@ int cmd_convert(int argc, char **argv)
 	if (strcmp(path, "-") && as_trace_probe_meta(path, &meta, &err))
 		return cli_report(&err);
 	as_reader *r;
-	as_reader_opts ro = { .want_device_events = 1 };
+	as_reader_opts ro = { 0 };
 	if (as_reader_open(&r, path, &ro, &err)) {
 		as_meta_free(&meta);
 		return cli_report(&err);

@@ -216,7 +216,7 @@ int cmd_validate(int argc, char **argv)
 	vstate v;
 	memset(&v, 0, sizeof v);
 	memset(&e, 0, sizeof e);
-	as_reader_opts ro = { .want_segments = 1, .want_device_events = 1 };
+	as_reader_opts ro = { .want_segments = 1 };
 
 	if (cli_resolve_config(path, config ? config : "recorded", &conf, &err))
 		goto done;

@@ -69,7 +69,7 @@ typedef struct pk {
 	rec freereq;
 	rec *run;            /* a run of segment_free/segment_unmap entries not yet classified */
 	size_t nrun, caprun;
-	int want_segments, want_device;
+	int want_segments;
 } pk;
 
 
@@ -839,7 +839,6 @@ int as_pickle_open(as_reader *r, const as_reader_opts *o, as_err *err)
 	idmap_init(&p->memo);
 	idmap_init(&p->live);
 	p->want_segments = o->want_segments;
-	p->want_device = o->want_device_events;
 	r->priv = p;
 	r->ops = &pickle_ops;
 	r->pos_is_line = 0;

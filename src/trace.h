@@ -100,7 +100,6 @@ struct as_reader {
 
 typedef struct as_reader_opts {
 	int want_segments;  /* keep the snapshot's end-state segments */
-	int want_device_events; /* emit EV_SEG_* events */
 } as_reader_opts;
 
 int as_reader_open(as_reader **out, const char *path, const as_reader_opts *opts, as_err *err);
