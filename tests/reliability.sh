@@ -5,7 +5,7 @@
 A=$ALLOCSIM
 # --check after every event, every bundled trace, every policy (pytorch is checked in fidelity.sh)
 for t in "$T"/*.pickle.gz "$srcdir"/traces/captured/*__default.pickle.gz "$srcdir"/traces/captured/*__exp.pickle.gz; do
-	for p in bestfit passthrough; do
+	for p in bestfit passthrough cuda-async; do
 		run "$A" replay -p "$p" --check --no-timing "$t"
 		is "$st" 0 "$p --check holds on $(basename "$t" .pickle.gz)"
 	done
