@@ -1,6 +1,7 @@
 /* cmd_replay.c - allocsim replay: one trace, one policy, one summary row. */
 #include "cli.h"
 #include "engine.h"
+#include "run.h"
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -105,14 +106,7 @@ struct probe_ctx {
 static int probe_settings(void *ctx)
 {
 	struct probe_ctx *pc = ctx;
-	as_meta m;
-	as_err err = { 0, "" };
-	int same = 0;
-	if (as_trace_probe_meta(pc->path, &m, &err) == 0) {
-		same = m.has_settings && !strcmp(m.settings ? m.settings : "", pc->conf);
-		as_meta_free(&m);
-	}
-	return same;
+	return as_recorded_matches(pc->path, pc->conf);
 }
 
 typedef struct seg_out {
@@ -135,8 +129,27 @@ static void seg_rows(void *ctx, const as_seg_view *v)
 	o->n++;
 }
 
+typedef struct seg_pass {
+	seg_out so;
+	uint64_t peak_event;
+	int written;
+} seg_pass;
+
+static void seg_hook(as_engine *e, const as_event *ev, void *ctx)
+{
+	seg_pass *sp = ctx;
+	if (!ev) {
+		sp->so.moment = "end";
+		sp->so.n = 0;
+		e->pol->ops->segments(e->pol, seg_rows, &sp->so);
+	} else if (!sp->written && e->s.events == sp->peak_event + 1) {
+		e->pol->ops->segments(e->pol, seg_rows, &sp->so);
+		sp->written = 1;
+	}
+}
+
 /* The segment map needs the state at the reserved peak, known only after a first pass: replay
- * again up to that event, write the map, finish, and write the end state. */
+ * again, writing the map after the peak's event and at the end. */
 static int write_segments(const char *path, const as_policy_ops *ops, const char *conf, uint64_t capacity, int addr_mode,
 	int resolve_maybe, uint64_t peak_event, const char *file, as_err *err)
 {
@@ -144,40 +157,16 @@ static int write_segments(const char *path, const as_policy_ops *ops, const char
 		return as_fail(err, AS_EXIT_USAGE, "--segments: the %s policy has no segment map", ops->name);
 	if (!strcmp(path, "-"))
 		return as_fail(err, AS_EXIT_USAGE, "--segments needs a file, not standard input (it replays twice)");
-	as_reader *r;
-	as_engine e;
 	as_outfile of;
-	int rc = -1;
-	if (as_reader_open(&r, path, NULL, err))
+	if (as_outfile_open(&of, file, err))
 		return -1;
-	as_device *dev = as_sim_device_new(capacity ? capacity : r->meta.capacity, addr_mode);
-	if (as_engine_init(&e, ops, conf, dev, err) == 0) {
-		e.resolve_maybe = resolve_maybe;
-		if (as_outfile_open(&of, file, err) == 0) {
-			fputs("moment,segment,segment_address,segment_bytes,stream,pool,expandable,block_offset,block_bytes,state\n", of.fp);
-			seg_out so = { of.fp, "peak", 0 };
-			as_event ev;
-			int st, written = 0;
-			while ((st = as_reader_next(r, &ev, err)) > 0) {
-				if (as_engine_step(&e, &ev, err))
-					break;
-				if (!written && e.s.events == peak_event + 1 && ev.type < EV_SEG_ALLOC) {
-					e.pol->ops->segments(e.pol, seg_rows, &so);
-					written = 1;
-				}
-			}
-			if (!err->code) {
-				so.moment = "end";
-				so.n = 0;
-				e.pol->ops->segments(e.pol, seg_rows, &so);
-			}
-			rc = as_outfile_close(&of, !err->code, err) || err->code ? -1 : 0;
-		}
-		as_engine_free(&e);
-	}
-	as_device_destroy(dev);
-	as_reader_close(r);
-	return rc;
+	fputs("moment,segment,segment_address,segment_bytes,stream,pool,expandable,block_offset,block_bytes,state\n", of.fp);
+	seg_pass sp = { { of.fp, "peak", 0 }, peak_event, 0 };
+	as_run_opts o = { .path = path, .ops = ops, .config = conf, .capacity = capacity, .addr_mode = addr_mode,
+		.resolve_maybe = resolve_maybe > 0, .hook = seg_hook, .hook_ctx = &sp };
+	as_summary s;
+	int rc = as_run(&o, &s, err);
+	return as_outfile_close(&of, rc == 0, err) || rc ? -1 : 0;
 }
 
 typedef struct stat_out {

@@ -1,6 +1,7 @@
 /* cmd_validate.c - allocsim validate: does the simulation make PyTorch's device calls? */
 #include "cli.h"
 #include "engine.h"
+#include "run.h"
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -232,13 +233,7 @@ int cmd_validate(int argc, char **argv)
 	if (as_engine_init(&e, as_policy_find("pytorch"), conf, dev, &err))
 		goto done;
 	engine_ok = 1;
-	{
-		as_meta pm;
-		if (as_trace_probe_meta(path, &pm, &err))
-			goto done;
-		e.resolve_maybe = pm.has_settings && !strcmp(pm.settings ? pm.settings : "", conf);
-		as_meta_free(&pm);
-	}
+	e.resolve_maybe = as_recorded_matches(path, conf);
 	as_event ev;
 	while (!v.diverged && (rc = as_reader_next(r, &ev, &err)) > 0) {
 		v.cur_index = ev.index;

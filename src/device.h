@@ -55,8 +55,6 @@ as_device *as_sim_device_new(uint64_t capacity, int addr_mode);
 /* A segment the recording's allocator obtained (segment_alloc), in trace order: the simulated
  * device hands out the same address for the same call while the call sequences agree. */
 void as_sim_device_hint(as_device *d, uint64_t addr, uint64_t size);
-/* Whether recorded addresses are still followed, and the number of calls they served. */
-int as_sim_device_following(const as_device *d, uint64_t *served);
 
 int as_dev_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *addr);
 void as_dev_free(as_device *d, uint64_t addr, uint64_t size, uint64_t stream);

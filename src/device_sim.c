@@ -187,13 +187,3 @@ void as_sim_device_hint(as_device *d, uint64_t addr, uint64_t size)
 	}
 	s->hints[s->hhead + s->hlen++] = (hint){ addr, size };
 }
-
-int as_sim_device_following(const as_device *d, uint64_t *served)
-{
-	if (d->ops != &sim_ops)
-		return 0;
-	const sim *s = d->priv;
-	if (served)
-		*served = s->served;
-	return s->following;
-}

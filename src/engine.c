@@ -160,7 +160,6 @@ int as_engine_step(as_engine *e, const as_event *ev, as_err *err)
 		if (resolving(e) && (ev->type != EV_ALLOC || !e->pol->ops->explains_release ||
 		    !e->pol->ops->explains_release(e->pol, ev->size, ev->stream, e->run, e->nrun))) {
 			e->pol->ops->empty_cache(e->pol);
-			e->inferred_empty_cache++;
 		}
 	}
 	switch (ev->type) {

@@ -83,7 +83,6 @@ typedef struct as_engine {
 	int resolve_maybe;     /* the replay runs the recorded settings: the policy can tell; -1 = ask probe */
 	int (*probe)(void *ctx); /* finds out resolve_maybe when first needed (reads the trace's settings) */
 	void *probe_ctx;
-	uint64_t inferred_empty_cache;
 } as_engine;
 
 int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, as_device *dev, as_err *err);

@@ -15,6 +15,15 @@ int as_recorded_settings(const char *path, char **out, as_err *err)
 	return 0;
 }
 
+int as_recorded_matches(const char *path, const char *conf)
+{
+	char *rec = NULL;
+	as_err err = { 0, "" };
+	int same = as_recorded_settings(path, &rec, &err) == 0 && rec && !strcmp(rec, conf);
+	free(rec);
+	return same;
+}
+
 int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 {
 	as_reader *r;
@@ -25,16 +34,20 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 	uint64_t cap = o->capacity ? o->capacity : r->meta.capacity;
 	as_device *dev = as_sim_device_new(cap, o->addr_mode);
 	if (as_engine_init(&e, o->ops, o->config, dev, err) == 0) {
-		e.resolve_maybe = o->recorded && !strcmp(o->recorded, o->config);
+		e.resolve_maybe = o->recorded ? !strcmp(o->recorded, o->config) : o->resolve_maybe;
 		as_event ev;
 		int st;
 		while ((st = as_reader_next(r, &ev, err)) > 0) {
 			if (as_engine_step(&e, &ev, err))
 				break;
+			if (o->hook && ev.type < EV_SEG_ALLOC)
+				o->hook(&e, &ev, o->hook_ctx);
 			if (o->stop_at_oom && e.s.num_ooms)
 				break;
 		}
 		if (!err->code) {
+			if (o->hook)
+				o->hook(&e, NULL, o->hook_ctx);
 			as_engine_finish(&e);
 			*out = e.s;
 			rc = 0;

@@ -3,6 +3,9 @@
 #define ALLOCSIM_RUN_H
 #include "engine.h"
 
+/* Called after every replayed event, and once with ev NULL at the end (as_run_opts.hook). */
+typedef void (*as_run_hook)(as_engine *e, const as_event *ev, void *ctx);
+
 typedef struct as_run_opts {
 	const char *path;
 	const as_policy_ops *ops;
@@ -11,12 +14,17 @@ typedef struct as_run_opts {
 	int addr_mode;
 	int stop_at_oom;
 	const char *recorded;   /* the trace's recorded settings, or NULL if none/unknown */
+	int resolve_maybe;      /* when recorded is NULL: the engine's resolve_maybe (see engine.h) */
+	as_run_hook hook;       /* optional */
+	void *hook_ctx;
 } as_run_opts;
 
 /* Replays a trace; fills *out (timing columns left 0). */
 int as_run(const as_run_opts *o, as_summary *out, as_err *err);
 /* The trace's recorded settings (probing a snapshot); *out NULL when none. */
 int as_recorded_settings(const char *path, char **out, as_err *err);
+/* Whether the trace recorded exactly these settings (0 when unknown or unreadable). */
+int as_recorded_matches(const char *path, const char *conf);
 /* A parameter's values: "21,64,none", ranges "32..1024:x2" (geometric) and "0..512:+64". */
 int as_parse_values(const char *spec, char ***vals, size_t *n, char *msg, size_t len);
 #endif
