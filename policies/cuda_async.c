@@ -4,13 +4,13 @@
  * With --backend cuda the policy allocates from a memory pool of its own (cudaMemPoolCreate, with the
  * release threshold and reuse flags below) and the reserved bytes are the pool's
  * cudaMemPoolAttrReservedMemCurrent; empty_cache trims the pool to the threshold.
- * In simulation the driver's pool is not known in detail, so this is a model, documented in
- * doc/real-gpu.md and compared there with the real pool: one pool shared by all streams (the
- * default reuse flags let streams reuse each other's memory), growing in 2 MiB chunks, coalescing
- * best fit inside them, freed memory kept until empty_cache trims to the release threshold.
- * The model is the bestfit policy with those settings.
+ * In simulation the simulated device provides a model of the driver's pool (src/pool_sim.c,
+ * derived from the real pool and compared with it in doc/real-gpu.md): one virtual range, 512-byte
+ * blocks placed by coalescing best fit, physical memory held in 32 MiB chunks, freed memory kept
+ * until empty_cache trims to the release threshold. The policy is the same for both backends.
  */
 #include "policy.h"
+#include "idmap.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,11 +23,9 @@ typedef struct cuda_async {
 	as_policy base;
 	ca_conf c;
 	as_device *dev;
-	as_policy *model;   /* simulation: the bestfit model */
 	uint64_t live;
+	idmap blocks;       /* live blocks by address, released with the policy */
 } cuda_async;
-
-extern const as_policy_ops as_policy_bestfit;
 
 static const as_optdesc ca_opts[] = {
 	{ "release_threshold", "size", "0", "bytes the pool keeps when trimmed (cudaMemPoolAttrReleaseThreshold)", as_opt_parse_size, offsetof(ca_conf, release_threshold) },
@@ -45,16 +43,13 @@ static int ca_create(as_policy **out, const char *config, as_device *dev, as_cou
 		return -1;
 	}
 	p->base.ops = &as_policy_cuda_async;
+	idmap_init(&p->blocks);
 	p->dev = dev;
-	if (dev->ops->pool_open) {
-		if (dev->ops->pool_open(dev, p->c.release_threshold, p->c.reuse)) {
-			free(p);
-			return as_fail(err, AS_EXIT_UNAVAILABLE, "cannot create a CUDA memory pool");
-		}
-	} else if (as_policy_bestfit.create(&p->model, "per_stream:False,min_segment:2MiB,segment_round:2MiB,split_threshold:512,granule:512",
-			dev, ctr, err)) {
+	(void)ctr;
+	if (!dev->ops->pool_open || dev->ops->pool_open(dev, p->c.release_threshold, p->c.reuse)) {
+		idmap_free(&p->blocks);
 		free(p);
-		return -1;
+		return as_fail(err, AS_EXIT_UNAVAILABLE, "cannot create a CUDA memory pool");
 	}
 	*out = &p->base;
 	return 0;
@@ -68,14 +63,14 @@ typedef struct ca_block {
 static int ca_malloc(as_policy *pol, uint64_t n, uint64_t stream, void **h, uint64_t *bsize, uint64_t *addr)
 {
 	cuda_async *p = (cuda_async *)pol;
-	if (p->model)
-		return p->model->ops->malloc(p->model, n, stream, h, bsize, addr);
+	(void)stream;
 	ca_block *b = xmalloc(sizeof(*b));
 	b->size = (n + 511) / 512 * 512;
 	if (as_dev_pool_alloc(p->dev, n, &b->addr)) {
 		free(b);
 		return 1;
 	}
+	idmap_put(&p->blocks, b->addr, b);
 	*h = b;
 	*bsize = b->size;
 	*addr = b->addr;
@@ -85,20 +80,15 @@ static int ca_malloc(as_policy *pol, uint64_t n, uint64_t stream, void **h, uint
 
 static void ca_free_requested(as_policy *pol, void *h)
 {
-	cuda_async *p = (cuda_async *)pol;
-	if (p->model)
-		p->model->ops->free_requested(p->model, h);
+	(void)pol; (void)h; /* stream-ordered: the block is reusable once its free is issued */
 }
 
 static void ca_free(as_policy *pol, void *h)
 {
 	cuda_async *p = (cuda_async *)pol;
-	if (p->model) {
-		p->model->ops->free(p->model, h);
-		return;
-	}
 	ca_block *b = h;
-	as_dev_pool_free(p->dev, b->addr);
+	idmap_del(&p->blocks, b->addr);
+	as_dev_pool_free(p->dev, b->addr, b->size);
 	p->live--;
 	free(b);
 }
@@ -106,25 +96,26 @@ static void ca_free(as_policy *pol, void *h)
 static void ca_empty_cache(as_policy *pol)
 {
 	cuda_async *p = (cuda_async *)pol;
-	if (p->model) {
-		p->model->ops->empty_cache(p->model);
-		return;
-	}
 	as_dev_pool_trim(p->dev, p->c.release_threshold);
 }
 
 static int ca_check(as_policy *pol, as_err *err)
 {
 	cuda_async *p = (cuda_async *)pol;
-	return p->model ? p->model->ops->check(p->model, err) : 0;
+	char why[200];
+	if (p->dev->ops->pool_check && p->dev->ops->pool_check(p->dev, why, sizeof why))
+		return as_fail(err, AS_EXIT_SOFTWARE, "cuda-async: %s", why);
+	return 0;
 }
 
 static void ca_destroy(as_policy *pol)
 {
+	/* the device releases the pool and everything in it; the policy its records */
 	cuda_async *p = (cuda_async *)pol;
-	if (p->model)
-		p->model->ops->destroy(p->model);
-	/* real mode: the device releases the pool and everything in it */
+	for (size_t i = 0; i < p->blocks.cap; i++)
+		if (idmap_live(&p->blocks, i))
+			free(p->blocks.vals[i]);
+	idmap_free(&p->blocks);
 	free(p);
 }
 

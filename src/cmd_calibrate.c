@@ -5,41 +5,309 @@
 #include <getopt.h>
 #include <gsl/gsl_fit.h>
 #include <inttypes.h>
+#include <math.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 static const char calibrate_usage[] =
 	"usage: allocsim calibrate [-n N] [-o MODEL] [--raw FILE]\n"
+	"       allocsim calibrate --from-log [-o MODEL] LOG...\n"
 	"\n"
-	"On the real GPU, times cudaMalloc and cudaFree across sizes (512 B to 4 GiB) and the VMM\n"
-	"primitives that expandable segments use (cuMemCreate + cuMemMap per granule + cuMemSetAccess;\n"
-	"cuMemUnmap + cuMemRelease) from 2 MiB to 1 GiB: N successive allocations held together, then\n"
-	"their frees, as an allocator makes them. Takes the mean per call (device time adds up) and fits\n"
-	"t = a + b * MiB by least squares (GSL) in size bands: the model 'replay --latency-model' reads.\n"
+	"On the real GPU, times the device primitives allocators use, as they use them (N successive\n"
+	"allocations held together, then their frees): cudaMalloc and cudaFree from 512 B to 4 GiB;\n"
+	"cudaMallocAsync on a pool, split into calls that made the pool grow (cold) and calls it served\n"
+	"from memory it held (warm), and cudaFreeAsync; and the CUDA VMM primitives of expandable\n"
+	"segments from 2 MiB to 1 GiB: cuMemCreate, cuMemMap, cuMemSetAccess, cuMemUnmap, cuMemRelease,\n"
+	"each timed, and per mapping call (create + map per granule, then set-access) and unmapping call.\n"
+	"Fits t = a + b * MiB per operation by weighted least squares (GSL; weights make the error\n"
+	"relative) in up to 4 size bands, placed where they fit best: the model 'replay --latency-model'\n"
+	"reads.\n"
 	"\n"
-	"  -n N            calls per point (default 15)\n"
+	"With --from-log, fits the same model from the device calls of real replays instead: the LOGs\n"
+	"that 'replay --backend cuda --device-log' wrote (no GPU needed). Calls are grouped by their\n"
+	"model_op in half-octave size bins; each bin's mean is one point. Such a model predicts device\n"
+	"time inside replays, which isolated calls under-predict (doc/real-gpu.md).\n"
+	"\n"
+	"  -n N            calls per point (default 15; fewer where the GPU's free memory is short)\n"
+	"      --from-log  fit from device logs of real replays\n"
 	"  -o, --output F  the model CSV (default standard output)\n"
-	"      --raw FILE  also write every measured mean (op,size_bytes,mean_us)\n";
+	"      --raw FILE  also write every measurement (op,size_bytes,calls,mean_us)\n";
 
-typedef struct band {
+#define MAXPTS 80
+#define MAXBANDS 6
+
+typedef struct pts {
+	size_t n;
+	double x[MAXPTS], y[MAXPTS], w[MAXPTS]; /* MiB, mean us, weight */
+	uint64_t size[MAXPTS];
+} pts;
+
+/* Weighted chi-square of the straight line through points i..j (relative error: w = calls/y^2). */
+static double seg_fit(const pts *p, size_t i, size_t j, double *a, double *b)
+{
+	size_t k = j - i + 1;
+	double c00, c01, c11, chisq = 0;
+	if (k == 1) {
+		*a = p->y[i];
+		*b = 0;
+		return 0;
+	}
+	gsl_fit_wlinear(p->x + i, 1, p->w + i, 1, p->y + i, 1, k, a, b, &c00, &c01, &c11, &chisq);
+	return chisq;
+}
+
+/* Segmented least squares: the split of the points into at most MAXBANDS runs (of two or more) that
+ * minimises the total chi-square for each number of bands; the fewest bands whose RMS relative error
+ * is within 5% (or 1.1x the best) are written. Written by hand: GSL has no segmented regression. */
+static void fit_bands(FILE *f, const char *op, const pts *p)
+{
+	size_t n = p->n;
+	if (!n)
+		return;
+	double cost[MAXBANDS + 1][MAXPTS + 1];
+	size_t from[MAXBANDS + 1][MAXPTS + 1];
+	for (int k = 0; k <= MAXBANDS; k++)
+		for (size_t j = 0; j <= n; j++)
+			cost[k][j] = HUGE_VAL;
+	cost[0][0] = 0;
+	size_t minrun = n >= 2 ? 2 : 1;
+	for (int k = 1; k <= MAXBANDS; k++)
+		for (size_t j = minrun; j <= n; j++)          /* the first j points in k bands */
+			for (size_t i = (size_t)(k - 1) * minrun; i + minrun <= j; i++) {
+				if (cost[k - 1][i] == HUGE_VAL)
+					continue;
+				double a, b, c = cost[k - 1][i] + seg_fit(p, i, j - 1, &a, &b);
+				if (c < cost[k][j]) {
+					cost[k][j] = c;
+					from[k][j] = i;
+				}
+			}
+	double wsum = 0, best = HUGE_VAL;
+	for (size_t i = 0; i < n; i++)
+		wsum += p->w[i] * p->y[i] * p->y[i];
+	for (int k = 1; k <= MAXBANDS; k++)
+		if (cost[k][n] < best)
+			best = cost[k][n];
+	int K = 1;
+	for (; K < MAXBANDS; K++) {
+		double rms = sqrt(cost[K][n] / wsum), rbest = sqrt(best / wsum);
+		if (cost[K][n] != HUGE_VAL && (rms <= 0.05 || rms <= 1.1 * rbest))
+			break;
+	}
+	size_t cut[MAXBANDS + 1];
+	cut[K] = n;
+	for (int k = K; k >= 1; k--)
+		cut[k - 1] = from[k][cut[k]];
+	for (int k = 0; k < K; k++) {
+		double a, b;
+		seg_fit(p, cut[k], cut[k + 1] - 1, &a, &b);
+		/* a band runs from the geometric middle between its first point and the one before */
+		uint64_t lo = k == 0 ? 0 : (uint64_t)sqrt((double)p->size[cut[k] - 1] * (double)p->size[cut[k]]);
+		uint64_t hi = k == K - 1 ? UINT64_MAX : (uint64_t)sqrt((double)p->size[cut[k + 1] - 1] * (double)p->size[cut[k + 1]]);
+		fprintf(f, "%s,%" PRIu64 ",%" PRIu64 ",%.4f,%.6f\n", op, lo, hi, a, b);
+	}
+	fprintf(f, "# %s: %d band(s), RMS relative error %.1f%% over %zu sizes\n", op, K, 100.0 * sqrt(cost[K][n] / wsum), n);
+}
+
+/* One device call from a log. */
+typedef struct logcall {
 	int op;
-	uint64_t lo, hi;
-} band;
+	uint64_t bytes, gap;
+	double us;
+} logcall;
 
-static const band bands[] = {
-	{ LAT_MALLOC, 0, 64ULL << 20 }, { LAT_MALLOC, 64ULL << 20, UINT64_MAX },
-	{ LAT_FREE, 0, 64ULL << 20 }, { LAT_FREE, 64ULL << 20, UINT64_MAX },
-	{ LAT_MAP, 0, UINT64_MAX }, { LAT_UNMAP, 0, UINT64_MAX },
-};
+typedef struct calls {
+	logcall *v;
+	size_t n, cap;
+} calls;
+
+static int read_log(const char *path, calls *cs, as_err *err)
+{
+	static const char header[] = "call,event,gap,op,model_op,bytes,address,result,us,reserved_bytes";
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return as_fail(err, AS_EXIT_NOINPUT, "cannot open device log '%s': %s", path, strerror(errno));
+	char line[512];
+	unsigned long lineno = 0;
+	int rc = 0;
+	while (fgets(line, sizeof line, f)) {
+		lineno++;
+		line[strcspn(line, "\r\n")] = 0;
+		if (lineno == 1) {
+			if (strcmp(line, header)) {
+				rc = as_fail(err, AS_EXIT_DATAERR, "%s:1: not a device log (expected the header '%s')", path, header);
+				break;
+			}
+			continue;
+		}
+		char call[32], op[32] = "", res[8];
+		unsigned long long bytes, gap;
+		double us;
+		int got = sscanf(line, "%*[^,],%*[^,],%llu,%31[^,],%31[^,],%llu,%*[^,],%7[^,],%lf,", &gap, call, op, &bytes, res, &us);
+		if (got != 6 || us < 0 || !isfinite(us)) {
+			if (got == 2 && strstr(line, ",,"))
+				continue; /* a call no model operation covers (a pool trim) */
+			rc = as_fail(err, AS_EXIT_DATAERR, "%s:%lu: expected call,event,gap,op,model_op,bytes,address,result,us,reserved_bytes",
+				path, lineno);
+			break;
+		}
+		int k = -1;
+		for (int i = 0; i < LAT_NOPS; i++)
+			if (!strcmp(op, as_lat_op_names[i]))
+				k = i;
+		if (k < 0) {
+			rc = as_fail(err, AS_EXIT_DATAERR, "%s:%lu: unknown model operation '%s'", path, lineno, op);
+			break;
+		}
+		if (cs->n == cs->cap) {
+			cs->cap = cs->cap ? 2 * cs->cap : 4096;
+			cs->v = xrealloc(cs->v, cs->cap * sizeof(*cs->v));
+		}
+		cs->v[cs->n++] = (logcall){ k, bytes, gap, us };
+	}
+	if (!rc && ferror(f))
+		rc = as_fail(err, AS_EXIT_IOERR, "read error on '%s'", path);
+	if (!rc && lineno == 0)
+		rc = as_fail(err, AS_EXIT_DATAERR, "%s: empty device log", path);
+	fclose(f);
+	return rc;
+}
+
+/* Gap bands (events since the previous device call) of the idle factors: the first call, calls in
+ * quick succession (the size model's own), then wider and wider gaps. */
+static const uint64_t gap_edges[] = { 0, 1, 16, 64, 256, 1024, 4096, UINT64_MAX };
+#define NGAPS (sizeof gap_edges / sizeof gap_edges[0] - 1)
+#define HOT_LO 1
+#define HOT_HI 16
+#define NBINS 80
+
+/* The size model from calls in quick succession (all calls of an op that has none): per op, the
+ * mean of each half-octave size bin is a point, fitted in bands. Then each op's idle factor per gap
+ * band: measured time over the size model's, where the band has 5 calls or more. */
+static int calibrate_from_logs(char **logs, int n, const char *out)
+{
+	calls cs = { 0 };
+	as_err err = { 0, "" };
+	for (int i = 0; i < n; i++)
+		if (read_log(logs[i], &cs, &err)) {
+			free(cs.v);
+			return cli_report(&err);
+		}
+	static double bc[LAT_NOPS][NBINS], bb[LAT_NOPS][NBINS], bu[LAT_NOPS][NBINS];
+	static pts per[LAT_NOPS];
+	memset(bc, 0, sizeof bc);
+	memset(bb, 0, sizeof bb);
+	memset(bu, 0, sizeof bu);
+	memset(per, 0, sizeof per);
+	int hot[LAT_NOPS] = { 0 };
+	for (size_t i = 0; i < cs.n; i++)
+		if (cs.v[i].gap >= HOT_LO && cs.v[i].gap < HOT_HI)
+			hot[cs.v[i].op] = 1;
+	for (size_t i = 0; i < cs.n; i++) {
+		const logcall *c = &cs.v[i];
+		if (hot[c->op] && (c->gap < HOT_LO || c->gap >= HOT_HI))
+			continue;
+		int b = c->bytes ? (int)floor(2.0 * log2((double)c->bytes)) : 0;
+		if (b >= NBINS)
+			b = NBINS - 1;
+		bc[c->op][b]++;
+		bb[c->op][b] += (double)c->bytes;
+		bu[c->op][b] += c->us;
+	}
+	for (int k = 0; k < LAT_NOPS; k++)
+		for (int b = 0; b < NBINS; b++) {
+			if (!bc[k][b] || bu[k][b] <= 0)
+				continue;
+			pts *p = &per[k];
+			double y = bu[k][b] / bc[k][b];
+			p->x[p->n] = bb[k][b] / bc[k][b] / 1048576.0;
+			p->y[p->n] = y;
+			p->w[p->n] = bc[k][b] / (y * y);
+			p->size[p->n++] = (uint64_t)(bb[k][b] / bc[k][b]);
+		}
+	/* the size model goes to a temporary file first: the idle factors are computed with it */
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
+	time_t now = time(NULL);
+	char date[32];
+	strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
+	fprintf(mem, "# allocsim calibrate --from-log, %s, %zu device calls from %d log(s)\n", date, cs.n, n);
+	fputs("op,size_lo,size_hi,a_us,b_us_per_mib\n", mem);
+	for (int k = 0; k < LAT_NOPS; k++) {
+		if (k == LAT_POOL_INIT) { /* a one-off cost: the mean of the first calls */
+			double c = 0, us = 0;
+			for (size_t i = 0; i < cs.n; i++)
+				if (cs.v[i].op == k) {
+					c++;
+					us += cs.v[i].us;
+				}
+			if (c)
+				fprintf(mem, "%s,0,%" PRIu64 ",%.4f,0\n", as_lat_op_names[k], UINT64_MAX, us / c);
+			continue;
+		}
+		fit_bands(mem, as_lat_op_names[k], &per[k]);
+	}
+	fflush(mem);
+	as_lat_model m = { 0 };
+	/* read the bands back with replay's own reader */
+	int rc = 0;
+	FILE *back = fmemopen(text, len, "r");
+	if (!back)
+		rc = as_fail(&err, AS_EXIT_SOFTWARE, "fmemopen: %s", strerror(errno));
+	else if (as_lat_model_read(&m, back, "(the fitted model)", &err))
+		rc = -1;
+	if (!rc) {
+		for (int k = 0; k < LAT_NOPS; k++) {
+			if (k == LAT_POOL_INIT)
+				continue;
+			double meas[NGAPS] = { 0 }, mod[NGAPS] = { 0 }, cnt[NGAPS] = { 0 };
+			for (size_t i = 0; i < cs.n; i++) {
+				const logcall *c = &cs.v[i];
+				if (c->op != k)
+					continue;
+				size_t g = 0;
+				while (g + 1 < NGAPS && c->gap >= gap_edges[g + 1])
+					g++;
+				meas[g] += c->us;
+				mod[g] += as_lat_model_us(&m, k, c->bytes);
+				cnt[g]++;
+			}
+			for (size_t g = 0; g < NGAPS; g++)
+				if (cnt[g] >= 5 && mod[g] > 0 && !(gap_edges[g] == HOT_LO))
+					fprintf(mem, "idle:%s,%" PRIu64 ",%" PRIu64 ",%.4f,0\n", as_lat_op_names[k], gap_edges[g], gap_edges[g + 1],
+						meas[g] / mod[g]);
+		}
+	}
+	fclose(mem);
+	as_lat_model_free(&m);
+	free(cs.v);
+	if (rc) {
+		free(text);
+		return cli_report(&err);
+	}
+	as_outfile of;
+	if (as_outfile_open(&of, out, &err)) {
+		free(text);
+		return cli_report(&err);
+	}
+	fputs(text, of.fp);
+	free(text);
+	if (as_outfile_close(&of, 1, &err))
+		return cli_report(&err);
+	return 0;
+}
 
 int cmd_calibrate(int argc, char **argv)
 {
 	static const struct option lo[] = { { "output", required_argument, 0, 'o' }, { "raw", required_argument, 0, 'R' },
-		{ "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
+		{ "from-log", no_argument, 0, 'F' }, { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' },
+		{ 0, 0, 0, 0 } };
 	const char *out = NULL, *raw = NULL;
 	uint64_t reps = 15;
-	int c;
+	int c, from_log = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "n:o:h", lo, NULL)) != -1) {
 		switch (c) {
@@ -49,44 +317,68 @@ int cmd_calibrate(int argc, char **argv)
 			break;
 		case 'o': out = optarg; break;
 		case 'R': raw = optarg; break;
+		case 'F': from_log = 1; break;
 		case 'h': fputs(calibrate_usage, stdout); return 0;
 		case 'V': cli_version(); return 0;
 		default: return cli_usage_error("calibrate", "invalid option");
 		}
 	}
-	if (optind != argc)
-		return cli_usage_error("calibrate", "takes no arguments");
-	static const uint64_t msizes[] = { 512, 4096, 65536, 1ULL << 20, 2ULL << 20, 8ULL << 20, 20ULL << 20, 64ULL << 20,
-		256ULL << 20, 1ULL << 30, 4ULL << 30 };
-	static const uint64_t vsizes[] = { 2ULL << 20, 20ULL << 20, 64ULL << 20, 256ULL << 20, 1ULL << 30 };
-	enum { NM = sizeof msizes / sizeof msizes[0], NV = sizeof vsizes / sizeof vsizes[0] };
-	double med[LAT_NOPS][NM];
-	uint64_t size_of[LAT_NOPS][NM];
-	size_t npts[LAT_NOPS] = { 0 };
-	as_err err = { 0, "" };
-	for (int op = 0; op < LAT_NOPS; op++) {
-		const uint64_t *sz = op < LAT_MAP ? msizes : vsizes;
-		size_t n = op < LAT_MAP ? NM : NV;
-		for (size_t i = 0; i < n; i++) {
-			double us;
-			if (as_cuda_measure(op, sz[i], (int)reps, &us, &err))
-				return cli_report(&err);
-			med[op][npts[op]] = us;
-			size_of[op][npts[op]++] = sz[i];
-			fprintf(stderr, "%-6s %12" PRIu64 " bytes  mean %10.2f us\n", as_lat_op_names[op], sz[i], us);
-		}
+	if (from_log) {
+		if (optind == argc)
+			return cli_usage_error("calibrate", "--from-log needs at least one device log");
+		if (raw)
+			return cli_usage_error("calibrate", "--raw goes with measuring, not with --from-log");
+		return calibrate_from_logs(argv + optind, argc - optind, out);
 	}
+	if (optind != argc)
+		return cli_usage_error("calibrate", "takes no arguments (device logs go with --from-log)");
+	const uint64_t K = 1024, M = 1024 * K;
+	static uint64_t msizes[30];
+	const uint64_t ms[] = { 512, K, 2 * K, 4 * K, 8 * K, 16 * K, 32 * K, 64 * K, 128 * K, 256 * K, 512 * K, 768 * K, M,
+		3 * M / 2, 2 * M, 3 * M, 4 * M, 6 * M, 8 * M, 12 * M, 16 * M, 20 * M, 32 * M, 64 * M, 128 * M, 256 * M, 512 * M,
+		1024 * M, 2048 * M, 4096 * M };
+	const uint64_t vs[] = { 2 * M, 4 * M, 6 * M, 8 * M, 12 * M, 16 * M, 20 * M, 32 * M, 64 * M, 128 * M, 256 * M, 512 * M, 1024 * M };
+	memcpy(msizes, ms, sizeof ms);
+	static const struct { int family; const uint64_t *sizes; size_t n; } plan[] = {
+		{ CAL_MALLOC, msizes, 30 }, { CAL_POOL, msizes, 30 }, { CAL_VMM, NULL, 13 },
+	};
+	static pts per[CAL_NRESULTS];
+	memset(per, 0, sizeof per);
+	as_err err = { 0, "" };
 	as_outfile of, rf;
 	if (raw) {
 		if (as_outfile_open(&rf, raw, &err))
 			return cli_report(&err);
-		fputs("op,size_bytes,mean_us\n", rf.fp);
-		for (int op = 0; op < LAT_NOPS; op++)
-			for (size_t i = 0; i < npts[op]; i++)
-				fprintf(rf.fp, "%s,%" PRIu64 ",%.3f\n", as_lat_op_names[op], size_of[op][i], med[op][i]);
-		if (as_outfile_close(&rf, 1, &err))
-			return cli_report(&err);
+		fputs("op,size_bytes,calls,mean_us\n", rf.fp);
 	}
+	for (size_t f = 0; f < sizeof plan / sizeof plan[0]; f++) {
+		const uint64_t *sz = plan[f].sizes ? plan[f].sizes : vs;
+		for (size_t i = 0; i < plan[f].n; i++) {
+			as_cal_result res;
+			if (as_cuda_measure(plan[f].family, sz[i], (int)reps, &res, &err)) {
+				if (raw)
+					as_outfile_close(&rf, 0, &err);
+				return cli_report(&err);
+			}
+			for (int k = 0; k < CAL_NRESULTS; k++) {
+				if (!res.calls[k])
+					continue;
+				fprintf(stderr, "%-13s %12" PRIu64 " bytes  %5" PRIu64 " calls  mean %10.2f us\n", as_cal_result_names[k],
+					sz[i], res.calls[k], res.us[k]);
+				if (raw)
+					fprintf(rf.fp, "%s,%" PRIu64 ",%" PRIu64 ",%.3f\n", as_cal_result_names[k], sz[i], res.calls[k], res.us[k]);
+				pts *p = &per[k];
+				if (p->n < MAXPTS && res.us[k] > 0) {
+					p->x[p->n] = (double)sz[i] / 1048576.0;
+					p->y[p->n] = res.us[k];
+					p->w[p->n] = (double)res.calls[k] / (res.us[k] * res.us[k]);
+					p->size[p->n++] = sz[i];
+				}
+			}
+		}
+	}
+	if (raw && as_outfile_close(&rf, 1, &err))
+		return cli_report(&err);
 	if (as_outfile_open(&of, out, &err))
 		return cli_report(&err);
 	uint64_t fr = 0, tot = 0;
@@ -96,23 +388,8 @@ int cmd_calibrate(int argc, char **argv)
 	strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
 	fprintf(of.fp, "# allocsim calibrate, %s, GPU memory %" PRIu64 " bytes, %" PRIu64 " calls per point\n", date, tot, reps);
 	fputs("op,size_lo,size_hi,a_us,b_us_per_mib\n", of.fp);
-	for (size_t b = 0; b < sizeof bands / sizeof bands[0]; b++) {
-		double x[NM], y[NM];
-		size_t k = 0;
-		for (size_t i = 0; i < npts[bands[b].op]; i++)
-			if (size_of[bands[b].op][i] >= bands[b].lo && size_of[bands[b].op][i] < bands[b].hi) {
-				x[k] = (double)size_of[bands[b].op][i] / 1048576.0;
-				y[k++] = med[bands[b].op][i];
-			}
-		double a = 0, sl = 0, c00, c01, c11, ss;
-		if (k >= 2)
-			gsl_fit_linear(x, 1, y, 1, k, &a, &sl, &c00, &c01, &c11, &ss);
-		else if (k == 1)
-			a = y[0];
-		if (a < 0) /* a fixed cost below zero means none: keep the per-MiB cost */
-			a = 0;
-		fprintf(of.fp, "%s,%" PRIu64 ",%" PRIu64 ",%.4f,%.6f\n", as_lat_op_names[bands[b].op], bands[b].lo, bands[b].hi, a, sl);
-	}
+	for (int k = 0; k < LAT_NOPS; k++)
+		fit_bands(of.fp, as_lat_op_names[k], &per[k]);
 	if (as_outfile_close(&of, 1, &err))
 		return cli_report(&err);
 	return 0;

@@ -32,6 +32,8 @@ static const char replay_usage[] =
 	"      --backend NAME      sim (default: the simulated device) or cuda (the real GPU)\n"
 	"      --device N          with --backend cuda: the GPU ordinal (default 0)\n"
 	"      --latency FILE      write one row per malloc/free: event,op,bytes,ns,device_us\n"
+	"      --device-log FILE   write one row per device call: call,event,gap,op,model_op,bytes,\n"
+	"                          address,result,us,reserved_bytes (doc/real-gpu.md)\n"
 	"      --latency-model F   device-call latency model for the simulation (default: the bundled\n"
 	"                          H200 calibration, h200-latency-model.csv); 'none' for none\n"
 	"      --no-timing         print 0 for wall_seconds and events_per_second (byte-identical output)\n"
@@ -189,11 +191,11 @@ int cmd_replay(int argc, char **argv)
 		{ "no-timing", no_argument, 0, 'N' }, { "stop-at-oom", no_argument, 0, 'O' },
 		{ "segments", required_argument, 0, 'G' }, { "backend", required_argument, 0, 'B' },
 		{ "device", required_argument, 0, 'D' }, { "latency", required_argument, 0, 'L' },
-		{ "latency-model", required_argument, 0, 'M' }, { "help", no_argument, 0, 'h' },
+		{ "latency-model", required_argument, 0, 'M' }, { "device-log", required_argument, 0, 'J' }, { "help", no_argument, 0, 'h' },
 		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
 	const char *policy = "pytorch", *config = NULL, *out = NULL, *timeline = NULL, *stats = NULL, *segments = NULL;
-	const char *latency = NULL, *model_path = NULL;
+	const char *latency = NULL, *model_path = NULL, *devlog = NULL;
 	int use_cuda = 0;
 	uint64_t ordinal = 0;
 	uint64_t capacity = 0, every = 1;
@@ -237,6 +239,7 @@ int cmd_replay(int argc, char **argv)
 			break;
 		case 'L': latency = optarg; break;
 		case 'M': model_path = optarg; break;
+		case 'J': devlog = optarg; break;
 		case 'h': fputs(replay_usage, stdout); return 0;
 		case 'V': cli_version(); return 0;
 		default: return cli_usage_error("replay", "invalid option");
@@ -255,7 +258,7 @@ int cmd_replay(int argc, char **argv)
 	as_device *dev = NULL;
 	as_engine e;
 	int engine_ok = 0, rc = 0;
-	as_outfile tl = { 0 }, so = { 0 }, sf = { 0 }, lf = { 0 };
+	as_outfile tl = { 0 }, so = { 0 }, sf = { 0 }, lf = { 0 }, df = { 0 };
 	as_lat_model model = { 0 };
 	int have_model = 0;
 	memset(&e, 0, sizeof e);
@@ -311,6 +314,12 @@ int cmd_replay(int argc, char **argv)
 		e.latency = lf.fp;
 		fputs("event,op,bytes,ns,device_us\n", lf.fp);
 	}
+	if (devlog) {
+		if (as_outfile_open(&df, devlog, &err))
+			goto done;
+		dev->log = df.fp;
+		as_dev_log_header(df.fp);
+	}
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	as_event ev;
@@ -364,6 +373,11 @@ int cmd_replay(int argc, char **argv)
 done:
 	if (latency)
 		as_outfile_close(&lf, !err.code, &err);
+	if (devlog) {
+		if (dev)
+			dev->log = NULL;
+		as_outfile_close(&df, !err.code, &err);
+	}
 	if (timeline)
 		as_outfile_close(&tl, !err.code, &err);
 	if (stats)

@@ -1,8 +1,12 @@
 /* device.c - accounting wrappers around a device backend. */
 #include "device.h"
 #include "latency.h"
+#include <inttypes.h>
 #include <stdlib.h>
 #include <time.h>
+
+const char *const as_cal_result_names[CAL_NRESULTS] = { "malloc", "free", "map", "unmap", "pool_malloc", "pool_grow",
+	"pool_free", "pool_init", "vmm_create", "vmm_map", "vmm_setaccess", "vmm_unmap", "vmm_release" };
 
 static double now_us(void)
 {
@@ -11,13 +15,40 @@ static double now_us(void)
 	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
 }
 
-/* Charges one device call: its measured time, or the model's for the simulated device. */
-static void charge(as_device *d, int op, uint64_t size, double t0)
+/* Events since the previous device call; 0 for the first. */
+static uint64_t as_dev_gap(const as_device *d)
 {
-	double us = d->measured ? now_us() - t0 : d->model ? as_lat_model_us(d->model, op, size) : 0.0;
+	return d->calls ? d->event - d->last_event : 0;
+}
+
+/* Charges one device call: its measured time, or the model's for the simulated device (its cost
+ * for the size, times the idle factor for the events since the previous device call). */
+static double charge(as_device *d, int op, uint64_t size, double t0)
+{
+	double us = 0.0;
+	d->gap = as_dev_gap(d);
+	if (d->measured)
+		us = now_us() - t0;
+	else if (d->model)
+		us = as_lat_model_us(d->model, op, size) * (op == LAT_POOL_INIT ? 1.0 : as_lat_model_factor(d->model, op, d->gap));
+	d->last_event = d->event;
 	d->op_us += us;
 	d->time_us += us;
 	d->calls++;
+	return us;
+}
+
+void as_dev_log_header(FILE *f)
+{
+	fputs("call,event,gap,op,model_op,bytes,address,result,us,reserved_bytes\n", f);
+}
+
+/* One --device-log row, written after the call's accounting. */
+static void log_call(as_device *d, const char *call, int op, uint64_t size, uint64_t addr, int fail, double us)
+{
+	if (d->log)
+		fprintf(d->log, "%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,%s,%" PRIu64 ",0x%" PRIx64 ",%s,%.3f,%" PRIu64 "\n", d->calls,
+			d->event, d->gap, call, op >= 0 ? as_lat_op_names[op] : "", size, fail ? 0 : addr, fail ? "oom" : "ok", us, d->reserved);
 }
 
 static void note(as_device *d, int op, uint64_t addr, uint64_t size, uint64_t stream)
@@ -40,15 +71,17 @@ int as_dev_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *addr)
 	}
 	double t0 = d->measured ? now_us() : 0;
 	int fail = d->ops->alloc(d, size, stream, addr);
-	charge(d, LAT_MALLOC, size, t0);
+	double us = charge(d, LAT_MALLOC, size, t0);
 	if (fail) {
 		d->num_failed++;
+		log_call(d, "cudaMalloc", LAT_MALLOC, size, 0, 1, us);
 		return 1;
 	}
 	d->reserved += size;
 	if (d->reserved > d->peak_reserved)
 		d->peak_reserved = d->reserved;
 	d->num_alloc++;
+	log_call(d, "cudaMalloc", LAT_MALLOC, size, *addr, 0, us);
 	note(d, DEV_OP_ALLOC, *addr, size, stream);
 	return 0;
 }
@@ -57,9 +90,10 @@ void as_dev_free(as_device *d, uint64_t addr, uint64_t size, uint64_t stream)
 {
 	double t0 = d->measured ? now_us() : 0;
 	d->ops->free(d, addr, size);
-	charge(d, LAT_FREE, size, t0);
+	double us = charge(d, LAT_FREE, size, t0);
 	d->reserved -= size;
 	d->num_free++;
+	log_call(d, "cudaFree", LAT_FREE, size, addr, 0, us);
 	note(d, DEV_OP_FREE, addr, size, stream);
 }
 
@@ -81,15 +115,17 @@ int as_dev_map(as_device *d, uint64_t addr, uint64_t size, uint64_t stream)
 	}
 	double t0 = d->measured ? now_us() : 0;
 	int fail = d->ops->map(d, addr, size);
-	charge(d, LAT_MAP, size, t0);
+	double us = charge(d, LAT_MAP, size, t0);
 	if (fail) {
 		d->num_failed++;
+		log_call(d, "map", LAT_MAP, size, addr, 1, us);
 		return 1;
 	}
 	d->reserved += size;
 	if (d->reserved > d->peak_reserved)
 		d->peak_reserved = d->reserved;
 	d->num_alloc++;
+	log_call(d, "map", LAT_MAP, size, addr, 0, us);
 	note(d, DEV_OP_MAP, addr, size, stream);
 	return 0;
 }
@@ -98,9 +134,10 @@ void as_dev_unmap(as_device *d, uint64_t addr, uint64_t size, uint64_t stream)
 {
 	double t0 = d->measured ? now_us() : 0;
 	d->ops->unmap(d, addr, size);
-	charge(d, LAT_UNMAP, size, t0);
+	double us = charge(d, LAT_UNMAP, size, t0);
 	d->reserved -= size;
 	d->num_free++;
+	log_call(d, "unmap", LAT_UNMAP, size, addr, 0, us);
 	note(d, DEV_OP_UNMAP, addr, size, stream);
 }
 
@@ -118,39 +155,54 @@ static void pool_sync_reserved(as_device *d)
 		d->peak_reserved = r;
 }
 
+/* A pool call that made the pool grow counts as a device allocation. Its latency class (the model's
+ * in simulation, the log's label on the GPU): pool_init for the process's first (all of it),
+ * pool_grow when the pool's reserved memory grew, else pool_malloc. */
 int as_dev_pool_alloc(as_device *d, uint64_t size, uint64_t *addr)
 {
-	if (d->capacity && d->reserved + size > d->capacity) {
-		d->num_failed++;
-		return 1;
-	}
 	uint64_t before = d->ops->pool_reserved(d);
-	double t0 = now_us();
+	double t0 = d->measured ? now_us() : 0;
 	int fail = d->ops->pool_alloc(d, size, addr);
-	charge(d, LAT_MALLOC, size, t0);
+	if (!fail && d->capacity && d->ops->pool_reserved(d) > d->capacity) {
+		/* --capacity on the GPU: the pool may not grow past it; give the memory back and refuse */
+		d->ops->pool_free(d, *addr);
+		d->ops->pool_trim(d, d->capacity);
+		fail = 1;
+	}
 	pool_sync_reserved(d);
+	int grew = d->reserved > before;
+	int op = !d->pool_used ? LAT_POOL_INIT : grew ? LAT_POOL_GROW : LAT_POOL_MALLOC;
+	double us = charge(d, op, size, t0);
+	d->pool_used = 1;
 	if (fail) {
 		d->num_failed++;
+		log_call(d, "cudaMallocAsync", op, size, 0, 1, us);
 		return 1;
 	}
-	if (d->reserved > before)
-		d->num_alloc++; /* the pool had to grow: a device allocation */
+	if (grew)
+		d->num_alloc++;
+	log_call(d, "cudaMallocAsync", op, size, *addr, 0, us);
 	return 0;
 }
 
-void as_dev_pool_free(as_device *d, uint64_t addr)
+void as_dev_pool_free(as_device *d, uint64_t addr, uint64_t size)
 {
-	double t0 = now_us();
+	double t0 = d->measured ? now_us() : 0;
 	d->ops->pool_free(d, addr);
-	charge(d, LAT_FREE, 0, t0);
+	double us = charge(d, LAT_POOL_FREE, size, t0);
 	pool_sync_reserved(d);
+	log_call(d, "cudaFreeAsync", LAT_POOL_FREE, size, addr, 0, us);
 }
 
 void as_dev_pool_trim(as_device *d, uint64_t keep)
 {
 	uint64_t before = d->reserved;
+	double t0 = d->measured ? now_us() : 0;
 	d->ops->pool_trim(d, keep);
 	pool_sync_reserved(d);
-	if (d->reserved < before)
+	if (d->reserved < before) {
 		d->num_free++;
+		/* not a modelled latency: a trim happens only at empty_cache */
+		log_call(d, "cudaMemPoolTrimTo", -1, keep, 0, 0, d->measured ? now_us() - t0 : 0.0);
+	}
 }

@@ -4,6 +4,7 @@
 #ifndef ALLOCSIM_DEVICE_H
 #define ALLOCSIM_DEVICE_H
 #include "common.h"
+#include "latency.h"
 #include <stdio.h>
 
 typedef struct as_device as_device;
@@ -25,6 +26,7 @@ typedef struct as_device_ops {
 	void (*pool_free)(as_device *d, uint64_t addr);
 	void (*pool_trim)(as_device *d, uint64_t keep);
 	uint64_t (*pool_reserved)(as_device *d);
+	int (*pool_check)(as_device *d, char *why, size_t n); /* optional: the model's invariants */
 } as_device_ops;
 
 typedef void (*as_dev_observer)(void *ctx, int op, uint64_t addr, uint64_t size, uint64_t stream);
@@ -44,8 +46,16 @@ struct as_device {
 	uint64_t calls;           /* all device calls */
 	as_dev_observer observer;
 	void *observer_ctx;
+	FILE *log;                /* --device-log: one row per device call (as_dev_log_header) */
+	uint64_t event;           /* the trace event being replayed, for the log */
+	int pool_used;            /* a pool call was made (the first one pays pool_init) */
+	uint64_t last_event;      /* the event of the previous device call (the model's idle gap) */
+	uint64_t gap;             /* events between it and the current call (0: the first call) */
 	void *priv;
 };
+
+/* The --device-log header: call,event,gap,op,model_op,bytes,address,result,us,reserved_bytes. */
+void as_dev_log_header(FILE *f);
 
 /* Address assignment of the simulated device. */
 enum { ADDR_AUTO, ADDR_MODEL, ADDR_RECORDED };
@@ -65,14 +75,23 @@ void as_dev_unmap(as_device *d, uint64_t addr, uint64_t size, uint64_t stream);
 void as_device_destroy(as_device *d);
 /* The pool wrappers count calls and time like the others and take reserved bytes from the pool. */
 int as_dev_pool_alloc(as_device *d, uint64_t size, uint64_t *addr);
-void as_dev_pool_free(as_device *d, uint64_t addr);
+void as_dev_pool_free(as_device *d, uint64_t addr, uint64_t size);
 void as_dev_pool_trim(as_device *d, uint64_t keep);
 
 /* The real GPU (device_cuda.c, or a stub without CUDA): NULL and exit status 69 when unusable. */
 as_device *as_cuda_device_new(int ordinal, uint64_t capacity, as_err *err);
 int as_cuda_mem_info(uint64_t *free_bytes, uint64_t *total_bytes);
-/* Mean host microseconds of one primitive on `size` bytes over n calls held together (calibrate). */
-int as_cuda_measure(int op, uint64_t size, int n, double *mean_us, as_err *err);
+/* allocsim calibrate: one family of primitives measured as allocators use them, n calls held
+ * together (fewer where the GPU's free memory would not hold n). Results per LAT_* operation and
+ * per VMM primitive: the mean host microseconds of one call and how many calls were seen. */
+enum { CAL_MALLOC, CAL_VMM, CAL_POOL };
+enum { CAL_VMM_CREATE = LAT_NOPS, CAL_VMM_MAP, CAL_VMM_ACCESS, CAL_VMM_UNMAP, CAL_VMM_RELEASE, CAL_NRESULTS };
+extern const char *const as_cal_result_names[CAL_NRESULTS];
+typedef struct as_cal_result {
+	double us[CAL_NRESULTS];
+	uint64_t calls[CAL_NRESULTS];
+} as_cal_result;
+int as_cuda_measure(int family, uint64_t size, int n, as_cal_result *res, as_err *err);
 /* Pageable vs pinned copy times and cudaHostAlloc cost over sizes, as CSV (allocsim transfer). */
 int as_cuda_transfer(FILE *out, int n, as_err *err);
 

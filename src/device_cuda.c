@@ -224,7 +224,7 @@ static void cu_destroy(as_device *d)
 
 static const as_device_ops cuda_ops = {
 	"cuda", cu_alloc, cu_free, cu_reserve, cu_unreserve, cu_map, cu_unmap, cu_destroy,
-	cu_pool_open, cu_pool_alloc, cu_pool_free, cu_pool_trim, cu_pool_reserved,
+	cu_pool_open, cu_pool_alloc, cu_pool_free, cu_pool_trim, cu_pool_reserved, NULL,
 };
 
 static void *entry(const char *name)
@@ -303,48 +303,159 @@ static double tnow(void)
 	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
 }
 
-/* The mean host microseconds of one primitive over n calls, measured as allocators use them: n
- * successive allocations (or mappings, in one reserved range) held together, then n frees (or
- * unmappings). op: 0 cudaMalloc, 1 cudaFree, 2 map (cuMemCreate + cuMemMap per granule, then
- * cuMemSetAccess), 3 unmap (cuMemUnmap + cuMemRelease per granule). */
-int as_cuda_measure(int op, uint64_t size, int n, double *mean_us, as_err *err)
+static void cal_add(as_cal_result *res, int k, double us)
 {
-	as_device *d = as_cuda_device_new(0, 0, err);
-	if (!d)
-		return -1;
-	cudadev *c = d->priv;
-	int rc = 0, made = 0;
-	uint64_t *a = xcalloc((size_t)n, sizeof(uint64_t));
-	double ta = 0, tf = 0;
-	uint64_t va = 0, bytes = (size + c->gran - 1) / c->gran * c->gran;
-	if (op >= 2 && cu_reserve(d, bytes * (uint64_t)n, &va)) {
-		rc = as_fail(err, AS_EXIT_UNAVAILABLE, "cuMemAddressReserve of %llu bytes failed", (unsigned long long)(bytes * (uint64_t)n));
-		goto out;
-	}
+	res->us[k] += us;
+	res->calls[k]++;
+}
+
+/* cudaMalloc: n allocations held together, then their frees. */
+static int cal_malloc(as_device *d, uint64_t size, int n, uint64_t *a, as_cal_result *res)
+{
+	int made = 0;
 	for (; made < n; made++) {
 		double t0 = tnow();
-		int fail = op < 2 ? cu_alloc(d, size, 0, &a[made]) : cu_map(d, va + bytes * (uint64_t)made, bytes);
-		ta += tnow() - t0;
-		if (fail) {
-			rc = as_fail(err, AS_EXIT_UNAVAILABLE, "allocating %d x %llu bytes failed", n, (unsigned long long)size);
+		int fail = cu_alloc(d, size, 0, &a[made]);
+		double t = tnow() - t0;
+		if (fail)
 			break;
-		}
+		cal_add(res, LAT_MALLOC, t);
 	}
 	for (int i = 0; i < made; i++) {
 		double t0 = tnow();
-		if (op < 2)
-			cu_free(d, a[i], size);
-		else
-			cu_unmap(d, va + bytes * (uint64_t)i, bytes);
-		tf += tnow() - t0;
+		cu_free(d, a[i], size);
+		cal_add(res, LAT_FREE, tnow() - t0);
 	}
-	if (!rc)
-		*mean_us = (op == 0 || op == 2 ? ta : tf) / n;
-	if (va)
-		cu_unreserve(d, va, bytes * (uint64_t)n);
-out:
+	return made == n ? 0 : -1;
+}
+
+/* VMM as expandable segments use it: n successive mappings in one reserved range (per granule
+ * cuMemCreate + cuMemMap, then cuMemSetAccess for the range), then their unmapping (per granule
+ * cuMemUnmap + cuMemRelease). Each primitive is timed too. */
+static int cal_vmm(as_device *d, uint64_t size, int n, as_cal_result *res)
+{
+	cudadev *c = d->priv;
+	uint64_t bytes = (size + c->gran - 1) / c->gran * c->gran, va = 0;
+	if (cu_reserve(d, bytes * (uint64_t)n, &va))
+		return -1;
+	int made = 0, rc = 0;
+	for (; made < n && !rc; made++) {
+		uint64_t base = va + bytes * (uint64_t)made;
+		double t0 = tnow();
+		for (uint64_t a = base; a < base + bytes && !rc; a += c->gran) {
+			CUmemGenericAllocationHandle h;
+			double t1 = tnow();
+			if (c->create(&h, c->gran, &c->prop, 0) != CUDA_SUCCESS) {
+				rc = -1;
+				break;
+			}
+			double t2 = tnow();
+			if (c->map((CUdeviceptr)a, c->gran, 0, h, 0) != CUDA_SUCCESS) {
+				c->release(h);
+				rc = -1;
+				break;
+			}
+			double t3 = tnow();
+			cal_add(res, CAL_VMM_CREATE, t2 - t1);
+			cal_add(res, CAL_VMM_MAP, t3 - t2);
+			idmap_put(&c->pages, a, (void *)(uintptr_t)(h + 1));
+		}
+		if (rc)
+			break;
+		double t1 = tnow();
+		if (c->setaccess((CUdeviceptr)base, bytes, &c->access, 1) != CUDA_SUCCESS)
+			rc = -1;
+		double t2 = tnow();
+		cal_add(res, CAL_VMM_ACCESS, t2 - t1);
+		cal_add(res, LAT_MAP, t2 - t0);
+	}
+	for (uint64_t a = va; a < va + bytes * (uint64_t)n; a += bytes) {
+		if (!idmap_get(&c->pages, a))
+			continue;
+		double t0 = tnow();
+		for (uint64_t p = a; p < a + bytes; p += c->gran) {
+			void *h = idmap_del(&c->pages, p);
+			if (!h)
+				continue;
+			double t1 = tnow();
+			c->unmap((CUdeviceptr)p, c->gran);
+			double t2 = tnow();
+			c->release((CUmemGenericAllocationHandle)((uintptr_t)h - 1));
+			double t3 = tnow();
+			cal_add(res, CAL_VMM_UNMAP, t2 - t1);
+			cal_add(res, CAL_VMM_RELEASE, t3 - t2);
+		}
+		cal_add(res, LAT_UNMAP, tnow() - t0);
+	}
+	cu_unreserve(d, va, bytes * (uint64_t)n);
+	return rc;
+}
+
+/* cudaMallocAsync on a pool of its own that keeps what is freed (release threshold: all): n
+ * allocations, their frees, and the same again. Each allocation counts as pool_grow when the
+ * pool's reserved memory grew during it, else as pool_malloc. */
+static int cal_pool(as_device *d, uint64_t size, int n, uint64_t *a, as_cal_result *res)
+{
+	cudadev *c = d->priv;
+	if (cu_pool_open(d, UINT64_MAX, 1))
+		return -1;
+	int rc = 0;
+	for (int pass = 0; pass < 2 && !rc; pass++) {
+		int made = 0;
+		for (; made < n; made++) {
+			uint64_t before = cu_pool_reserved(d);
+			double t0 = tnow();
+			int fail = cu_pool_alloc(d, size, &a[made]);
+			double t = tnow() - t0;
+			if (fail) {
+				rc = -1;
+				break;
+			}
+			static int first = 1; /* the process's first cudaMallocAsync */
+			cal_add(res, first ? LAT_POOL_INIT : cu_pool_reserved(d) > before ? LAT_POOL_GROW : LAT_POOL_MALLOC, t);
+			first = 0;
+		}
+		for (int i = 0; i < made; i++) {
+			double t0 = tnow();
+			cu_pool_free(d, a[i]);
+			cal_add(res, LAT_POOL_FREE, tnow() - t0);
+		}
+		cudaStreamSynchronize(0);
+	}
+	cudaMemPoolDestroy(c->pool);
+	idmap_free(&c->pool_live);
+	c->pool = NULL;
+	return rc;
+}
+
+/* One calibration point: the family's primitives on `size` bytes, n calls held together (fewer if
+ * the GPU's free memory would not hold them: at most 70% of it is used). res gets mean times. */
+int as_cuda_measure(int family, uint64_t size, int n, as_cal_result *res, as_err *err)
+{
+	memset(res, 0, sizeof(*res));
+	as_device *d = as_cuda_device_new(0, 0, err);
+	if (!d)
+		return -1;
+	size_t fr = 0, tot = 0;
+	cudaMemGetInfo(&fr, &tot);
+	uint64_t room = (uint64_t)((double)fr * 0.7), rounded = (size + (2ULL << 20) - 1) / (2ULL << 20) * (2ULL << 20);
+	if ((uint64_t)n * rounded > room)
+		n = (int)(room / rounded);
+	int rc = 0;
+	if (n < 1) {
+		rc = as_fail(err, AS_EXIT_UNAVAILABLE, "%llu bytes do not fit in the GPU's free memory", (unsigned long long)size);
+	} else {
+		uint64_t *a = xcalloc((size_t)n, sizeof(uint64_t));
+		int r = family == CAL_MALLOC ? cal_malloc(d, size, n, a, res) : family == CAL_VMM ? cal_vmm(d, size, n, res)
+			: cal_pool(d, size, n, a, res);
+		if (r)
+			rc = as_fail(err, AS_EXIT_UNAVAILABLE, "allocating %d x %llu bytes failed", n, (unsigned long long)size);
+		free(a);
+	}
+	for (int k = 0; k < CAL_NRESULTS; k++)
+		if (res->calls[k])
+			res->us[k] /= (double)res->calls[k];
 	cu_destroy(d);
-	free(a);
 	return rc;
 }
 

@@ -14,9 +14,9 @@ int as_cuda_mem_info(uint64_t *free_bytes, uint64_t *total_bytes)
 	return -1;
 }
 
-int as_cuda_measure(int op, uint64_t size, int n, double *mean_us, as_err *err)
+int as_cuda_measure(int family, uint64_t size, int n, as_cal_result *res, as_err *err)
 {
-	(void)op; (void)size; (void)n; (void)mean_us;
+	(void)family; (void)size; (void)n; (void)res;
 	return as_fail(err, AS_EXIT_UNAVAILABLE, "this allocsim was built without CUDA (configure --with-cuda)");
 }
 

@@ -8,6 +8,7 @@
  * while its own calls agree with the recording (same sizes in the same order).
  */
 #include "device.h"
+#include "pool_sim.h"
 #include <stdlib.h>
 #include <string.h>
 #include "tree.h"
@@ -41,6 +42,7 @@ typedef struct sim {
 	hint *hints;
 	size_t hhead, hlen, hcap;
 	uint64_t vmm_next;
+	as_simpool *pool;  /* the cuda-async policy's pool (pool_sim.c), once opened */
 } sim;
 
 static int overlaps(sim *s, uint64_t addr, uint64_t size)
@@ -138,9 +140,47 @@ static void sim_unmap(as_device *d, uint64_t addr, uint64_t size)
 	(void)d; (void)addr; (void)size;
 }
 
+static int sim_pool_open(as_device *d, uint64_t threshold, int reuse)
+{
+	sim *s = d->priv;
+	(void)threshold; (void)reuse; /* the model keeps freed memory until a trim; one stream */
+	if (!s->pool)
+		s->pool = as_simpool_new();
+	return 0;
+}
+
+static int sim_pool_alloc(as_device *d, uint64_t size, uint64_t *addr)
+{
+	sim *s = d->priv;
+	return as_simpool_alloc(s->pool, size, d->capacity ? d->capacity : d->total_memory, addr);
+}
+
+static void sim_pool_free(as_device *d, uint64_t addr)
+{
+	as_simpool_release(((sim *)d->priv)->pool, addr);
+}
+
+static void sim_pool_trim(as_device *d, uint64_t keep)
+{
+	as_simpool_trim(((sim *)d->priv)->pool, keep);
+}
+
+static uint64_t sim_pool_reserved(as_device *d)
+{
+	sim *s = d->priv;
+	return s->pool ? as_simpool_reserved(s->pool) : 0;
+}
+
+static int sim_pool_check(as_device *d, char *why, size_t n)
+{
+	sim *s = d->priv;
+	return s->pool ? as_simpool_check(s->pool, why, n) : 0;
+}
+
 static void sim_destroy(as_device *d)
 {
 	sim *s = d->priv;
+	as_simpool_free(s->pool);
 	range *r, *n;
 	RB_FOREACH_SAFE(r, range_tree, &s->live, n) {
 		RB_REMOVE(range_tree, &s->live, r);
@@ -153,7 +193,7 @@ static void sim_destroy(as_device *d)
 
 static const as_device_ops sim_ops = {
 	"sim", sim_alloc, sim_free, sim_reserve, sim_unreserve, sim_map, sim_unmap, sim_destroy,
-	NULL, NULL, NULL, NULL, NULL, /* no memory pool: cuda-async uses its model */
+	sim_pool_open, sim_pool_alloc, sim_pool_free, sim_pool_trim, sim_pool_reserved, sim_pool_check,
 };
 
 as_device *as_sim_device_new(uint64_t capacity, int addr_mode)

@@ -17,6 +17,7 @@ static double mono_ns(void)
 static double op_begin(as_engine *e)
 {
 	e->dev->op_us = 0;
+	e->dev->event = e->s.events;
 	return (e->dev->measured || e->host_timing) ? mono_ns() : 0;
 }
 

@@ -1,11 +1,12 @@
 /* latency.c - quantiles and the device-latency model. */
 #include "latency.h"
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-const char *const as_lat_op_names[LAT_NOPS] = { "malloc", "free", "map", "unmap" };
+const char *const as_lat_op_names[LAT_NOPS] = { "malloc", "free", "map", "unmap", "pool_malloc", "pool_grow", "pool_free", "pool_init" };
 
 void as_quant_init(as_quant *q)
 {
@@ -49,6 +50,12 @@ int as_lat_model_load(as_lat_model *m, const char *path, as_err *err)
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return as_fail(err, AS_EXIT_NOINPUT, "cannot open latency model '%s'", path);
+	return as_lat_model_read(m, f, path, err);
+}
+
+int as_lat_model_read(as_lat_model *m, FILE *f, const char *path, as_err *err)
+{
+	memset(m, 0, sizeof(*m));
 	snprintf(m->source, sizeof m->source, "%s", path);
 	char line[512];
 	unsigned long lineno = 0;
@@ -59,15 +66,25 @@ int as_lat_model_load(as_lat_model *m, const char *path, as_err *err)
 		char op[32];
 		unsigned long long lo, hi;
 		double a, b;
-		if (sscanf(line, "%31[^,],%llu,%llu,%lf,%lf", op, &lo, &hi, &a, &b) != 5 || lo >= hi || a < 0) {
+		if (sscanf(line, "%31[^,],%llu,%llu,%lf,%lf", op, &lo, &hi, &a, &b) != 5 || lo >= hi || !isfinite(a) || !isfinite(b)) {
 			fclose(f);
 			as_lat_model_free(m);
 			return as_fail(err, AS_EXIT_DATAERR, "%s:%lu: expected op,size_lo,size_hi,a_us,b_us_per_mib", path, lineno);
 		}
-		int k = -1;
+		int idle = !strncmp(op, "idle:", 5), k = -1;
 		for (int i = 0; i < LAT_NOPS; i++)
-			if (!strcmp(op, as_lat_op_names[i]))
+			if (!strcmp(op + (idle ? 5 : 0), as_lat_op_names[i]))
 				k = i;
+		if (idle && k >= 0) {
+			if (a <= 0 || b != 0) {
+				fclose(f);
+				as_lat_model_free(m);
+				return as_fail(err, AS_EXIT_DATAERR, "%s:%lu: an idle factor must be positive, with 0 in the last column", path, lineno);
+			}
+			m->idle = xrealloc(m->idle, (m->nidle + 1) * sizeof(*m->idle));
+			m->idle[m->nidle++] = (as_lat_band){ k, lo, hi, a, 0 };
+			continue;
+		}
 		if (k < 0) {
 			fclose(f);
 			as_lat_model_free(m);
@@ -85,8 +102,22 @@ int as_lat_model_load(as_lat_model *m, const char *path, as_err *err)
 void as_lat_model_free(as_lat_model *m)
 {
 	free(m->bands);
-	m->bands = NULL;
-	m->n = 0;
+	free(m->idle);
+	m->bands = m->idle = NULL;
+	m->n = m->nidle = 0;
+}
+
+double as_lat_model_factor(const as_lat_model *m, int op, uint64_t gap)
+{
+	for (size_t i = 0; i < m->nidle; i++)
+		if (m->idle[i].op == op && gap >= m->idle[i].lo && gap < m->idle[i].hi)
+			return m->idle[i].a_us;
+	return 1.0;
+}
+
+static double clamp0(double us)
+{
+	return us > 0 ? us : 0.0; /* a band's line may dip below zero outside its points */
 }
 
 double as_lat_model_us(const as_lat_model *m, int op, uint64_t size)
@@ -97,10 +128,10 @@ double as_lat_model_us(const as_lat_model *m, int op, uint64_t size)
 		if (b->op != op)
 			continue;
 		if (size >= b->lo && size < b->hi)
-			return b->a_us + b->b_us_per_mib * ((double)size / 1048576.0);
+			return clamp0(b->a_us + b->b_us_per_mib * ((double)size / 1048576.0));
 		if (!last || b->hi > last->hi)
 			last = b;
 	}
 	/* beyond the calibrated range: extend the last band */
-	return last ? last->a_us + last->b_us_per_mib * ((double)size / 1048576.0) : 0.0;
+	return last ? clamp0(last->a_us + last->b_us_per_mib * ((double)size / 1048576.0)) : 0.0;
 }

@@ -3,6 +3,7 @@
 #ifndef ALLOCSIM_LATENCY_H
 #define ALLOCSIM_LATENCY_H
 #include "common.h"
+#include <stdio.h>
 #include <gsl/gsl_rstat.h>
 
 /* p50, p99 and max of a stream of nanosecond samples, in constant memory. */
@@ -18,7 +19,10 @@ double as_quant_p99(const as_quant *q);
 void as_quant_free(as_quant *q);
 
 /* Device operations the model covers. */
-enum { LAT_MALLOC, LAT_FREE, LAT_MAP, LAT_UNMAP, LAT_NOPS };
+/* pool_malloc: a cudaMallocAsync served from memory the pool holds (it may remap it); pool_grow: one
+ * that made the pool's reserved memory grow; pool_free: cudaFreeAsync; pool_init: a process's first
+ * cudaMallocAsync, which sets the stream-ordered allocator up. */
+enum { LAT_MALLOC, LAT_FREE, LAT_MAP, LAT_UNMAP, LAT_POOL_MALLOC, LAT_POOL_GROW, LAT_POOL_FREE, LAT_POOL_INIT, LAT_NOPS };
 extern const char *const as_lat_op_names[LAT_NOPS];
 
 typedef struct as_lat_band {
@@ -27,15 +31,25 @@ typedef struct as_lat_band {
 	double a_us, b_us_per_mib;
 } as_lat_band;
 
+/* A device call's cost also depends on how long the process did other work since the previous
+ * device call (its caches and the driver's go cold): rows 'idle:OP,gap_lo,gap_hi,factor,0' multiply
+ * OP's cost when the call comes gap trace events after the previous device call (gap 0: the
+ * process's first device call). Absent: factor 1. */
 typedef struct as_lat_model {
 	as_lat_band *bands;
 	size_t n;
+	as_lat_band *idle;      /* lo/hi: gap in events, a_us: the factor */
+	size_t nidle;
 	char source[256];
 } as_lat_model;
 
 /* Reads a model CSV (op,size_lo,size_hi,a_us,b_us_per_mib); errors name the file and line. */
 int as_lat_model_load(as_lat_model *m, const char *path, as_err *err);
+/* The same from an open stream (closed here); path names it in errors. */
+int as_lat_model_read(as_lat_model *m, FILE *f, const char *path, as_err *err);
 void as_lat_model_free(as_lat_model *m);
 /* Modelled microseconds of one device call of `size` bytes (0 if the op is not modelled). */
 double as_lat_model_us(const as_lat_model *m, int op, uint64_t size);
+/* The idle factor of OP for a call `gap` events after the previous device call (1 if none). */
+double as_lat_model_factor(const as_lat_model *m, int op, uint64_t gap);
 #endif

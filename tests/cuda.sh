@@ -29,6 +29,23 @@ run "$A" replay --backend cuda -p cuda-async --no-timing "$T/resnet50_train__def
 is "$st $(col "$out" latency_source)" "0 measured" "cuda-async replays on a real memory pool"
 ok "$([ "$(col "$out" peak_reserved_bytes)" -ge "$(col "$out" peak_requested_bytes)" ]; echo $?)" "the pool's peak reserved ($(col "$out" peak_reserved_bytes)) covers the peak requested bytes"
 is "$(used)" "$before" "cuda-async leaves no device memory behind"
+# the device log on the GPU: one row per call, labelled for calibrate --from-log
+run "$A" replay --backend cuda -p cuda-async --no-timing --device-log "$TMP/dl.csv" "$tr"
+is "$(($(wc -l < "$TMP/dl.csv") - 1))" "$(col "$out" device_calls)" "real device log: one row per device call"
+is "$(sed -n 2p "$TMP/dl.csv" | cut -d, -f4,5)" "cudaMallocAsync,pool_init" "the first cudaMallocAsync is labelled pool_init"
+sim=$("$A" replay -p cuda-async --no-timing "$tr")
+is "$(col "$out" device_calls)" "$(col "$sim" device_calls)" "cuda-async: the pool model makes as many calls as the real pool"
+"$A" replay --backend cuda -p passthrough --no-timing --device-log "$TMP/dl2.csv" -o /dev/null "$tr"
+run "$A" calibrate --from-log -o "$TMP/fit.csv" "$TMP/dl.csv" "$TMP/dl2.csv"
+ok "$([ "$st" = 0 ] && grep -q '^pool_malloc,' "$TMP/fit.csv" && grep -q '^malloc,' "$TMP/fit.csv"; echo $?)" "calibrate --from-log fits real device logs"
+# calibrate: the primitives, measured (few calls per point to keep the test short)
+run "$A" calibrate -n 3 -o "$TMP/model.csv" --raw "$TMP/raw.csv"
+is "$st" 0 "calibrate measures the primitives"
+for op in malloc free map unmap pool_malloc pool_grow pool_free pool_init vmm_create vmm_map vmm_setaccess vmm_unmap vmm_release; do
+	ok "$(grep -q "^$op," "$TMP/raw.csv"; echo $?)" "calibrate measured $op"
+done
+run "$A" replay --no-timing --latency-model "$TMP/model.csv" "$tr"
+is "$st $(col "$out" latency_source)" "0 model" "its model drives the simulation"
 # transfer: pinned host memory copies faster than pageable for large copies
 run "$A" transfer -n 5 -o "$TMP/transfer.csv"
 is "$st" 0 "allocsim transfer runs"

@@ -3,6 +3,7 @@
 #include "../src/common.h"
 #include "../src/idmap.h"
 #include "../src/engine.h"
+#include "../src/pool_sim.h"
 #include "../policies/pytorch.h"
 #include <gsl/gsl_rng.h>
 #include <stdlib.h>
@@ -239,8 +240,53 @@ static void test_device_model(void)
 	as_device_destroy(d);
 }
 
+/* The cudaMallocAsync pool model: 512-byte packing, best fit, coalescing, 32 MiB chunks, trims. */
+static void test_pool_model(void)
+{
+	as_simpool *p = as_simpool_new();
+	uint64_t a, b, c, d, e, base;
+	char why[200];
+	ok(as_simpool_alloc(p, 1000, 0, &a) == 0 && as_simpool_alloc(p, 3072, 0, &b) == 0, "pool: two allocations");
+	base = a;
+	is_u64(b - a, 1024, "pool: requests are rounded up to 512 bytes and packed");
+	is_u64(as_simpool_reserved(p), 32 * MiB, "pool: one 32 MiB chunk held");
+	ok(as_simpool_alloc(p, 40 * MiB, 0, &c) == 0, "pool: a 40 MiB allocation");
+	is_u64(as_simpool_reserved(p), 64 * MiB, "pool: it touches a second chunk only (32 MiB steps)");
+	uint64_t sp;
+	ok(as_simpool_alloc(p, MiB, 0, &sp) == 0 && as_simpool_alloc(p, 4 * MiB, 0, &d) == 0 &&
+		as_simpool_alloc(p, 6 * MiB, 0, &e) == 0, "pool: three more");
+	as_simpool_release(p, b);
+	as_simpool_release(p, c);           /* coalesces with b's hole: 3 KiB + 40 MiB */
+	uint64_t f, g;
+	ok(as_simpool_alloc(p, 5 * MiB, 0, &f) == 0, "pool: 5 MiB after frees");
+	is_u64(f, base + 1024, "pool: best fit takes the coalesced hole at its start");
+	as_simpool_release(p, d);           /* a 4 MiB hole */
+	ok(as_simpool_alloc(p, 4 * MiB, 0, &g) == 0, "pool: 4 MiB");
+	is_u64(g, d, "pool: best fit prefers the exact 4 MiB hole to the larger one");
+	uint64_t held = as_simpool_reserved(p);
+	as_simpool_release(p, e);
+	as_simpool_release(p, f);
+	as_simpool_release(p, g);
+	as_simpool_release(p, sp);
+	is_u64(as_simpool_reserved(p), held, "pool: freed memory stays in the pool until a trim");
+	as_simpool_trim(p, 0);
+	is_u64(as_simpool_reserved(p), 32 * MiB, "pool: a trim to 0 keeps the chunk the live block touches");
+	ok(as_simpool_alloc(p, 100 * MiB, 90 * MiB, &a) == 1, "pool: refuses to grow past its limit");
+	ok(as_simpool_check(p, why, sizeof why) == 0, "pool: invariants hold (%s)", why);
+	as_simpool_free(p);
+
+	as_chunks ch;
+	as_chunks_init(&ch);
+	is_u64(as_chunks_add(&ch, 30 * MiB, 4 * MiB), 2, "chunks: a block across a 32 MiB boundary touches two");
+	is_u64(as_chunks_add(&ch, 33 * MiB, 1 * MiB), 0, "chunks: a block inside a touched chunk touches none new");
+	as_chunks_del(&ch, 30 * MiB, 4 * MiB);
+	is_u64(ch.touched, 1, "chunks: freeing the first leaves the one the second touches");
+	as_chunks_free(&ch);
+}
+
 int main(void)
 {
+	test_pool_model();
 	test_device_model();
 	test_sizes();
 	test_idmap();
@@ -253,5 +299,6 @@ int main(void)
 	test_random("bestfit", "");
 	test_random("bestfit", "per_stream:False,split_threshold:1MiB");
 	test_random("passthrough", "");
+	test_random("cuda-async", "");
 	return done_testing();
 }

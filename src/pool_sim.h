@@ -1,0 +1,34 @@
+/* pool_sim.h - a model of the CUDA stream-ordered allocator's memory pool (cudaMallocAsync), for the
+ * simulated device.
+ * doc/real-gpu.md explains the model and how it was derived from the real pool on an H200. */
+#ifndef ALLOCSIM_POOL_SIM_H
+#define ALLOCSIM_POOL_SIM_H
+#include "idmap.h"
+#include <stddef.h>
+#include <stdint.h>
+
+#define AS_POOL_CHUNK (32ULL << 20) /* the real pool maps physical memory in 32 MiB chunks */
+#define AS_POOL_ALIGN 512ULL        /* and rounds requests up to 512 bytes */
+
+/* How many live pool allocations touch each 32 MiB chunk of the pool's address range. */
+typedef struct as_chunks {
+	idmap count;       /* chunk index -> live allocations touching it */
+	uint64_t touched;  /* chunks with at least one */
+} as_chunks;
+void as_chunks_init(as_chunks *c);
+void as_chunks_free(as_chunks *c);
+uint64_t as_chunks_new(const as_chunks *c, uint64_t addr, uint64_t size); /* untouched chunks in the range */
+uint64_t as_chunks_add(as_chunks *c, uint64_t addr, uint64_t size);       /* returns chunks newly touched */
+void as_chunks_del(as_chunks *c, uint64_t addr, uint64_t size);
+
+typedef struct as_simpool as_simpool;
+as_simpool *as_simpool_new(void);
+void as_simpool_free(as_simpool *p);
+/* 0 ok, 1 out of memory (the pool would hold more than limit bytes; 0 = no limit). */
+int as_simpool_alloc(as_simpool *p, uint64_t size, uint64_t limit, uint64_t *addr);
+void as_simpool_release(as_simpool *p, uint64_t addr);
+void as_simpool_trim(as_simpool *p, uint64_t keep);
+uint64_t as_simpool_reserved(const as_simpool *p);
+/* Invariants (holes, live blocks and the top tile the range; chunk counts): 0, or -1 and why. */
+int as_simpool_check(const as_simpool *p, char *why, size_t n);
+#endif
