@@ -72,7 +72,7 @@ static void fit_bands(FILE *f, const char *op, const pts *p)
 		for (size_t j = 0; j <= n; j++)
 			cost[k][j] = HUGE_VAL;
 	cost[0][0] = 0;
-	size_t minrun = n >= 2 ? 2 : 1;
+	size_t minrun = n >= 6 ? 3 : n >= 2 ? 2 : 1;
 	for (int k = 1; k <= MAXBANDS; k++)
 		for (size_t j = minrun; j <= n; j++)          /* the first j points in k bands */
 			for (size_t i = (size_t)(k - 1) * minrun; i + minrun <= j; i++) {
@@ -134,9 +134,14 @@ static int read_log(const char *path, calls *cs, as_err *err)
 	int rc = 0;
 	while (fgets(line, sizeof line, f)) {
 		lineno++;
+		int whole = strchr(line, '\n') || feof(f);
 		line[strcspn(line, "\r\n")] = 0;
+		if (!whole && lineno > 1) {
+			rc = as_fail(err, AS_EXIT_DATAERR, "%s:%lu: line too long for a device log", path, lineno);
+			break;
+		}
 		if (lineno == 1) {
-			if (strcmp(line, header)) {
+			if (!whole || strcmp(line, header)) {
 				rc = as_fail(err, AS_EXIT_DATAERR, "%s:1: not a device log (expected the header '%s')", path, header);
 				break;
 			}
@@ -183,9 +188,16 @@ static const uint64_t gap_edges[] = { 0, 1, 16, 64, 256, 1024, 4096, UINT64_MAX 
 #define HOT_HI 16
 #define NBINS 80
 
-/* The size model from calls in quick succession (all calls of an op that has none): per op, the
- * mean of each half-octave size bin is a point, fitted in bands. Then each op's idle factor per gap
- * band: measured time over the size model's, where the band has 5 calls or more. */
+static int size_bin(uint64_t bytes) /* half-octave bins */
+{
+	int b = bytes ? (int)floor(2.0 * log2((double)bytes)) : 0;
+	return b < NBINS ? b : NBINS - 1;
+}
+
+/* The size model from calls in quick succession (all calls of an op whose quick ones cover fewer
+ * than 3 size bins): per op, the mean of each half-octave size bin is a point, fitted in bands.
+ * Then each op's idle factor per gap band: measured time over the size model's, where the band has
+ * 5 calls or more. */
 static int calibrate_from_logs(char **logs, int n, const char *out)
 {
 	calls cs = { 0 };
@@ -201,17 +213,24 @@ static int calibrate_from_logs(char **logs, int n, const char *out)
 	memset(bb, 0, sizeof bb);
 	memset(bu, 0, sizeof bu);
 	memset(per, 0, sizeof per);
+	/* an op's size model comes from its calls in quick succession where they cover 3 size bins or
+	 * more, else from all its calls */
 	int hot[LAT_NOPS] = { 0 };
+	static char seen[LAT_NOPS][NBINS];
+	memset(seen, 0, sizeof seen);
 	for (size_t i = 0; i < cs.n; i++)
-		if (cs.v[i].gap >= HOT_LO && cs.v[i].gap < HOT_HI)
-			hot[cs.v[i].op] = 1;
+		if (cs.v[i].gap >= HOT_LO && cs.v[i].gap < HOT_HI) {
+			int b = size_bin(cs.v[i].bytes);
+			hot[cs.v[i].op] += !seen[cs.v[i].op][b];
+			seen[cs.v[i].op][b] = 1;
+		}
+	for (int k = 0; k < LAT_NOPS; k++)
+		hot[k] = hot[k] >= 3;
 	for (size_t i = 0; i < cs.n; i++) {
 		const logcall *c = &cs.v[i];
 		if (hot[c->op] && (c->gap < HOT_LO || c->gap >= HOT_HI))
 			continue;
-		int b = c->bytes ? (int)floor(2.0 * log2((double)c->bytes)) : 0;
-		if (b >= NBINS)
-			b = NBINS - 1;
+		int b = size_bin(c->bytes);
 		bc[c->op][b]++;
 		bb[c->op][b] += (double)c->bytes;
 		bu[c->op][b] += c->us;

@@ -61,6 +61,11 @@ int as_lat_model_read(as_lat_model *m, FILE *f, const char *path, as_err *err)
 	unsigned long lineno = 0;
 	while (fgets(line, sizeof line, f)) {
 		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			fclose(f);
+			as_lat_model_free(m);
+			return as_fail(err, AS_EXIT_DATAERR, "%s:%lu: line too long for a latency model", path, lineno);
+		}
 		if (line[0] == '#' || !strncmp(line, "op,", 3) || line[0] == '\n')
 			continue;
 		char op[32];

@@ -5,7 +5,7 @@
 A=$ALLOCSIM
 cd "$srcdir" || exit 99
 for policy_conf in "passthrough|" "bestfit|" "bestfit|per_stream:False,min_segment:20MiB,split_threshold:1MiB" \
-		"pytorch|" "pytorch|max_split_size_mb:64,roundup_power2_divisions:[64:8,>:2]" "pytorch|expandable_segments:True"; do
+		"pytorch|" "pytorch|max_split_size_mb:64,roundup_power2_divisions:[64:8,>:2]" "pytorch|expandable_segments:True" "cuda-async|"; do
 	p=${policy_conf%%|*}; c=${policy_conf#*|}
 	tag=$(printf '%s_%s' "$p" "$c" | tr -c 'A-Za-z0-9_\n' '-' | cut -c1-48)
 	gold="tests/golden-rows/$tag.csv"

@@ -37,6 +37,9 @@ run "$A" replay -c "" --no-timing --latency-model "$TMP/m.csv" --device-log "$TM
 is "$(sed -n 2p "$TMP/dl.csv" | cut -d, -f9)" "70.000" "idle factor: the first call costs 7 x 10 us"
 is "$(awk -F, 'NR>2 && $5=="malloc" && $3>=100 {print $9; exit}' "$TMP/dl.csv")" "30.000" "idle factor: a malloc 100+ events after the previous call costs 3 x 10 us"
 is "$(awk -F, 'NR>2 && $5=="malloc" && $3>0 && $3<100 {print $9; exit}' "$TMP/dl.csv")" "10.000" "no factor in between"
+awk 'BEGIN{printf "#"; for(i=0;i<600;i++) printf "x"; print ""}' > "$TMP/long.csv"
+run "$A" replay --latency-model "$TMP/long.csv" "$tr"
+ok "$([ "$st" = 65 ] && contains "$errout" "long.csv:1: line too long"; echo $?)" "an over-long model line is refused, not split"
 run "$A" replay --latency-model none -o - "$tr"
 is "$(col "$out" latency_source)" "none" "--latency-model none: latency_source none"
 
@@ -75,11 +78,28 @@ ok "$([ "$st" = 65 ] && contains "$errout" ":1: not a device log"; echo $?)" "ca
 { head -2 "$TMP/l1.csv"; echo "3,5,1,cudaMalloc,malloc,12,0x0,ok,fast,0"; } > "$TMP/bad.csv"
 run "$A" calibrate --from-log "$TMP/bad.csv"
 ok "$([ "$st" = 65 ] && contains "$errout" "bad.csv:3: expected call,event,gap"; echo $?)" "a malformed log row: exit 65 with file and line"
+{ head -1 "$TMP/l1.csv"; cat "$TMP/long.csv"; } > "$TMP/long2.csv"
+run "$A" calibrate --from-log "$TMP/long2.csv"
+ok "$([ "$st" = 65 ] && contains "$errout" "long2.csv:2: line too long"; echo $?)" "an over-long device-log line is refused"
 run "$A" calibrate --from-log "$TMP/none.csv"
 is "$st" 66 "a missing log: exit 66"
 run "$A" calibrate --from-log
 is "$st" 64 "--from-log without logs: exit 64"
 ok "$([ ! -e "$TMP/fit2.csv" ] && "$A" calibrate --from-log -o "$TMP/fit2.csv" "$TMP/bad.csv" 2>/dev/null; [ ! -e "$TMP/fit2.csv" ]; echo $?)" "a failed fit writes no model"
+
+# the bundled model against the measured device time of the bundled H200 replays (4 runs each):
+# the numbers doc/real-gpu.md reports, pinned
+if [ -n "$PYTHON" ]; then
+	"$PYTHON" "$srcdir/scripts/latency-validation.py" --allocsim "$A" > "$TMP/val.md"; s=$?
+	is "$s $(grep -c '^| [a-z0-9_]*__default |' "$TMP/val.md")" "0 15" "latency-validation.py: 15 validation rows"
+	is "$(grep '^- model:' "$TMP/val.md")" "- model: within 15% of the measured mean in 10 of 15, median |error| 9%, max 18%" \
+		"the bundled model: within 15% of the measured mean in 10 of 15"
+	is "$(grep '^- leave one workload out:' "$TMP/val.md")" \
+		"- leave one workload out: within 15% of the measured mean in 8 of 15, median |error| 15%, max 26%" \
+		"refitted without the workload's own logs: 8 of 15"
+else
+	echo "ok $((n + 1)) # SKIP no Python"; n=$((n + 1))
+fi
 
 # the cuda-async pool model against the real pool on the H200 (traces/h200-cuda-async.csv):
 # the same device calls everywhere; peak reserved within 6%, except the multi-stream captures
