@@ -101,6 +101,16 @@ else
 	echo "ok $((n + 1)) # SKIP no Python"; n=$((n + 1))
 fi
 
+# the bundled model is what calibrate --from-log makes of the bundled logs (reproducible)
+if (cd "$TMP" && tar -xJf "$srcdir/traces/h200-device-logs.tar.xz") 2>/dev/null; then
+	run "$A" calibrate --from-log -o "$TMP/refit.csv" "$TMP"/h200-device-logs/*.dl.csv
+	tail -n +2 "$TMP/refit.csv" > "$TMP/refit.body"; tail -n +2 "$M" > "$TMP/model.body"
+	ok "$([ "$st" = 0 ] && cmp -s "$TMP/refit.body" "$TMP/model.body"; echo $?)" \
+		"the bundled latency model refits byte for byte from the bundled device logs"
+else
+	echo "ok $((n + 1)) # SKIP cannot unpack .tar.xz (xz-utils)"; n=$((n + 1))
+fi
+
 # the cuda-async pool model against the real pool on the H200 (traces/h200-cuda-async.csv):
 # the same device calls everywhere; peak reserved within 6%, except the multi-stream captures
 # (a known limit, doc/real-gpu.md: the model under-predicts them by 25-31%)
