@@ -111,75 +111,6 @@ static void fit_bands(FILE *f, const char *op, const pts *p)
 	fprintf(f, "# %s: %d band(s), RMS relative error %.1f%% over %zu sizes\n", op, K, 100.0 * sqrt(cost[K][n] / wsum), n);
 }
 
-/* One device call from a log. */
-typedef struct logcall {
-	int op;
-	uint64_t bytes, gap;
-	double us;
-} logcall;
-
-typedef struct calls {
-	logcall *v;
-	size_t n, cap;
-} calls;
-
-static int read_log(const char *path, calls *cs, as_err *err)
-{
-	static const char header[] = "call,event,gap,op,model_op,bytes,address,result,us,reserved_bytes";
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return as_fail(err, AS_EXIT_NOINPUT, "cannot open device log '%s': %s", path, strerror(errno));
-	char line[512];
-	unsigned long lineno = 0;
-	int rc = 0;
-	while (fgets(line, sizeof line, f)) {
-		lineno++;
-		int whole = strchr(line, '\n') || feof(f);
-		line[strcspn(line, "\r\n")] = 0;
-		if (!whole && lineno > 1) {
-			rc = as_fail(err, AS_EXIT_DATAERR, "%s:%lu: line too long for a device log", path, lineno);
-			break;
-		}
-		if (lineno == 1) {
-			if (!whole || strcmp(line, header)) {
-				rc = as_fail(err, AS_EXIT_DATAERR, "%s:1: not a device log (expected the header '%s')", path, header);
-				break;
-			}
-			continue;
-		}
-		char call[32], op[32] = "", res[8];
-		unsigned long long bytes, gap;
-		double us;
-		int got = sscanf(line, "%*[^,],%*[^,],%llu,%31[^,],%31[^,],%llu,%*[^,],%7[^,],%lf,", &gap, call, op, &bytes, res, &us);
-		if (got != 6 || us < 0 || !isfinite(us)) {
-			if (got == 2 && strstr(line, ",,"))
-				continue; /* a call no model operation covers (a pool trim) */
-			rc = as_fail(err, AS_EXIT_DATAERR, "%s:%lu: expected call,event,gap,op,model_op,bytes,address,result,us,reserved_bytes",
-				path, lineno);
-			break;
-		}
-		int k = -1;
-		for (int i = 0; i < LAT_NOPS; i++)
-			if (!strcmp(op, as_lat_op_names[i]))
-				k = i;
-		if (k < 0) {
-			rc = as_fail(err, AS_EXIT_DATAERR, "%s:%lu: unknown model operation '%s'", path, lineno, op);
-			break;
-		}
-		if (cs->n == cs->cap) {
-			cs->cap = cs->cap ? 2 * cs->cap : 4096;
-			cs->v = xrealloc(cs->v, cs->cap * sizeof(*cs->v));
-		}
-		cs->v[cs->n++] = (logcall){ k, bytes, gap, us };
-	}
-	if (!rc && ferror(f))
-		rc = as_fail(err, AS_EXIT_IOERR, "read error on '%s'", path);
-	if (!rc && lineno == 0)
-		rc = as_fail(err, AS_EXIT_DATAERR, "%s: empty device log", path);
-	fclose(f);
-	return rc;
-}
-
 /* Gap bands (events since the previous device call) of the idle factors: the first call, calls in
  * quick succession (the size model's own), then wider and wider gaps. */
 static const uint64_t gap_edges[] = { 0, 1, 16, 64, 256, 1024, 4096, UINT64_MAX };
@@ -200,10 +131,10 @@ static int size_bin(uint64_t bytes) /* half-octave bins */
  * 5 calls or more. */
 static int calibrate_from_logs(char **logs, int n, const char *out)
 {
-	calls cs = { 0 };
+	as_devcalls cs = { 0 };
 	as_err err = { 0, "" };
 	for (int i = 0; i < n; i++)
-		if (read_log(logs[i], &cs, &err)) {
+		if (as_devlog_load(&cs, logs[i], &err)) {
 			free(cs.v);
 			return cli_report(&err);
 		}
@@ -227,7 +158,7 @@ static int calibrate_from_logs(char **logs, int n, const char *out)
 	for (int k = 0; k < LAT_NOPS; k++)
 		hot[k] = hot[k] >= 3;
 	for (size_t i = 0; i < cs.n; i++) {
-		const logcall *c = &cs.v[i];
+		const as_devcall *c = &cs.v[i];
 		if (hot[c->op] && (c->gap < HOT_LO || c->gap >= HOT_HI))
 			continue;
 		int b = size_bin(c->bytes);
@@ -284,7 +215,7 @@ static int calibrate_from_logs(char **logs, int n, const char *out)
 				continue;
 			double meas[NGAPS] = { 0 }, mod[NGAPS] = { 0 }, cnt[NGAPS] = { 0 };
 			for (size_t i = 0; i < cs.n; i++) {
-				const logcall *c = &cs.v[i];
+				const as_devcall *c = &cs.v[i];
 				if (c->op != k)
 					continue;
 				size_t g = 0;

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,7 +72,8 @@ int as_lat_model_read(as_lat_model *m, FILE *f, const char *path, as_err *err)
 		char op[32];
 		unsigned long long lo, hi;
 		double a, b;
-		if (sscanf(line, "%31[^,],%llu,%llu,%lf,%lf", op, &lo, &hi, &a, &b) != 5 || lo >= hi || !isfinite(a) || !isfinite(b)) {
+		if (sscanf(line, "%31[^,],%llu,%llu,%lf,%lf", op, &lo, &hi, &a, &b) != 5 || lo >= hi || !isfinite(a) || !isfinite(b) ||
+		    fabs(a) > 1e12 || fabs(b) > 1e12) {
 			fclose(f);
 			as_lat_model_free(m);
 			return as_fail(err, AS_EXIT_DATAERR, "%s:%lu: expected op,size_lo,size_hi,a_us,b_us_per_mib", path, lineno);
@@ -81,10 +83,10 @@ int as_lat_model_read(as_lat_model *m, FILE *f, const char *path, as_err *err)
 			if (!strcmp(op + (idle ? 5 : 0), as_lat_op_names[i]))
 				k = i;
 		if (idle && k >= 0) {
-			if (a <= 0 || b != 0) {
+			if (a <= 0 || a > 1e6 || b != 0) {
 				fclose(f);
 				as_lat_model_free(m);
-				return as_fail(err, AS_EXIT_DATAERR, "%s:%lu: an idle factor must be positive, with 0 in the last column", path, lineno);
+				return as_fail(err, AS_EXIT_DATAERR, "%s:%lu: an idle factor must be positive (at most 1e6), with 0 in the last column", path, lineno);
 			}
 			m->idle = xrealloc(m->idle, (m->nidle + 1) * sizeof(*m->idle));
 			m->idle[m->nidle++] = (as_lat_band){ k, lo, hi, a, 0 };
@@ -99,8 +101,10 @@ int as_lat_model_read(as_lat_model *m, FILE *f, const char *path, as_err *err)
 		m->bands[m->n++] = (as_lat_band){ k, lo, hi, a, b };
 	}
 	fclose(f);
-	if (!m->n)
+	if (!m->n) {
+		as_lat_model_free(m); /* idle factors alone (found by fuzz_model) */
 		return as_fail(err, AS_EXIT_DATAERR, "%s: no model bands", path);
+	}
 	return 0;
 }
 
@@ -139,4 +143,66 @@ double as_lat_model_us(const as_lat_model *m, int op, uint64_t size)
 	}
 	/* beyond the calibrated range: extend the last band */
 	return last ? clamp0(last->a_us + last->b_us_per_mib * ((double)size / 1048576.0)) : 0.0;
+}
+
+int as_devlog_read(as_devcalls *cs, FILE *f, const char *path, as_err *err)
+{
+	static const char header[] = "call,event,gap,op,model_op,bytes,address,result,us,reserved_bytes";
+	char line[512];
+	unsigned long lineno = 0;
+	int rc = 0;
+	while (fgets(line, sizeof line, f)) {
+		lineno++;
+		int whole = strchr(line, '\n') || feof(f);
+		line[strcspn(line, "\r\n")] = 0;
+		if (!whole && lineno > 1) {
+			rc = as_fail(err, AS_EXIT_DATAERR, "%s:%lu: line too long for a device log", path, lineno);
+			break;
+		}
+		if (lineno == 1) {
+			if (!whole || strcmp(line, header)) {
+				rc = as_fail(err, AS_EXIT_DATAERR, "%s:1: not a device log (expected the header '%s')", path, header);
+				break;
+			}
+			continue;
+		}
+		char call[32], op[32] = "", res[8];
+		unsigned long long bytes, gap;
+		double us;
+		int got = sscanf(line, "%*[^,],%*[^,],%llu,%31[^,],%31[^,],%llu,%*[^,],%7[^,],%lf,", &gap, call, op, &bytes, res, &us);
+		if (got != 6 || us < 0 || !isfinite(us)) {
+			if (got == 2 && strstr(line, ",,"))
+				continue; /* a call no model operation covers (a pool trim) */
+			rc = as_fail(err, AS_EXIT_DATAERR, "%s:%lu: expected call,event,gap,op,model_op,bytes,address,result,us,reserved_bytes",
+				path, lineno);
+			break;
+		}
+		int k = -1;
+		for (int i = 0; i < LAT_NOPS; i++)
+			if (!strcmp(op, as_lat_op_names[i]))
+				k = i;
+		if (k < 0) {
+			rc = as_fail(err, AS_EXIT_DATAERR, "%s:%lu: unknown model operation '%s'", path, lineno, op);
+			break;
+		}
+		if (cs->n == cs->cap) {
+			cs->cap = cs->cap ? 2 * cs->cap : 4096;
+			cs->v = xrealloc(cs->v, cs->cap * sizeof(*cs->v));
+		}
+		cs->v[cs->n++] = (as_devcall){ k, bytes, gap, us };
+	}
+	if (!rc && ferror(f))
+		rc = as_fail(err, AS_EXIT_IOERR, "read error on '%s'", path);
+	if (!rc && lineno == 0)
+		rc = as_fail(err, AS_EXIT_DATAERR, "%s: empty device log", path);
+	fclose(f);
+	return rc;
+}
+
+int as_devlog_load(as_devcalls *cs, const char *path, as_err *err)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return as_fail(err, AS_EXIT_NOINPUT, "cannot open device log '%s': %s", path, strerror(errno));
+	return as_devlog_read(cs, f, path, err);
 }

@@ -52,4 +52,18 @@ void as_lat_model_free(as_lat_model *m);
 double as_lat_model_us(const as_lat_model *m, int op, uint64_t size);
 /* The idle factor of OP for a call `gap` events after the previous device call (1 if none). */
 double as_lat_model_factor(const as_lat_model *m, int op, uint64_t gap);
+/* The device calls of --device-log files (calibrate --from-log). */
+typedef struct as_devcall {
+	int op;                 /* LAT_* */
+	uint64_t bytes, gap;
+	double us;
+} as_devcall;
+typedef struct as_devcalls {
+	as_devcall *v;
+	size_t n, cap;
+} as_devcalls;
+/* Appends the calls of one log (rows without a model operation, such as pool trims, are skipped);
+ * errors name the file and line, exit status 65 (66 if it cannot be opened). _read closes f. */
+int as_devlog_load(as_devcalls *cs, const char *path, as_err *err);
+int as_devlog_read(as_devcalls *cs, FILE *f, const char *path, as_err *err);
 #endif

@@ -16,6 +16,12 @@ for f in "$srcdir"/tests/fuzz-findings/*/*; do
 		run timeout 20 "$A" replay -c "$(cat "$f")" "$T/seed_example__default.pickle.gz"
 		ok $([ "$st" = 0 ] || [ "$st" = 64 ]; echo $?) "config/$(basename "$f"): exit $st (0 or 64)"
 		continue ;;
+	model)
+		run timeout 20 "$A" replay --latency-model "$f" -o /dev/null "$T/seed_example__default.pickle.gz"
+		ok $([ "$st" = 0 ] || [ "$st" = 65 ]; echo $?) "model/$(basename "$f") as a latency model: exit $st (0 or 65)"
+		run timeout 20 "$A" calibrate --from-log -o "$TMP/fit.csv" "$f"
+		ok $([ "$st" = 0 ] || [ "$st" = 65 ]; echo $?) "model/$(basename "$f") as a device log: exit $st (0 or 65)"
+		continue ;;
 	*) continue ;;
 	esac
 	for c in "" "expandable_segments:True"; do
