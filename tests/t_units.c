@@ -245,7 +245,7 @@ static void test_pool_model(void)
 {
 	as_simpool *p = as_simpool_new();
 	uint64_t a, b, c, d, e, base;
-	char why[200];
+	char why[200] = "";
 	ok(as_simpool_alloc(p, 1000, 0, &a) == 0 && as_simpool_alloc(p, 3072, 0, &b) == 0, "pool: two allocations");
 	base = a;
 	is_u64(b - a, 1024, "pool: requests are rounded up to 512 bytes and packed");
