@@ -10,7 +10,7 @@
  * until empty_cache trims to the release threshold. The policy is the same for both backends.
  */
 #include "policy.h"
-#include "idmap.h"
+#include <sys/queue.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,12 +19,16 @@ typedef struct ca_conf {
 	int reuse;
 } ca_conf;
 
+typedef struct ca_block {
+	uint64_t addr, size;
+	LIST_ENTRY(ca_block) link;
+} ca_block;
+
 typedef struct cuda_async {
 	as_policy base;
 	ca_conf c;
 	as_device *dev;
-	uint64_t live;
-	idmap blocks;       /* live blocks by address, released with the policy */
+	LIST_HEAD(, ca_block) blocks; /* live blocks, released with the policy */
 } cuda_async;
 
 static const as_optdesc ca_opts[] = {
@@ -43,22 +47,16 @@ static int ca_create(as_policy **out, const char *config, as_device *dev, as_cou
 		return -1;
 	}
 	p->base.ops = &as_policy_cuda_async;
-	idmap_init(&p->blocks);
+	LIST_INIT(&p->blocks);
 	p->dev = dev;
 	(void)ctr;
 	if (!dev->ops->pool_open || dev->ops->pool_open(dev, p->c.release_threshold, p->c.reuse)) {
-		idmap_free(&p->blocks);
 		free(p);
 		return as_fail(err, AS_EXIT_UNAVAILABLE, "cannot create a CUDA memory pool");
 	}
 	*out = &p->base;
 	return 0;
 }
-
-typedef struct ca_block {
-	uint64_t addr, size;
-	void *inner;
-} ca_block;
 
 static int ca_malloc(as_policy *pol, uint64_t n, uint64_t stream, void **h, uint64_t *bsize, uint64_t *addr)
 {
@@ -70,11 +68,10 @@ static int ca_malloc(as_policy *pol, uint64_t n, uint64_t stream, void **h, uint
 		free(b);
 		return 1;
 	}
-	idmap_put(&p->blocks, b->addr, b);
+	LIST_INSERT_HEAD(&p->blocks, b, link);
 	*h = b;
 	*bsize = b->size;
 	*addr = b->addr;
-	p->live++;
 	return 0;
 }
 
@@ -87,9 +84,8 @@ static void ca_free(as_policy *pol, void *h)
 {
 	cuda_async *p = (cuda_async *)pol;
 	ca_block *b = h;
-	idmap_del(&p->blocks, b->addr);
+	LIST_REMOVE(b, link);
 	as_dev_pool_free(p->dev, b->addr, b->size);
-	p->live--;
 	free(b);
 }
 
@@ -112,10 +108,11 @@ static void ca_destroy(as_policy *pol)
 {
 	/* the device releases the pool and everything in it; the policy its records */
 	cuda_async *p = (cuda_async *)pol;
-	for (size_t i = 0; i < p->blocks.cap; i++)
-		if (idmap_live(&p->blocks, i))
-			free(p->blocks.vals[i]);
-	idmap_free(&p->blocks);
+	ca_block *b;
+	while ((b = LIST_FIRST(&p->blocks))) {
+		LIST_REMOVE(b, link);
+		free(b);
+	}
 	free(p);
 }
 
