@@ -282,15 +282,18 @@ int cmd_calibrate(int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_usage_error("calibrate", "takes no arguments (device logs go with --from-log)");
-	const uint64_t K = 1024, M = 1024 * K;
-	static uint64_t msizes[30];
-	const uint64_t ms[] = { 512, K, 2 * K, 4 * K, 8 * K, 16 * K, 32 * K, 64 * K, 128 * K, 256 * K, 512 * K, 768 * K, M,
+#define K 1024ULL
+#define M (1024ULL * K)
+	static const uint64_t ms[] = { 512, K, 2 * K, 4 * K, 8 * K, 16 * K, 32 * K, 64 * K, 128 * K, 256 * K, 512 * K, 768 * K, M,
 		3 * M / 2, 2 * M, 3 * M, 4 * M, 6 * M, 8 * M, 12 * M, 16 * M, 20 * M, 32 * M, 64 * M, 128 * M, 256 * M, 512 * M,
 		1024 * M, 2048 * M, 4096 * M };
-	const uint64_t vs[] = { 2 * M, 4 * M, 6 * M, 8 * M, 12 * M, 16 * M, 20 * M, 32 * M, 64 * M, 128 * M, 256 * M, 512 * M, 1024 * M };
-	memcpy(msizes, ms, sizeof ms);
+	static const uint64_t vs[] = { 2 * M, 4 * M, 6 * M, 8 * M, 12 * M, 16 * M, 20 * M, 32 * M, 64 * M, 128 * M, 256 * M,
+		512 * M, 1024 * M };
+#undef K
+#undef M
 	static const struct { int family; const uint64_t *sizes; size_t n; } plan[] = {
-		{ CAL_MALLOC, msizes, 30 }, { CAL_POOL, msizes, 30 }, { CAL_VMM, NULL, 13 },
+		{ CAL_MALLOC, ms, sizeof ms / sizeof ms[0] }, { CAL_POOL, ms, sizeof ms / sizeof ms[0] },
+		{ CAL_VMM, vs, sizeof vs / sizeof vs[0] },
 	};
 	static pts per[CAL_NRESULTS];
 	memset(per, 0, sizeof per);
@@ -302,7 +305,7 @@ int cmd_calibrate(int argc, char **argv)
 		fputs("op,size_bytes,calls,mean_us\n", rf.fp);
 	}
 	for (size_t f = 0; f < sizeof plan / sizeof plan[0]; f++) {
-		const uint64_t *sz = plan[f].sizes ? plan[f].sizes : vs;
+		const uint64_t *sz = plan[f].sizes;
 		for (size_t i = 0; i < plan[f].n; i++) {
 			as_cal_result res;
 			if (as_cuda_measure(plan[f].family, sz[i], (int)reps, &res, &err)) {

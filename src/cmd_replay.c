@@ -191,8 +191,8 @@ int cmd_replay(int argc, char **argv)
 		{ "no-timing", no_argument, 0, 'N' }, { "stop-at-oom", no_argument, 0, 'O' },
 		{ "segments", required_argument, 0, 'G' }, { "backend", required_argument, 0, 'B' },
 		{ "device", required_argument, 0, 'D' }, { "latency", required_argument, 0, 'L' },
-		{ "latency-model", required_argument, 0, 'M' }, { "device-log", required_argument, 0, 'J' }, { "help", no_argument, 0, 'h' },
-		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
+		{ "latency-model", required_argument, 0, 'M' }, { "device-log", required_argument, 0, 'J' },
+		{ "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
 	const char *policy = "pytorch", *config = NULL, *out = NULL, *timeline = NULL, *stats = NULL, *segments = NULL;
 	const char *latency = NULL, *model_path = NULL, *devlog = NULL;

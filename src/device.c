@@ -30,7 +30,7 @@ static double charge(as_device *d, int op, uint64_t size, double t0)
 	if (d->measured)
 		us = now_us() - t0;
 	else if (d->model)
-		us = as_lat_model_us(d->model, op, size) * (op == LAT_POOL_INIT ? 1.0 : as_lat_model_factor(d->model, op, d->gap));
+		us = as_lat_model_us(d->model, op, size) * as_lat_model_factor(d->model, op, d->gap);
 	d->last_event = d->event;
 	d->op_us += us;
 	d->time_us += us;
@@ -162,13 +162,7 @@ int as_dev_pool_alloc(as_device *d, uint64_t size, uint64_t *addr)
 {
 	uint64_t before = d->ops->pool_reserved(d);
 	double t0 = d->measured ? now_us() : 0;
-	int fail = d->ops->pool_alloc(d, size, addr);
-	if (!fail && d->capacity && d->ops->pool_reserved(d) > d->capacity) {
-		/* --capacity on the GPU: the pool may not grow past it; give the memory back and refuse */
-		d->ops->pool_free(d, *addr);
-		d->ops->pool_trim(d, d->capacity);
-		fail = 1;
-	}
+	int fail = d->ops->pool_alloc(d, size, addr); /* the backend keeps the pool within the capacity */
 	pool_sync_reserved(d);
 	int grew = d->reserved > before;
 	int op = !d->pool_used ? LAT_POOL_INIT : grew ? LAT_POOL_GROW : LAT_POOL_MALLOC;

@@ -93,46 +93,82 @@ static void cu_unreserve(as_device *d, uint64_t addr, uint64_t size)
 		c->addrfree((CUdeviceptr)addr, (size_t)(uintptr_t)sz);
 }
 
-static void unmap_pages(cudadev *c, uint64_t addr, uint64_t size)
+static double tnow(void)
 {
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+}
+
+static void cal_add(as_cal_result *res, int k, double us)
+{
+	res->us[k] += us;
+	res->calls[k]++;
+}
+
+/* calibrate times each VMM primitive: the time since *t goes to result k (nothing when res is NULL,
+ * as in a replay). */
+static void lap(as_cal_result *res, int k, double *t)
+{
+	if (!res)
+		return;
+	double now = tnow();
+	cal_add(res, k, now - *t);
+	*t = now;
+}
+
+static void unmap_pages(cudadev *c, uint64_t addr, uint64_t size, as_cal_result *res)
+{
+	double t = res ? tnow() : 0;
 	for (uint64_t a = addr; a < addr + size; a += c->gran) {
 		void *h = idmap_del(&c->pages, a);
 		if (!h)
 			continue;
 		c->unmap((CUdeviceptr)a, c->gran);
+		lap(res, CAL_VMM_UNMAP, &t);
 		c->release((CUmemGenericAllocationHandle)((uintptr_t)h - 1));
+		lap(res, CAL_VMM_RELEASE, &t);
 	}
 }
 
 /* One physical allocation per granule, mapped, then access for the whole range. */
+static int map_range(cudadev *c, uint64_t addr, uint64_t size, as_cal_result *res)
+{
+	double t = res ? tnow() : 0;
+	for (uint64_t a = addr; a < addr + size; a += c->gran) {
+		CUmemGenericAllocationHandle h;
+		if (c->create(&h, c->gran, &c->prop, 0) != CUDA_SUCCESS) {
+			unmap_pages(c, addr, a - addr, NULL); /* the pages created by this call */
+			return 1;
+		}
+		lap(res, CAL_VMM_CREATE, &t);
+		if (c->map((CUdeviceptr)a, c->gran, 0, h, 0) != CUDA_SUCCESS) {
+			c->release(h);
+			unmap_pages(c, addr, a - addr, NULL);
+			return 1;
+		}
+		lap(res, CAL_VMM_MAP, &t);
+		idmap_put(&c->pages, a, (void *)(uintptr_t)(h + 1));
+	}
+	if (c->setaccess((CUdeviceptr)addr, size, &c->access, 1) != CUDA_SUCCESS) {
+		unmap_pages(c, addr, size, NULL);
+		return 1;
+	}
+	lap(res, CAL_VMM_ACCESS, &t);
+	return 0;
+}
+
 static int cu_map(as_device *d, uint64_t addr, uint64_t size)
 {
 	cudadev *c = d->priv;
 	if (!c->vmm || addr % c->gran || size % c->gran)
 		return 1;
-	for (uint64_t a = addr; a < addr + size; a += c->gran) {
-		CUmemGenericAllocationHandle h;
-		if (c->create(&h, c->gran, &c->prop, 0) != CUDA_SUCCESS) {
-			unmap_pages(c, addr, a - addr); /* the pages created by this call */
-			return 1;
-		}
-		if (c->map((CUdeviceptr)a, c->gran, 0, h, 0) != CUDA_SUCCESS) {
-			c->release(h);
-			unmap_pages(c, addr, a - addr);
-			return 1;
-		}
-		idmap_put(&c->pages, a, (void *)(uintptr_t)(h + 1));
-	}
-	if (c->setaccess((CUdeviceptr)addr, size, &c->access, 1) != CUDA_SUCCESS) {
-		unmap_pages(c, addr, size);
-		return 1;
-	}
-	return 0;
+	return map_range(c, addr, size, NULL);
 }
 
 static void cu_unmap(as_device *d, uint64_t addr, uint64_t size)
 {
-	unmap_pages(d->priv, addr, size);
+	unmap_pages(d->priv, addr, size, NULL);
 }
 
 static int cu_pool_open(as_device *d, uint64_t threshold, int reuse)
@@ -153,19 +189,6 @@ static int cu_pool_open(as_device *d, uint64_t threshold, int reuse)
 	cudaMemPoolSetAttribute(c->pool, cudaMemPoolReuseAllowOpportunistic, &on);
 	cudaMemPoolSetAttribute(c->pool, cudaMemPoolReuseAllowInternalDependencies, &on);
 	idmap_init(&c->pool_live);
-	return 0;
-}
-
-static int cu_pool_alloc(as_device *d, uint64_t size, uint64_t *addr)
-{
-	cudadev *c = d->priv;
-	void *p = NULL;
-	if (cudaMallocFromPoolAsync(&p, size, c->pool, 0) != cudaSuccess) {
-		cudaGetLastError();
-		return 1;
-	}
-	*addr = (uint64_t)(uintptr_t)p;
-	idmap_put(&c->pool_live, *addr, (void *)1);
 	return 0;
 }
 
@@ -190,6 +213,25 @@ static uint64_t cu_pool_reserved(as_device *d)
 	if (c->pool)
 		cudaMemPoolGetAttribute(c->pool, cudaMemPoolAttrReservedMemCurrent, &v);
 	return (uint64_t)v;
+}
+
+static int cu_pool_alloc(as_device *d, uint64_t size, uint64_t *addr)
+{
+	cudadev *c = d->priv;
+	void *p = NULL;
+	if (cudaMallocFromPoolAsync(&p, size, c->pool, 0) != cudaSuccess) {
+		cudaGetLastError();
+		return 1;
+	}
+	*addr = (uint64_t)(uintptr_t)p;
+	idmap_put(&c->pool_live, *addr, (void *)1);
+	if (d->capacity && cu_pool_reserved(d) > d->capacity) {
+		/* --capacity: the pool may not grow past it; give the memory back and refuse */
+		cu_pool_free(d, *addr);
+		cu_pool_trim(d, d->capacity);
+		return 1;
+	}
+	return 0;
 }
 
 static void cu_destroy(as_device *d)
@@ -296,18 +338,6 @@ int as_cuda_mem_info(uint64_t *free_bytes, uint64_t *total_bytes)
 	return 0;
 }
 
-static double tnow(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
-}
-
-static void cal_add(as_cal_result *res, int k, double us)
-{
-	res->us[k] += us;
-	res->calls[k]++;
-}
 
 /* cudaMalloc: n allocations held together, then their frees. */
 static int cal_malloc(as_device *d, uint64_t size, int n, uint64_t *a, as_cal_result *res)
@@ -329,62 +359,26 @@ static int cal_malloc(as_device *d, uint64_t size, int n, uint64_t *a, as_cal_re
 	return made == n ? 0 : -1;
 }
 
-/* VMM as expandable segments use it: n successive mappings in one reserved range (per granule
- * cuMemCreate + cuMemMap, then cuMemSetAccess for the range), then their unmapping (per granule
- * cuMemUnmap + cuMemRelease). Each primitive is timed too. */
+/* VMM as expandable segments use it: n successive mappings in one reserved range, then their
+ * unmapping; per call and, through map_range and unmap_pages, per primitive. */
 static int cal_vmm(as_device *d, uint64_t size, int n, as_cal_result *res)
 {
 	cudadev *c = d->priv;
 	uint64_t bytes = (size + c->gran - 1) / c->gran * c->gran, va = 0;
 	if (cu_reserve(d, bytes * (uint64_t)n, &va))
 		return -1;
-	int made = 0, rc = 0;
-	for (; made < n && !rc; made++) {
-		uint64_t base = va + bytes * (uint64_t)made;
+	int rc = 0;
+	for (int i = 0; i < n && !rc; i++) {
 		double t0 = tnow();
-		for (uint64_t a = base; a < base + bytes && !rc; a += c->gran) {
-			CUmemGenericAllocationHandle h;
-			double t1 = tnow();
-			if (c->create(&h, c->gran, &c->prop, 0) != CUDA_SUCCESS) {
-				rc = -1;
-				break;
-			}
-			double t2 = tnow();
-			if (c->map((CUdeviceptr)a, c->gran, 0, h, 0) != CUDA_SUCCESS) {
-				c->release(h);
-				rc = -1;
-				break;
-			}
-			double t3 = tnow();
-			cal_add(res, CAL_VMM_CREATE, t2 - t1);
-			cal_add(res, CAL_VMM_MAP, t3 - t2);
-			idmap_put(&c->pages, a, (void *)(uintptr_t)(h + 1));
-		}
-		if (rc)
-			break;
-		double t1 = tnow();
-		if (c->setaccess((CUdeviceptr)base, bytes, &c->access, 1) != CUDA_SUCCESS)
-			rc = -1;
-		double t2 = tnow();
-		cal_add(res, CAL_VMM_ACCESS, t2 - t1);
-		cal_add(res, LAT_MAP, t2 - t0);
+		rc = map_range(c, va + bytes * (uint64_t)i, bytes, res) ? -1 : 0;
+		if (!rc)
+			cal_add(res, LAT_MAP, tnow() - t0);
 	}
 	for (uint64_t a = va; a < va + bytes * (uint64_t)n; a += bytes) {
 		if (!idmap_get(&c->pages, a))
 			continue;
 		double t0 = tnow();
-		for (uint64_t p = a; p < a + bytes; p += c->gran) {
-			void *h = idmap_del(&c->pages, p);
-			if (!h)
-				continue;
-			double t1 = tnow();
-			c->unmap((CUdeviceptr)p, c->gran);
-			double t2 = tnow();
-			c->release((CUmemGenericAllocationHandle)((uintptr_t)h - 1));
-			double t3 = tnow();
-			cal_add(res, CAL_VMM_UNMAP, t2 - t1);
-			cal_add(res, CAL_VMM_RELEASE, t3 - t2);
-		}
+		unmap_pages(c, a, bytes, res);
 		cal_add(res, LAT_UNMAP, tnow() - t0);
 	}
 	cu_unreserve(d, va, bytes * (uint64_t)n);
