@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
 """latency-validation.py - modelled against measured device time on the bundled H200 device logs.
 
-For each validation replay (3 workloads x 5 settings, 4 real runs each, in the logs archive) it
-prints the measured device times, their mean and coefficient of variation, and the simulation's
-device time under: the given model (default: the bundled one, fitted from all the logs), a model
-refitted without the workload's own logs (leave one workload out), and the micro-benchmark
-calibration. Markdown on standard output. Needs only the Python standard library.
+For each validation replay (3 workloads x 5 settings, several real runs each, in a logs archive
+written by scripts/gpu-validate.sh) it prints the measured device times, their mean and coefficient
+of variation, and the simulation's device time under: the given model (default: the bundled one),
+a model fitted from the archive's calibration replays only (the captured traces: other workloads,
+same machine, same minutes), a model fitted from those and the other two validation workloads
+(leave one workload out; only where the archive has the validation replays' own device logs), and
+the micro-benchmark calibration (the archive's micro-model.csv, else the bundled one). With
+--single it also says how many single runs lie within 15% and 25% of the model and of their own mean
+(how far one measurement strays). Markdown on standard output. Needs only the Python standard
+library.
 
 usage: latency-validation.py [--allocsim PATH] [--traces DIR] [--logs ARCHIVE] [--model CSV]
-                             [--micro CSV]
+                             [--micro CSV] [--single]
 """
 import argparse, csv, glob, os, statistics, subprocess, sys, tarfile, tempfile
 
@@ -43,36 +48,61 @@ def main():
     ap.add_argument("--traces", default=os.path.join(top, "traces", "pytorch-h200"))
     ap.add_argument("--logs", default=os.path.join(top, "traces", "h200-device-logs.tar.xz"))
     ap.add_argument("--model", default=os.path.join(top, "traces", "h200-latency-model.csv"))
-    ap.add_argument("--micro", default=os.path.join(top, "traces", "h200-latency-model-micro.csv"))
+    ap.add_argument("--micro", help="micro-benchmark model (default: the archive's micro-model.csv, else the bundled one)")
+    ap.add_argument("--single", action="store_true", help="also compare single runs")
     o = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         with tarfile.open(o.logs) as t:
             t.extractall(tmp, filter="data") if hasattr(tarfile, "data_filter") else t.extractall(tmp)
         L = os.path.join(tmp, "h200-device-logs")
-        print("| trace | policy | settings | measured runs (µs) | mean | CV | model | err | leave-workload-out | err | micro-benchmarks | err |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-        errs = {"model": [], "loo": [], "micro": []}
+        if not o.micro:
+            o.micro = os.path.join(L, "micro-model.csv")
+            if not os.path.exists(o.micro):
+                o.micro = os.path.join(top, "traces", "h200-latency-model-micro.csv")
+        cal = os.path.join(tmp, "calibration-set.csv")
+        fit(o.allocsim, sorted(glob.glob(os.path.join(L, "C.*.dl.csv"))), cal)
+        print("| trace | policy | settings | runs | measured mean (µs) | CV | model | err | calibration set | err | leave-workload-out | err | micro-benchmarks | err |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        errs = {"model": [], "cal": [], "loo": [], "micro": []}
+        single, own = [], []
+        have_v = bool(glob.glob(os.path.join(L, "V.*.dl.csv")))  # else no leave-one-workload-out column
         for w in WORKLOADS:
             loo = os.path.join(tmp, "loo-" + w + ".csv")
-            fit(o.allocsim, sorted(glob.glob(os.path.join(L, "C.*.dl.csv"))) +
-                sorted(f for f in glob.glob(os.path.join(L, "V.*.dl.csv")) if ".%s." % w not in os.path.basename(f)), loo)
+            if have_v:
+                fit(o.allocsim, sorted(glob.glob(os.path.join(L, "C.*.dl.csv"))) +
+                    sorted(f for f in glob.glob(os.path.join(L, "V.*.dl.csv")) if ".%s." % w not in os.path.basename(f)), loo)
             for p, c in SETTINGS:
-                runs = sorted(glob.glob(os.path.join(L, "V.%s.%s.%s.[0-9].sum.csv" % (w, p, c.replace(":", "=")))))
+                pre = "V.%s.%s.%s." % (w, p, c.replace(":", "="))
+                runs = [f for f in glob.glob(os.path.join(L, pre + "*.sum.csv"))
+                        if os.path.basename(f)[len(pre):-len(".sum.csv")].isdigit()]
                 meas = [float(summary(open(f).read())["device_time_us"]) for f in runs]
                 mean = statistics.mean(meas)
                 cv = statistics.stdev(meas) / mean if len(meas) > 1 else 0.0
                 trace = os.path.join(o.traces, w + ".pickle.gz")
-                row = ["%s | %s | %s | %s | %.0f | %.0f%%" % (w, p, c or "(defaults)", " ".join("%.0f" % x for x in meas), mean, 100 * cv)]
-                for key, m in (("model", o.model), ("loo", loo), ("micro", o.micro)):
+                row = ["%s | %s | %s | %d | %.0f | %.0f%%" % (w, p, c or "(defaults)", len(meas), mean, 100 * cv)]
+                for key, m in (("model", o.model), ("cal", cal), ("loo", loo), ("micro", o.micro)):
+                    if key == "loo" and not have_v:
+                        row.append("n/a | n/a")
+                        continue
                     v = simulate(o.allocsim, m, p, c, trace)
                     errs[key].append(v / mean - 1)
+                    if key == "model":
+                        single += [v / x - 1 for x in meas]
+                        own += [x / mean - 1 for x in meas]
                     row.append("%.0f | %+.0f%%" % (v, 100 * (v / mean - 1)))
                 print("| " + " | ".join(row) + " |")
         print()
-        for key, name in (("model", "model"), ("loo", "leave one workload out"), ("micro", "micro-benchmarks")):
+        for key, name in (("model", "model"), ("cal", "calibration set (captured traces only)"),
+                          ("loo", "leave one workload out"), ("micro", "micro-benchmarks")):
             e = errs[key]
+            if not e:
+                continue
             print("- %s: within 15%% of the measured mean in %d of %d, median |error| %.0f%%, max %.0f%%" %
                   (name, sum(abs(x) <= 0.15 for x in e), len(e), 100 * statistics.median(abs(x) for x in e), 100 * max(abs(x) for x in e)))
+        if o.single:
+            for t in (0.15, 0.25):
+                print("- single runs within %.0f%%: of the model %d of %d, of their own replay's mean %d of %d" %
+                      (100 * t, sum(abs(x) <= t for x in single), len(single), sum(abs(x) <= t for x in own), len(own)))
 
 
 if __name__ == "__main__":
