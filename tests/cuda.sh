@@ -35,6 +35,18 @@ is "$(($(wc -l < "$TMP/dl.csv") - 1))" "$(col "$out" device_calls)" "real device
 is "$(sed -n 2p "$TMP/dl.csv" | cut -d, -f4,5)" "cudaMallocAsync,pool_init" "the first cudaMallocAsync is labelled pool_init"
 sim=$("$A" replay -p cuda-async --no-timing "$tr")
 is "$(col "$out" device_calls)" "$(col "$sim" device_calls)" "cuda-async: the pool model makes as many calls as the real pool"
+# the pool probes (traces/h200-pool-probes.txt) on this GPU's real pool, through allocsim: the model
+# places every allocation where the real pool does
+grep -v '^#' "$srcdir/traces/h200-pool-probes.txt" | tail -n +2 > "$TMP/probes"
+pm=0; pn=0
+while IFS='|' read -r name ops result; do
+	probe_trace "$ops" "$TMP/p.trace" "$TMP/p.names"
+	"$A" replay --backend cuda -p cuda-async --no-timing --device-log "$TMP/pr.csv" -o /dev/null "$TMP/p.trace" || continue
+	"$A" replay -p cuda-async --no-timing --device-log "$TMP/ps.csv" -o /dev/null "$TMP/p.trace" || continue
+	pn=$((pn + 1)); real=$(probe_offsets "$TMP/p.names" "$TMP/pr.csv"); model=$(probe_offsets "$TMP/p.names" "$TMP/ps.csv")
+	if [ "$real" = "$model" ]; then pm=$((pm + 1)); else echo "# probe $name: real '$real', model '$model'"; fi
+done < "$TMP/probes"
+is "$pm/$pn" "90/90" "pool probes replayed on the real pool: the model places every allocation as it does"
 "$A" replay --backend cuda -p passthrough --no-timing --device-log "$TMP/dl2.csv" -o /dev/null "$tr"
 run "$A" calibrate --from-log -o "$TMP/fit.csv" "$TMP/dl.csv" "$TMP/dl2.csv"
 ok "$([ "$st" = 0 ] && grep -q '^pool_malloc,' "$TMP/fit.csv" && grep -q '^malloc,' "$TMP/fit.csv"; echo $?)" "calibrate --from-log fits real device logs"

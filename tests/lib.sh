@@ -14,4 +14,21 @@ contains() { case "$1" in *"$2"*) return 0;; esac; return 1; }
 csv_bars() { awk '{ o = ""; q = 0; for (i = 1; i <= length($0); i++) { c = substr($0, i, 1);
 	if (c == "\"") q = !q; else if (c == "," && !q) o = o "|"; else o = o c } print o }'; }
 col() { printf '%s\n' "$1" | csv_bars | awk -F'|' -v c="$2" 'NR==1{for(i=1;i<=NF;i++) if($i==c) k=i} NR==2{print $k}'; }
+# probe_trace OPS TRACE NAMES: a pool-probe scenario (traces/h200-pool-probes.txt) as a native trace:
+# NAME=SIZE -> a ID SIZE 0, -NAME -> f ID, sync and trim -> e (empty_cache); NAMES gets the
+# allocations' names in order
+probe_trace() {
+	printf '%s\n' "$1" | tr ' ' '\n' | awk -v names="$3" 'BEGIN { print "#allocsim-trace 1" }
+		/^(sync|trim)$/ { print "e"; next }
+		/^-/ { print "f " id[substr($0, 2)]; next }
+		{ split($0, kv, "="); v = kv[2]; m = 1
+		  if (v ~ /M$/) { m = 1048576; sub(/M$/, "", v) } else if (v ~ /K$/) { m = 1024; sub(/K$/, "", v) }
+		  id[kv[1]] = ++n; printf "%s ", kv[1] > names; printf "a %d %.0f 0\n", n, v * m }' > "$2"
+}
+# probe_offsets NAMES DEVICE_LOG: "name@offset ..." of every cudaMallocAsync, in MiB from the first
+probe_offsets() {
+	awk -F, -v names="$(cat "$1")" 'BEGIN { split(names, nm, " ") }
+		function hex(s,   i, v) { v = 0; for (i = 3; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", tolower(substr(s, i, 1))) - 1; return v }
+		$4 == "cudaMallocAsync" { a = hex($7); if (!k) b = a; printf "%s%s@%.4g", k ? " " : "", nm[++k], (a - b) / 1048576 }' "$2"
+}
 finish() { echo "1..$n"; [ "$failed" = 0 ]; }
