@@ -2,7 +2,7 @@
  * pool_sim.c - the simulated cudaMallocAsync pool.
  *
  * What the real pool does, as measured on an H200 (doc/real-gpu.md): 48 replays with every
- * cudaMallocAsync's address and the pool's reserved bytes after every call, and 90 scripted probe
+ * cudaMallocAsync's address and the pool's reserved bytes after every call, and 100 scripted probe
  * scenarios (traces/h200-pool-probes.txt) that isolate one rule each:
  *   - one virtual range per pool; requests are rounded up to 512 bytes and packed in it;
  *   - a freed block is pending until the pool synchronises; pending blocks coalesce with pending
@@ -18,7 +18,7 @@
  *   - cudaMemPoolTrimTo(keep) synchronises (everything pending becomes ready), gives the free block at
  *     the end of the range back to it, and gives back held chunks that no live allocation touches;
  *     free blocks left without memory are cold: used only when no pending or ready block fits.
- * The probes match in 89 of 90 scenarios (the 90th synchronises without trimming, which a trace
+ * The probes match in 99 of 100 scenarios (the 100th synchronises without trimming, which a trace
  * cannot express); on the 45 traces the real pool's peak is matched within 6% in 43.
  */
 #include "pool_sim.h"
