@@ -12,8 +12,12 @@ the micro-benchmark calibration (the archive's micro-model.csv, else the bundled
 (how far one measurement strays). Markdown on standard output. Needs only the Python standard
 library.
 
+With --measured CSV --machine M it compares the model with the measured device times of machine M
+in a table like traces/h200-device-time.csv instead (no logs: the model column only).
+
 usage: latency-validation.py [--allocsim PATH] [--traces DIR] [--logs ARCHIVE] [--model CSV]
                              [--micro CSV] [--single]
+       latency-validation.py [--allocsim PATH] [--traces DIR] [--model CSV] --measured CSV --machine M
 """
 import argparse, csv, glob, os, statistics, subprocess, sys, tarfile, tempfile
 
@@ -40,6 +44,26 @@ def fit(a, logs, out):
         sys.exit(r.stderr)
 
 
+def from_table(o):
+    rows = [r for r in csv.DictReader(l for l in open(o.measured) if not l.startswith("#")) if r["machine"] == o.machine]
+    if not rows:
+        sys.exit("latency-validation.py: %s: no rows for machine %s" % (o.measured, o.machine))
+    print("| trace | policy | settings | runs | measured mean (µs) | CV | model | err |")
+    print("|---|---|---|---|---|---|---|---|")
+    errs = []
+    for w in WORKLOADS:
+        for p, c in SETTINGS:
+            meas = [float(r["device_time_us"]) for r in rows if (r["trace"], r["policy"], r["config"]) == (w, p, c)]
+            mean = statistics.mean(meas)
+            cv = statistics.stdev(meas) / mean if len(meas) > 1 else 0.0
+            v = simulate(o.allocsim, o.model, p, c, os.path.join(o.traces, w + ".pickle.gz"))
+            errs.append(v / mean - 1)
+            print("| %s | %s | %s | %d | %.0f | %.0f%% | %.0f | %+.0f%% |" % (w, p, c or "(defaults)", len(meas), mean, 100 * cv, v, 100 * errs[-1]))
+    print()
+    print("- model: within 15%% of the measured mean in %d of %d, median |error| %.0f%%, max %.0f%%" %
+          (sum(abs(x) <= 0.15 for x in errs), len(errs), 100 * statistics.median(abs(x) for x in errs), 100 * max(abs(x) for x in errs)))
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     top = os.path.dirname(here)
@@ -50,7 +74,11 @@ def main():
     ap.add_argument("--model", default=os.path.join(top, "traces", "h200-latency-model.csv"))
     ap.add_argument("--micro", help="micro-benchmark model (default: the archive's micro-model.csv, else the bundled one)")
     ap.add_argument("--single", action="store_true", help="also compare single runs")
+    ap.add_argument("--measured", help="a table of measured device times (machine,trace,policy,config,run,device_time_us,...)")
+    ap.add_argument("--machine", help="the machine of --measured to compare with")
     o = ap.parse_args()
+    if o.measured:
+        return from_table(o)
     with tempfile.TemporaryDirectory() as tmp:
         with tarfile.open(o.logs) as t:
             t.extractall(tmp, filter="data") if hasattr(tarfile, "data_filter") else t.extractall(tmp)
