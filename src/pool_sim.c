@@ -9,14 +9,15 @@
  *     neighbours only, ready blocks with ready ones. A request takes the best-fitting pending block
  *     (ties: the first freed), else the best-fitting ready block (ties: the last freed); when neither
  *     fits and blocks are pending, the pool makes them ready (coalescing them with their ready
- *     neighbours) and tries again; else it carves from the end of the range, starting inside the free
- *     block that ends there if there is one. Allocations start at the block's start.
+ *     neighbours; a ready block that then ends the range is given back to it) and tries again; else
+ *     it carves from the end of the range, starting inside the (pending) free block that ends there
+ *     if there is one. Allocations start at the block's start.
  *   - physical memory is held in 32 MiB chunks of that range: a chunk is backed while any live
  *     allocation touches it; memory freed without a synchronisation stays in the pool, and the pool
  *     remaps chunks it holds before it grows, so its reserved bytes are the running maximum of the
  *     number of touched chunks (exact, given the real addresses, on all 38 replays without trims);
- *   - cudaMemPoolTrimTo(keep) synchronises (everything pending becomes ready), gives the free block at
- *     the end of the range back to it, and gives back held chunks that no live allocation touches;
+ *   - cudaMemPoolTrimTo(keep) synchronises (as above), and gives back held chunks that no live
+ *     allocation touches;
  *     free blocks left without memory are cold: used only when no pending or ready block fits.
  * The probes match in 99 of 100 scenarios (the 100th synchronises without trimming, which a trace
  * cannot express); on the 45 traces the real pool's peak is matched within 6% in 43.
@@ -220,7 +221,8 @@ static int backed(const as_simpool *p, uint64_t addr, uint64_t size)
 	return as_chunks_new(&p->chunks, addr, size) < chunks;
 }
 
-/* Synchronisation: every pending block becomes ready (and coalesces with ready neighbours). */
+/* Synchronisation: every pending block becomes ready (and coalesces with ready neighbours); a free
+ * block that then ends the range is given back to it. */
 static void settle(as_simpool *p)
 {
 	hole *h;
@@ -228,6 +230,11 @@ static void settle(as_simpool *p)
 		uint64_t addr = h->addr, size = h->size, seq = h->seq;
 		hole_remove(p, h);
 		free_block(p, addr, size, 0, seq);
+	}
+	h = RB_MAX(addr_tree, &p->holes);
+	if (h && h->addr + h->size == p->top) {
+		p->top = h->addr;
+		hole_remove(p, h);
 	}
 }
 
@@ -296,11 +303,7 @@ void as_simpool_release(as_simpool *p, uint64_t addr)
 void as_simpool_trim(as_simpool *p, uint64_t keep)
 {
 	settle(p); /* a trim synchronises the stream first */
-	hole *h = RB_MAX(addr_tree, &p->holes);
-	if (h && h->addr + h->size == p->top) { /* the end of the range shrinks back */
-		p->top = h->addr;
-		hole_remove(p, h);
-	}
+	hole *h;
 	/* ready blocks over chunks that no live allocation touches lose their memory: cold */
 	RB_FOREACH(h, addr_tree, &p->holes)
 		if (h->kind == READY && !backed(p, h->addr, h->size)) {

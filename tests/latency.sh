@@ -92,7 +92,7 @@ ok "$([ ! -e "$TMP/fit2.csv" ] && "$A" calibrate --from-log -o "$TMP/fit2.csv" "
 if [ -n "$PYTHON" ]; then
 	"$PYTHON" "$srcdir/scripts/latency-validation.py" --allocsim "$A" > "$TMP/val.md"; s=$?
 	is "$s $(grep -c '^| [a-z0-9_]*__default |' "$TMP/val.md")" "0 15" "latency-validation.py: 15 validation rows"
-	is "$(grep '^- model:' "$TMP/val.md")" "- model: within 15% of the measured mean in 11 of 15, median |error| 9%, max 18%" \
+	is "$(grep '^- model:' "$TMP/val.md")" "- model: within 15% of the measured mean in 11 of 15, median |error| 10%, max 18%" \
 		"the bundled model: within 15% of the measured mean in 11 of 15"
 	is "$(grep '^- leave one workload out:' "$TMP/val.md")" \
 		"- leave one workload out: within 15% of the measured mean in 8 of 15, median |error| 15%, max 23%" \
@@ -105,7 +105,7 @@ if [ -n "$PYTHON" ]; then
 	is "$(grep '^- model:' "$TMP/valc.md")" "- model: within 15% of the measured mean in 14 of 15, median |error| 8%, max 19%" \
 		"machine C: the bundled model within 15% of the 10-run mean in 14 of 15"
 	is "$(grep '^- calibration set' "$TMP/valc.md")" \
-		"- calibration set (captured traces only): within 15% of the measured mean in 9 of 15, median |error| 11%, max 30%" \
+		"- calibration set (captured traces only): within 15% of the measured mean in 9 of 15, median |error| 12%, max 30%" \
 		"machine C: a model fitted from that machine's captured-trace replays, 9 of 15"
 	is "$(grep '^- micro-benchmarks:' "$TMP/valc.md")" \
 		"- micro-benchmarks: within 15% of the measured mean in 1 of 15, median |error| 36%, max 63%" \
@@ -146,7 +146,7 @@ is "$(wc -l < "$TMP/async.txt")" 45 "45 traces replayed with the pool model"
 is "$(awk '$4 != $5' "$TMP/async.txt" | wc -l)" 0 "the pool model makes the real pool's number of calls on all 45"
 is "$(awk '{e=$3/$2-1; if (e <= 0.06 && e >= -0.06) print}' "$TMP/async.txt" | wc -l)" 43 \
 	"peak reserved within 6% of the real pool on 43 of 45 traces"
-is "$(awk '$2 == $3' "$TMP/async.txt" | wc -l)" 14 "and exact on 14"
-is "$(awk '$1 ~ /multistream/ && $2 == $3' "$TMP/async.txt" | wc -l)" 5 "multi-stream captures: 5 of 7 exact"
-is "$(awk '{e=$3/$2-1; if (e > 0.16 || e < -0.16) print}' "$TMP/async.txt" | wc -l)" 0 "none off by more than 16%"
+is "$(awk '$2 == $3' "$TMP/async.txt" | wc -l)" 20 "and exact on 20"
+is "$(awk '$1 ~ /multistream/ && $2 == $3' "$TMP/async.txt" | wc -l)" 7 "multi-stream captures: 7 of 7 exact"
+is "$(awk '{e=$3/$2-1; if (e > 0.07 || e < -0.07) print}' "$TMP/async.txt" | wc -l)" 0 "none off by more than 7%"
 finish
