@@ -40,7 +40,7 @@ static double charge(as_device *d, int op, uint64_t size, double t0)
 
 void as_dev_log_header(FILE *f)
 {
-	fputs("call,event,gap,op,model_op,bytes,address,result,us,reserved_bytes\n", f);
+	fputs(AS_DEVLOG_HEADER "\n", f);
 }
 
 /* One --device-log row, written after the call's accounting. */

@@ -54,7 +54,7 @@ struct as_device {
 	void *priv;
 };
 
-/* The --device-log header: call,event,gap,op,model_op,bytes,address,result,us,reserved_bytes. */
+/* Writes the --device-log header (AS_DEVLOG_HEADER). */
 void as_dev_log_header(FILE *f);
 
 /* Address assignment of the simulated device. */

@@ -9,6 +9,14 @@
 
 const char *const as_lat_op_names[LAT_NOPS] = { "malloc", "free", "map", "unmap", "pool_malloc", "pool_grow", "pool_free", "pool_init" };
 
+int as_lat_op_find(const char *name)
+{
+	for (int i = 0; i < LAT_NOPS; i++)
+		if (!strcmp(name, as_lat_op_names[i]))
+			return i;
+	return -1;
+}
+
 void as_quant_init(as_quant *q)
 {
 	q->p50 = gsl_rstat_quantile_alloc(0.5);
@@ -78,10 +86,7 @@ int as_lat_model_read(as_lat_model *m, FILE *f, const char *path, as_err *err)
 			as_lat_model_free(m);
 			return as_fail(err, AS_EXIT_DATAERR, "%s:%lu: expected op,size_lo,size_hi,a_us,b_us_per_mib", path, lineno);
 		}
-		int idle = !strncmp(op, "idle:", 5), k = -1;
-		for (int i = 0; i < LAT_NOPS; i++)
-			if (!strcmp(op + (idle ? 5 : 0), as_lat_op_names[i]))
-				k = i;
+		int idle = !strncmp(op, "idle:", 5), k = as_lat_op_find(op + (idle ? 5 : 0));
 		if (idle && k >= 0) {
 			if (a <= 0 || a > 1e6 || b != 0) {
 				fclose(f);
@@ -147,7 +152,7 @@ double as_lat_model_us(const as_lat_model *m, int op, uint64_t size)
 
 int as_devlog_read(as_devcalls *cs, FILE *f, const char *path, as_err *err)
 {
-	static const char header[] = "call,event,gap,op,model_op,bytes,address,result,us,reserved_bytes";
+	static const char header[] = AS_DEVLOG_HEADER;
 	char line[512];
 	unsigned long lineno = 0;
 	int rc = 0;
@@ -173,14 +178,10 @@ int as_devlog_read(as_devcalls *cs, FILE *f, const char *path, as_err *err)
 		if (got != 6 || us < 0 || !isfinite(us)) {
 			if (got == 2 && strstr(line, ",,"))
 				continue; /* a call no model operation covers (a pool trim) */
-			rc = as_fail(err, AS_EXIT_DATAERR, "%s:%lu: expected call,event,gap,op,model_op,bytes,address,result,us,reserved_bytes",
-				path, lineno);
+			rc = as_fail(err, AS_EXIT_DATAERR, "%s:%lu: expected " AS_DEVLOG_HEADER, path, lineno);
 			break;
 		}
-		int k = -1;
-		for (int i = 0; i < LAT_NOPS; i++)
-			if (!strcmp(op, as_lat_op_names[i]))
-				k = i;
+		int k = as_lat_op_find(op);
 		if (k < 0) {
 			rc = as_fail(err, AS_EXIT_DATAERR, "%s:%lu: unknown model operation '%s'", path, lineno, op);
 			break;

@@ -24,6 +24,10 @@ void as_quant_free(as_quant *q);
  * cudaMallocAsync, which sets the stream-ordered allocator up. */
 enum { LAT_MALLOC, LAT_FREE, LAT_MAP, LAT_UNMAP, LAT_POOL_MALLOC, LAT_POOL_GROW, LAT_POOL_FREE, LAT_POOL_INIT, LAT_NOPS };
 extern const char *const as_lat_op_names[LAT_NOPS];
+/* The LAT_* operation of a name, or -1. */
+int as_lat_op_find(const char *name);
+/* The columns of a --device-log (written by device.c, read by as_devlog_read). */
+#define AS_DEVLOG_HEADER "call,event,gap,op,model_op,bytes,address,result,us,reserved_bytes"
 
 typedef struct as_lat_band {
 	int op;
