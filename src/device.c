@@ -8,7 +8,7 @@
 const char *const as_cal_result_names[CAL_NRESULTS] = { "malloc", "free", "map", "unmap", "pool_malloc", "pool_grow",
 	"pool_free", "pool_init", "vmm_create", "vmm_map", "vmm_setaccess", "vmm_unmap", "vmm_release" };
 
-static double now_us(void)
+double as_dev_now_us(void)
 {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
@@ -28,7 +28,7 @@ static double charge(as_device *d, int op, uint64_t size, double t0)
 	double us = 0.0;
 	d->gap = as_dev_gap(d);
 	if (d->measured)
-		us = now_us() - t0;
+		us = as_dev_now_us() - t0;
 	else if (d->model)
 		us = as_lat_model_us(d->model, op, size) * as_lat_model_factor(d->model, op, d->gap);
 	d->last_event = d->event;
@@ -69,7 +69,7 @@ int as_dev_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *addr)
 		d->num_failed++;
 		return 1;
 	}
-	double t0 = d->measured ? now_us() : 0;
+	double t0 = d->measured ? as_dev_now_us() : 0;
 	int fail = d->ops->alloc(d, size, stream, addr);
 	double us = charge(d, LAT_MALLOC, size, t0);
 	if (fail) {
@@ -88,7 +88,7 @@ int as_dev_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *addr)
 
 void as_dev_free(as_device *d, uint64_t addr, uint64_t size, uint64_t stream)
 {
-	double t0 = d->measured ? now_us() : 0;
+	double t0 = d->measured ? as_dev_now_us() : 0;
 	d->ops->free(d, addr, size);
 	double us = charge(d, LAT_FREE, size, t0);
 	d->reserved -= size;
@@ -113,7 +113,7 @@ int as_dev_map(as_device *d, uint64_t addr, uint64_t size, uint64_t stream)
 		d->num_failed++;
 		return 1;
 	}
-	double t0 = d->measured ? now_us() : 0;
+	double t0 = d->measured ? as_dev_now_us() : 0;
 	int fail = d->ops->map(d, addr, size);
 	double us = charge(d, LAT_MAP, size, t0);
 	if (fail) {
@@ -132,7 +132,7 @@ int as_dev_map(as_device *d, uint64_t addr, uint64_t size, uint64_t stream)
 
 void as_dev_unmap(as_device *d, uint64_t addr, uint64_t size, uint64_t stream)
 {
-	double t0 = d->measured ? now_us() : 0;
+	double t0 = d->measured ? as_dev_now_us() : 0;
 	d->ops->unmap(d, addr, size);
 	double us = charge(d, LAT_UNMAP, size, t0);
 	d->reserved -= size;
@@ -161,7 +161,7 @@ static void pool_sync_reserved(as_device *d)
 int as_dev_pool_alloc(as_device *d, uint64_t size, uint64_t *addr)
 {
 	uint64_t before = d->ops->pool_reserved(d);
-	double t0 = d->measured ? now_us() : 0;
+	double t0 = d->measured ? as_dev_now_us() : 0;
 	int fail = d->ops->pool_alloc(d, size, addr); /* the backend keeps the pool within the capacity */
 	pool_sync_reserved(d);
 	int grew = d->reserved > before;
@@ -181,7 +181,7 @@ int as_dev_pool_alloc(as_device *d, uint64_t size, uint64_t *addr)
 
 void as_dev_pool_free(as_device *d, uint64_t addr, uint64_t size)
 {
-	double t0 = d->measured ? now_us() : 0;
+	double t0 = d->measured ? as_dev_now_us() : 0;
 	d->ops->pool_free(d, addr);
 	double us = charge(d, LAT_POOL_FREE, size, t0);
 	pool_sync_reserved(d);
@@ -191,12 +191,12 @@ void as_dev_pool_free(as_device *d, uint64_t addr, uint64_t size)
 void as_dev_pool_trim(as_device *d, uint64_t keep)
 {
 	uint64_t before = d->reserved;
-	double t0 = d->measured ? now_us() : 0;
+	double t0 = d->measured ? as_dev_now_us() : 0;
 	d->ops->pool_trim(d, keep);
 	pool_sync_reserved(d);
 	if (d->reserved < before) {
 		d->num_free++;
 		/* not a modelled latency: a trim happens only at empty_cache */
-		log_call(d, "cudaMemPoolTrimTo", -1, keep, 0, 0, d->measured ? now_us() - t0 : 0.0);
+		log_call(d, "cudaMemPoolTrimTo", -1, keep, 0, 0, d->measured ? as_dev_now_us() - t0 : 0.0);
 	}
 }

@@ -56,6 +56,8 @@ struct as_device {
 
 /* Writes the --device-log header (AS_DEVLOG_HEADER). */
 void as_dev_log_header(FILE *f);
+/* The monotonic clock device calls are timed with, in microseconds. */
+double as_dev_now_us(void);
 
 /* Address assignment of the simulated device. */
 enum { ADDR_AUTO, ADDR_MODEL, ADDR_RECORDED };

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef CUresult (*pf_reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
 typedef CUresult (*pf_addrfree)(CUdeviceptr, size_t);
@@ -93,13 +92,6 @@ static void cu_unreserve(as_device *d, uint64_t addr, uint64_t size)
 		c->addrfree((CUdeviceptr)addr, (size_t)(uintptr_t)sz);
 }
 
-static double tnow(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
-}
-
 static void cal_add(as_cal_result *res, int k, double us)
 {
 	res->us[k] += us;
@@ -112,14 +104,14 @@ static void lap(as_cal_result *res, int k, double *t)
 {
 	if (!res)
 		return;
-	double now = tnow();
+	double now = as_dev_now_us();
 	cal_add(res, k, now - *t);
 	*t = now;
 }
 
 static void unmap_pages(cudadev *c, uint64_t addr, uint64_t size, as_cal_result *res)
 {
-	double t = res ? tnow() : 0;
+	double t = res ? as_dev_now_us() : 0;
 	for (uint64_t a = addr; a < addr + size; a += c->gran) {
 		void *h = idmap_del(&c->pages, a);
 		if (!h)
@@ -134,7 +126,7 @@ static void unmap_pages(cudadev *c, uint64_t addr, uint64_t size, as_cal_result 
 /* One physical allocation per granule, mapped, then access for the whole range. */
 static int map_range(cudadev *c, uint64_t addr, uint64_t size, as_cal_result *res)
 {
-	double t = res ? tnow() : 0;
+	double t = res ? as_dev_now_us() : 0;
 	for (uint64_t a = addr; a < addr + size; a += c->gran) {
 		CUmemGenericAllocationHandle h;
 		if (c->create(&h, c->gran, &c->prop, 0) != CUDA_SUCCESS) {
@@ -344,17 +336,17 @@ static int cal_malloc(as_device *d, uint64_t size, int n, uint64_t *a, as_cal_re
 {
 	int made = 0;
 	for (; made < n; made++) {
-		double t0 = tnow();
+		double t0 = as_dev_now_us();
 		int fail = cu_alloc(d, size, 0, &a[made]);
-		double t = tnow() - t0;
+		double t = as_dev_now_us() - t0;
 		if (fail)
 			break;
 		cal_add(res, LAT_MALLOC, t);
 	}
 	for (int i = 0; i < made; i++) {
-		double t0 = tnow();
+		double t0 = as_dev_now_us();
 		cu_free(d, a[i], size);
-		cal_add(res, LAT_FREE, tnow() - t0);
+		cal_add(res, LAT_FREE, as_dev_now_us() - t0);
 	}
 	return made == n ? 0 : -1;
 }
@@ -369,17 +361,17 @@ static int cal_vmm(as_device *d, uint64_t size, int n, as_cal_result *res)
 		return -1;
 	int rc = 0;
 	for (int i = 0; i < n && !rc; i++) {
-		double t0 = tnow();
+		double t0 = as_dev_now_us();
 		rc = map_range(c, va + bytes * (uint64_t)i, bytes, res) ? -1 : 0;
 		if (!rc)
-			cal_add(res, LAT_MAP, tnow() - t0);
+			cal_add(res, LAT_MAP, as_dev_now_us() - t0);
 	}
 	for (uint64_t a = va; a < va + bytes * (uint64_t)n; a += bytes) {
 		if (!idmap_get(&c->pages, a))
 			continue;
-		double t0 = tnow();
+		double t0 = as_dev_now_us();
 		unmap_pages(c, a, bytes, res);
-		cal_add(res, LAT_UNMAP, tnow() - t0);
+		cal_add(res, LAT_UNMAP, as_dev_now_us() - t0);
 	}
 	cu_unreserve(d, va, bytes * (uint64_t)n);
 	return rc;
@@ -398,9 +390,9 @@ static int cal_pool(as_device *d, uint64_t size, int n, uint64_t *a, as_cal_resu
 		int made = 0;
 		for (; made < n; made++) {
 			uint64_t before = cu_pool_reserved(d);
-			double t0 = tnow();
+			double t0 = as_dev_now_us();
 			int fail = cu_pool_alloc(d, size, &a[made]);
-			double t = tnow() - t0;
+			double t = as_dev_now_us() - t0;
 			if (fail) {
 				rc = -1;
 				break;
@@ -410,9 +402,9 @@ static int cal_pool(as_device *d, uint64_t size, int n, uint64_t *a, as_cal_resu
 			first = 0;
 		}
 		for (int i = 0; i < made; i++) {
-			double t0 = tnow();
+			double t0 = as_dev_now_us();
 			cu_pool_free(d, a[i]);
-			cal_add(res, LAT_POOL_FREE, tnow() - t0);
+			cal_add(res, LAT_POOL_FREE, as_dev_now_us() - t0);
 		}
 		cudaStreamSynchronize(0);
 	}
@@ -480,12 +472,12 @@ int as_cuda_transfer(FILE *out, int n, as_err *err)
 		}
 		memset(pageable, 1, sz);
 		for (int i = 0; i < n; i++) { /* cudaHostAlloc / cudaFreeHost */
-			double t0 = tnow();
+			double t0 = as_dev_now_us();
 			if (cudaHostAlloc(&pinned, sz, cudaHostAllocDefault) != cudaSuccess) {
 				rc = as_fail(err, AS_EXIT_UNAVAILABLE, "cudaHostAlloc of %llu bytes failed", (unsigned long long)sz);
 				break;
 			}
-			t[i] = tnow() - t0;
+			t[i] = as_dev_now_us() - t0;
 			if (i < n - 1)
 				cudaFreeHost(pinned);
 		}
@@ -502,21 +494,21 @@ int as_cuda_transfer(FILE *out, int n, as_err *err)
 			void *host = h ? pinned : pageable;
 			for (int dir = 0; dir < 2; dir++) {
 				for (int i = 0; i < n; i++) {
-					double t0 = tnow();
+					double t0 = as_dev_now_us();
 					if (dir == 0)
 						cudaMemcpy(dev, host, sz, cudaMemcpyHostToDevice);
 					else
 						cudaMemcpy(host, dev, sz, cudaMemcpyDeviceToHost);
-					t[i] = tnow() - t0;
+					t[i] = as_dev_now_us() - t0;
 				}
 				qsort(t, (size_t)n, sizeof(double), cmp_dbl);
 				fprintf(out, "%llu,%s,%s,%.3f,%.3f\n", (unsigned long long)sz, names[h], dir ? "D2H" : "H2D", t[n / 2],
 					(double)sz / (t[n / 2] * 1e-6) / 1e9);
 			}
 		}
-		double t0 = tnow();
+		double t0 = as_dev_now_us();
 		cudaFreeHost(pinned);
-		fprintf(out, "%llu,pinned,cudaFreeHost,%.3f,\n", (unsigned long long)sz, tnow() - t0);
+		fprintf(out, "%llu,pinned,cudaFreeHost,%.3f,\n", (unsigned long long)sz, as_dev_now_us() - t0);
 		cudaFree(dev);
 		free(pageable);
 	}
