@@ -22,7 +22,7 @@ static const char calibrate_usage[] =
 	"segments from 2 MiB to 1 GiB: cuMemCreate, cuMemMap, cuMemSetAccess, cuMemUnmap, cuMemRelease,\n"
 	"each timed, and per mapping call (create + map per granule, then set-access) and unmapping call.\n"
 	"Fits t = a + b * MiB per operation by weighted least squares (GSL; weights make the error\n"
-	"relative) in up to 4 size bands, placed where they fit best: the model 'replay --latency-model'\n"
+	"relative) in up to 6 size bands, placed where they fit best: the model 'replay --latency-model'\n"
 	"reads.\n"
 	"\n"
 	"With --from-log, fits the same model from the device calls of real replays instead: the LOGs\n"
@@ -43,6 +43,27 @@ typedef struct pts {
 	double x[MAXPTS], y[MAXPTS], w[MAXPTS]; /* MiB, mean us, weight */
 	uint64_t size[MAXPTS];
 } pts;
+
+/* One measured point: the mean time of `calls` calls of (on average) `bytes` bytes, weighted so
+ * that the fit minimises relative error. */
+static void add_point(pts *p, double bytes, double us, double calls)
+{
+	if (p->n == MAXPTS || us <= 0)
+		return;
+	p->x[p->n] = bytes / 1048576.0;
+	p->y[p->n] = us;
+	p->w[p->n] = calls / (us * us);
+	p->size[p->n++] = (uint64_t)bytes;
+}
+
+/* The first line of a model file: what made it, and when. */
+static void model_header(FILE *f, const char *what)
+{
+	time_t now = time(NULL);
+	char date[32];
+	strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
+	fprintf(f, "# allocsim calibrate%s, %s, ", what, date);
+}
 
 /* Weighted chi-square of the straight line through points i..j (relative error: w = calls/y^2). */
 static double seg_fit(const pts *p, size_t i, size_t j, double *a, double *b)
@@ -167,24 +188,15 @@ static int calibrate_from_logs(char **logs, int n, const char *out)
 		bu[c->op][b] += c->us;
 	}
 	for (int k = 0; k < LAT_NOPS; k++)
-		for (int b = 0; b < NBINS; b++) {
-			if (!bc[k][b] || bu[k][b] <= 0)
-				continue;
-			pts *p = &per[k];
-			double y = bu[k][b] / bc[k][b];
-			p->x[p->n] = bb[k][b] / bc[k][b] / 1048576.0;
-			p->y[p->n] = y;
-			p->w[p->n] = bc[k][b] / (y * y);
-			p->size[p->n++] = (uint64_t)(bb[k][b] / bc[k][b]);
-		}
+		for (int b = 0; b < NBINS; b++)
+			if (bc[k][b])
+				add_point(&per[k], bb[k][b] / bc[k][b], bu[k][b] / bc[k][b], bc[k][b]);
 	/* the size model goes to a temporary file first: the idle factors are computed with it */
 	char *text = NULL;
 	size_t len = 0;
 	FILE *mem = open_memstream(&text, &len);
-	time_t now = time(NULL);
-	char date[32];
-	strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
-	fprintf(mem, "# allocsim calibrate --from-log, %s, %zu device calls from %d log(s)\n", date, cs.n, n);
+	model_header(mem, " --from-log");
+	fprintf(mem, "%zu device calls from %d log(s)\n", cs.n, n);
 	fputs("op,size_lo,size_hi,a_us,b_us_per_mib\n", mem);
 	for (int k = 0; k < LAT_NOPS; k++) {
 		if (k == LAT_POOL_INIT) { /* a one-off cost: the mean of the first calls */
@@ -320,13 +332,7 @@ int cmd_calibrate(int argc, char **argv)
 					sz[i], res.calls[k], res.us[k]);
 				if (raw)
 					fprintf(rf.fp, "%s,%" PRIu64 ",%" PRIu64 ",%.3f\n", as_cal_result_names[k], sz[i], res.calls[k], res.us[k]);
-				pts *p = &per[k];
-				if (p->n < MAXPTS && res.us[k] > 0) {
-					p->x[p->n] = (double)sz[i] / 1048576.0;
-					p->y[p->n] = res.us[k];
-					p->w[p->n] = (double)res.calls[k] / (res.us[k] * res.us[k]);
-					p->size[p->n++] = sz[i];
-				}
+				add_point(&per[k], (double)sz[i], res.us[k], (double)res.calls[k]);
 			}
 		}
 	}
@@ -336,10 +342,8 @@ int cmd_calibrate(int argc, char **argv)
 		return cli_report(&err);
 	uint64_t fr = 0, tot = 0;
 	as_cuda_mem_info(&fr, &tot);
-	time_t now = time(NULL);
-	char date[32];
-	strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
-	fprintf(of.fp, "# allocsim calibrate, %s, GPU memory %" PRIu64 " bytes, %" PRIu64 " calls per point\n", date, tot, reps);
+	model_header(of.fp, "");
+	fprintf(of.fp, "GPU memory %" PRIu64 " bytes, %" PRIu64 " calls per point\n", tot, reps);
 	fputs("op,size_lo,size_hi,a_us,b_us_per_mib\n", of.fp);
 	for (int k = 0; k < LAT_NOPS; k++)
 		fit_bands(of.fp, as_lat_op_names[k], &per[k]);
