@@ -5,7 +5,8 @@
  *   gcc -O2 -I/usr/local/cuda/include scripts/pool-probe.c -o pool-probe -L/usr/local/cuda/lib64 -lcudart
  *   grep -v '^#' traces/h200-pool-probes.txt | tail -n +2 | ./pool-probe
  * Input lines: NAME|OPS[|anything]; OPS: x=SIZE allocates (K/M suffixes, decimals allowed), -x frees,
- * sync = cudaStreamSynchronize, trim = sync + cudaMemPoolTrimTo(0), R prints the reserved bytes.
+ * sync = cudaStreamSynchronize, trim = sync + cudaMemPoolTrimTo(0), R prints the reserved bytes,
+ * wN spins N microseconds on the host (no CUDA call), q = cudaStreamQuery.
  * Output: NAME: x@OFFSET_MIB ... | R=RESERVED_MIB (offsets from the scenario's first allocation).
  */
 #include <cuda_runtime_api.h>
@@ -13,9 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
-#define MAXV 64
+#include <time.h>
+static double now_us(void){ struct timespec t; clock_gettime(CLOCK_MONOTONIC,&t); return t.tv_sec*1e6+t.tv_nsec/1e3; }
+#define MAXV 4096
 int main(void){
-  char line[4096];
+  static char line[1 << 16];
   cudaSetDevice(0); cudaFree(0);
   while(fgets(line,sizeof line,stdin)){
     if(line[0]=='#'||line[0]=='\n') continue;
@@ -32,6 +35,8 @@ int main(void){
     char names[MAXV][16]; void *ptr[MAXV]; int nv=0; uintptr_t base=0;
     for(char *t=strtok(colon+1," \t\n");t;t=strtok(NULL," \t\n")){
       if(!strcmp(t,"sync")){cudaStreamSynchronize(0);continue;}
+      if(!strcmp(t,"q")){cudaStreamQuery(0);continue;}
+      if(t[0]=='w'&&t[1]>='0'&&t[1]<='9'){double e=now_us()+atof(t+1); while(now_us()<e); continue;}
       if(!strcmp(t,"trim")){cudaStreamSynchronize(0);cudaMemPoolTrimTo(pool,0);continue;}
       if(!strcmp(t,"R")){unsigned long long v=0;cudaMemPoolGetAttribute(pool,cudaMemPoolAttrReservedMemCurrent,&v);printf(" R=%.0fM",v/1048576.0);continue;}
       if(t[0]=='-'){int i; for(i=0;i<nv;i++) if(!strcmp(names[i],t+1)) break; if(i<nv&&ptr[i]){cudaFreeAsync(ptr[i],0);ptr[i]=NULL;} else printf(" ?%s",t); continue;}

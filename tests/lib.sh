@@ -15,11 +15,12 @@ csv_bars() { awk '{ o = ""; q = 0; for (i = 1; i <= length($0); i++) { c = subst
 	if (c == "\"") q = !q; else if (c == "," && !q) o = o "|"; else o = o c } print o }'; }
 col() { printf '%s\n' "$1" | csv_bars | awk -F'|' -v c="$2" 'NR==1{for(i=1;i<=NF;i++) if($i==c) k=i} NR==2{print $k}'; }
 # probe_trace OPS TRACE NAMES: a pool-probe scenario (traces/h200-pool-probes.txt) as a native trace:
-# NAME=SIZE -> a ID SIZE 0, -NAME -> f ID, sync and trim -> e (empty_cache); NAMES gets the
-# allocations' names in order
+# NAME=SIZE -> a ID SIZE 0, -NAME -> f ID, sync and trim -> e (empty_cache); wN (a wait) and q (a
+# stream query) are dropped: a trace has no time; NAMES gets the allocations' names in order
 probe_trace() {
 	printf '%s\n' "$1" | tr ' ' '\n' | awk -v names="$3" 'BEGIN { print "#allocsim-trace 1" }
 		/^(sync|trim)$/ { print "e"; next }
+		/^(w[0-9]+|q)$/ { next }
 		/^-/ { print "f " id[substr($0, 2)]; next }
 		{ split($0, kv, "="); v = kv[2]; m = 1
 		  if (v ~ /M$/) { m = 1048576; sub(/M$/, "", v) } else if (v ~ /K$/) { m = 1024; sub(/K$/, "", v) }
