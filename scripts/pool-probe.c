@@ -6,7 +6,8 @@
  *   grep -v '^#' traces/h200-pool-probes.txt | tail -n +2 | ./pool-probe
  * Input lines: NAME|OPS[|anything]; OPS: x=SIZE allocates (K/M suffixes, decimals allowed), -x frees,
  * sync = cudaStreamSynchronize, trim = sync + cudaMemPoolTrimTo(0), R prints the reserved bytes,
- * wN spins N microseconds on the host (no CUDA call), q = cudaStreamQuery.
+ * wN spins N microseconds on the host (no CUDA call), q = cudaStreamQuery, r and u read the pool's
+ * ReservedMemCurrent and UsedMemCurrent attributes (printing nothing).
  * Output: NAME: x@OFFSET_MIB ... | R=RESERVED_MIB (offsets from the scenario's first allocation).
  */
 #include <cuda_runtime_api.h>
@@ -36,6 +37,7 @@ int main(void){
     for(char *t=strtok(colon+1," \t\n");t;t=strtok(NULL," \t\n")){
       if(!strcmp(t,"sync")){cudaStreamSynchronize(0);continue;}
       if(!strcmp(t,"q")){cudaStreamQuery(0);continue;}
+      if(!strcmp(t,"r")||!strcmp(t,"u")){unsigned long long v=0;cudaMemPoolGetAttribute(pool,t[0]=='r'?cudaMemPoolAttrReservedMemCurrent:cudaMemPoolAttrUsedMemCurrent,&v);continue;}
       if(t[0]=='w'&&t[1]>='0'&&t[1]<='9'){double e=now_us()+atof(t+1); while(now_us()<e); continue;}
       if(!strcmp(t,"trim")){cudaStreamSynchronize(0);cudaMemPoolTrimTo(pool,0);continue;}
       if(!strcmp(t,"R")){unsigned long long v=0;cudaMemPoolGetAttribute(pool,cudaMemPoolAttrReservedMemCurrent,&v);printf(" R=%.0fM",v/1048576.0);continue;}
