@@ -2,25 +2,28 @@
  * pool_sim.c - the simulated cudaMallocAsync pool.
  *
  * What the real pool does, as measured on an H200 (doc/real-gpu.md): 48 replays with every
- * cudaMallocAsync's address and the pool's reserved bytes after every call, and 100 scripted probe
+ * cudaMallocAsync's address and the pool's reserved bytes after every call, and 138 scripted probe
  * scenarios (traces/h200-pool-probes.txt) that isolate one rule each:
  *   - one virtual range per pool; requests are rounded up to 512 bytes and packed in it;
  *   - a freed block is pending until the pool synchronises; pending blocks coalesce with pending
- *     neighbours only, ready blocks with ready ones. A request takes the best-fitting pending block
- *     (ties: the first freed), else the best-fitting ready block (ties: the last freed); when neither
- *     fits and blocks are pending, the pool makes them ready (coalescing them with their ready
- *     neighbours; a ready block that then ends the range is given back to it) and tries again; else
- *     it carves from the end of the range, starting inside the (pending) free block that ends there
- *     if there is one. Allocations start at the block's start.
- *   - physical memory is held in 32 MiB chunks of that range: a chunk is backed while any live
- *     allocation touches it; memory freed without a synchronisation stays in the pool, and the pool
- *     remaps chunks it holds before it grows, so its reserved bytes are the running maximum of the
- *     number of touched chunks (exact, given the real addresses, on all 38 replays without trims);
- *   - cudaMemPoolTrimTo(keep) synchronises (as above) and gives back held chunks that no live
- *     allocation touches; free blocks left without memory are cold: used only when no pending or
- *     ready block fits.
- * The probes match in 99 of 100 scenarios (the 100th synchronises without trimming, which a trace
- * cannot express); on the 45 traces the real pool's peak is matched within 6% in 43.
+ *     neighbours only, ready blocks with ready ones. Time, stream queries and the number of pending
+ *     blocks do not make a pending block ready;
+ *   - physical memory is mapped under the range in 32 MiB chunks. A chunk no live allocation touches
+ *     keeps its memory until an allocation that needs memory for a chunk of its own takes it (the
+ *     nearest such chunk, the higher of two equally near); the pool grows by a chunk only when none is left, so its reserved
+ *     bytes are the running maximum of the number of touched chunks (exact, given the real
+ *     addresses, on all 38 replays without trims). A free block with a chunk that has no memory
+ *     under it is cold;
+ *   - a request takes the best-fitting pending block (ties: the first freed), else the best-fitting
+ *     ready block that is not cold (ties: the last freed); when neither fits and blocks are pending,
+ *     the pool makes them ready (coalescing them with their ready neighbours; a free block that then
+ *     ends the range is given back to it) and tries again; else the best-fitting cold block; else it
+ *     carves from the end of the range, starting inside the free block that ends there if there is
+ *     one. Allocations start at the block's start;
+ *   - cudaMemPoolTrimTo(keep) synchronises (as above) and unmaps every chunk that no live
+ *     allocation touches, keeping at most keep bytes of the memory.
+ * The probes match in 137 of 138 scenarios (the other synchronises without trimming, which a trace
+ * cannot express).
  */
 #include "pool_sim.h"
 #include "common.h"
@@ -74,11 +77,11 @@ void as_chunks_del(as_chunks *c, uint64_t addr, uint64_t size)
 	}
 }
 
-/* A free block, of one of three kinds: pending (freed since the pool last synchronised: the driver
- * hands it out again on the same stream, but keeps it apart from ready memory), ready, and cold (a
- * ready block that a trim left without any physical memory under it: used after the others).
- * Pending blocks coalesce only with pending neighbours; ready and cold ones with each other. */
-enum { READY, PENDING, COLD };
+/* A free block: pending (freed since the pool last synchronised: the driver hands it out again on
+ * the same stream, but keeps it apart from ready memory) or ready. Pending blocks coalesce only with
+ * pending neighbours, ready ones with ready ones. Whether a ready block is cold (has a chunk without
+ * memory under it) is a matter of the chunks, asked when a request is placed. */
+enum { READY, PENDING };
 typedef struct hole {
 	uint64_t addr, size, seq; /* seq: when it was (re)inserted */
 	int kind;
@@ -114,16 +117,32 @@ RB_GENERATE_STATIC(addr_tree, hole, by_addr, addr_cmp);
 RB_GENERATE_STATIC(pend_tree, hole, by_size, pend_cmp);
 RB_GENERATE_STATIC(ready_tree, hole, by_size, ready_cmp);
 
+/* A 32 MiB chunk of the range with memory under it; idle ones (no live allocation touches them)
+ * are kept by index, for an allocation that needs memory to take the nearest. */
+typedef struct chunk {
+	uint64_t k;
+	int idle;
+	RB_ENTRY(chunk) link;
+} chunk;
+static int chunk_cmp(const chunk *a, const chunk *b)
+{
+	return a->k < b->k ? -1 : a->k > b->k;
+}
+RB_HEAD(chunk_tree, chunk);
+RB_GENERATE_STATIC(chunk_tree, chunk, link, chunk_cmp);
+
 struct as_simpool {
 	struct addr_tree holes;  /* every free block, by address */
 	struct pend_tree pend;   /* the pending ones, by size */
 	struct ready_tree ready; /* the ready ones, by size */
-	struct ready_tree cold;  /* the cold ones, by size */
 	uint64_t top;            /* nothing from here up has been handed out */
 	uint64_t seq;
 	idmap live;              /* address -> size */
-	as_chunks chunks;
-	uint64_t held;           /* chunks the pool holds */
+	as_chunks chunks;        /* how many live allocations touch each chunk */
+	idmap mapped;            /* chunk index -> chunk, for the chunks with memory under them */
+	struct chunk_tree idle;  /* the mapped chunks no live allocation touches */
+	uint64_t nmapped, nidle;
+	uint64_t held;           /* chunks the pool holds: mapped ones and spare memory */
 };
 
 as_simpool *as_simpool_new(void)
@@ -132,9 +151,10 @@ as_simpool *as_simpool_new(void)
 	RB_INIT(&p->holes);
 	RB_INIT(&p->pend);
 	RB_INIT(&p->ready);
-	RB_INIT(&p->cold);
+	RB_INIT(&p->idle);
 	p->top = POOL_BASE;
 	idmap_init(&p->live);
+	idmap_init(&p->mapped);
 	as_chunks_init(&p->chunks);
 	return p;
 }
@@ -148,6 +168,10 @@ void as_simpool_free(as_simpool *p)
 		RB_REMOVE(addr_tree, &p->holes, h);
 		free(h);
 	}
+	for (size_t i = 0; i < p->mapped.cap; i++)
+		if (idmap_live(&p->mapped, i))
+			free(p->mapped.vals[i]);
+	idmap_free(&p->mapped);
 	idmap_free(&p->live);
 	as_chunks_free(&p->chunks);
 	free(p);
@@ -158,7 +182,7 @@ static void size_unlink(as_simpool *p, hole *h)
 	if (h->kind == PENDING)
 		RB_REMOVE(pend_tree, &p->pend, h);
 	else
-		RB_REMOVE(ready_tree, h->kind == COLD ? &p->cold : &p->ready, h);
+		RB_REMOVE(ready_tree, &p->ready, h);
 }
 
 static void size_link(as_simpool *p, hole *h)
@@ -166,7 +190,7 @@ static void size_link(as_simpool *p, hole *h)
 	if (h->kind == PENDING)
 		RB_INSERT(pend_tree, &p->pend, h);
 	else
-		RB_INSERT(ready_tree, h->kind == COLD ? &p->cold : &p->ready, h);
+		RB_INSERT(ready_tree, &p->ready, h);
 }
 
 static void hole_remove(as_simpool *p, hole *h)
@@ -187,24 +211,18 @@ static void hole_add(as_simpool *p, uint64_t addr, uint64_t size, int kind, uint
 	size_link(p, h);
 }
 
-static int mergeable(int a, int b)
-{
-	return (a == PENDING) == (b == PENDING);
-}
-
-/* Adds a free block (PENDING or READY), coalescing it with the free blocks beside it that it may
- * merge with; a ready block that absorbs a cold one is ready. */
+/* Adds a free block (PENDING or READY), coalescing it with the free blocks of its kind beside it. */
 static void free_block(as_simpool *p, uint64_t addr, uint64_t size, int kind, uint64_t seq)
 {
 	hole key = { .addr = addr };
 	hole *next = RB_NFIND(addr_tree, &p->holes, &key);
 	hole *prev = next ? RB_PREV(addr_tree, &p->holes, next) : RB_MAX(addr_tree, &p->holes);
-	if (next && next->addr == addr + size && mergeable(next->kind, kind)) {
+	if (next && next->addr == addr + size && next->kind == kind) {
 		size += next->size;
 		seq = next->seq > seq ? next->seq : seq;
 		hole_remove(p, next);
 	}
-	if (prev && prev->addr + prev->size == addr && mergeable(prev->kind, kind)) {
+	if (prev && prev->addr + prev->size == addr && prev->kind == kind) {
 		addr = prev->addr;
 		size += prev->size;
 		seq = prev->seq > seq ? prev->seq : seq;
@@ -213,11 +231,54 @@ static void free_block(as_simpool *p, uint64_t addr, uint64_t size, int kind, ui
 	hole_add(p, addr, size, kind, seq);
 }
 
-/* Whether a live allocation touches any chunk of [addr, addr+size). */
-static int backed(const as_simpool *p, uint64_t addr, uint64_t size)
+static uint64_t first_chunk(uint64_t addr) { return addr / AS_POOL_CHUNK; }
+static uint64_t last_chunk(uint64_t addr, uint64_t size) { return (addr + size - 1) / AS_POOL_CHUNK; }
+
+static void set_idle(as_simpool *p, chunk *c, int idle)
 {
-	uint64_t chunks = (addr + size - 1) / AS_POOL_CHUNK - addr / AS_POOL_CHUNK + 1;
-	return as_chunks_new(&p->chunks, addr, size) < chunks;
+	if (c->idle == idle)
+		return;
+	if (idle)
+		RB_INSERT(chunk_tree, &p->idle, c);
+	else
+		RB_REMOVE(chunk_tree, &p->idle, c);
+	c->idle = idle;
+	p->nidle += idle ? 1 : -1;
+}
+
+static void map_chunk(as_simpool *p, uint64_t k)
+{
+	chunk *c = xcalloc(1, sizeof(*c));
+	c->k = k;
+	idmap_put(&p->mapped, k, c);
+	p->nmapped++;
+}
+
+static void unmap_chunk(as_simpool *p, chunk *c)
+{
+	set_idle(p, c, 0);
+	idmap_del(&p->mapped, c->k);
+	p->nmapped--;
+	free(c);
+}
+
+/* Cold: a chunk of the block has no memory under it. */
+static int cold(const as_simpool *p, const hole *h)
+{
+	for (uint64_t k = first_chunk(h->addr); k <= last_chunk(h->addr, h->size); k++)
+		if (!idmap_get(&p->mapped, k))
+			return 1;
+	return 0;
+}
+
+/* The best-fitting ready block of at least n bytes that is cold or not (ties: the last freed). */
+static hole *best_ready(as_simpool *p, uint64_t n, int want_cold)
+{
+	hole key = { .size = n, .seq = UINT64_MAX };
+	for (hole *h = RB_NFIND(ready_tree, &p->ready, &key); h; h = RB_NEXT(ready_tree, &p->ready, h))
+		if (cold(p, h) == want_cold)
+			return h;
+	return NULL;
 }
 
 /* Synchronisation: every pending block becomes ready (and coalesces with ready neighbours); a free
@@ -238,24 +299,64 @@ static void settle(as_simpool *p)
 }
 
 /* Where a request of n bytes goes, as the driver decides (measured on an H200, doc/real-gpu.md):
- * the best-fitting pending block (ties: the first freed); else the best-fitting ready block (ties:
- * the last freed); else, when blocks are pending, the pool settles them and tries the ready blocks
- * again; else the best-fitting cold block; else the end of the range, starting inside the free
- * block that ends there if any. Returns the block to carve from, or NULL for the end of the range. */
+ * the best-fitting pending block (ties: the first freed); else the best-fitting ready block that is
+ * not cold (ties: the last freed); else, when blocks are pending, the pool settles them and tries
+ * those again; else the best-fitting cold block; else the end of the range, starting inside the
+ * free block that ends there if any. Returns the block to carve from, or NULL for the end. */
 static hole *place(as_simpool *p, uint64_t n)
 {
-	hole key = { .size = n, .seq = UINT64_MAX };
 	hole *h = RB_NFIND(pend_tree, &p->pend, &(hole){ .size = n });
 	if (h)
 		return h;
-	if ((h = RB_NFIND(ready_tree, &p->ready, &key)))
+	if ((h = best_ready(p, n, 0)))
 		return h;
 	if (!RB_EMPTY(&p->pend)) {
 		settle(p);
-		if ((h = RB_NFIND(ready_tree, &p->ready, &key)))
+		if ((h = best_ready(p, n, 0)))
 			return h;
 	}
-	return RB_NFIND(ready_tree, &p->cold, &key);
+	return best_ready(p, n, 1);
+}
+
+/* The chunks the pool would have to add to hold [a, a+n): the range's chunks without memory, less
+ * its spare memory and the idle chunks outside the range that can be taken. */
+static uint64_t growth(const as_simpool *p, uint64_t a, uint64_t n)
+{
+	uint64_t need = 0, idle_inside = 0;
+	for (uint64_t k = first_chunk(a); k <= last_chunk(a, n); k++) {
+		chunk *c = idmap_get(&p->mapped, k);
+		need += !c;
+		idle_inside += c && c->idle;
+	}
+	uint64_t avail = p->held - p->nmapped + p->nidle - idle_inside;
+	return need > avail ? need - avail : 0;
+}
+
+/* Memory for every chunk of [a, a+n): spare memory first, else the idle chunk nearest to it
+ * outside the range gives its memory up, else the pool grows; then the chunks are touched. */
+static void map_range(as_simpool *p, uint64_t a, uint64_t n)
+{
+	uint64_t k0 = first_chunk(a), k1 = last_chunk(a, n);
+	for (uint64_t k = k0; k <= k1; k++) {
+		if (idmap_get(&p->mapped, k))
+			continue;
+		if (p->held == p->nmapped) { /* the idle chunk nearest to k outside the range (ties: the higher) */
+			chunk key = { .k = k0 };
+			chunk *hi = RB_NFIND(chunk_tree, &p->idle, &key);
+			chunk *lo = hi ? RB_PREV(chunk_tree, &p->idle, hi) : RB_MAX(chunk_tree, &p->idle);
+			while (hi && hi->k <= k1)
+				hi = RB_NEXT(chunk_tree, &p->idle, hi);
+			chunk *v = !lo ? hi : !hi ? lo : hi->k - k <= k - lo->k ? hi : lo;
+			if (v)
+				unmap_chunk(p, v);
+			else
+				p->held++;
+		}
+		map_chunk(p, k);
+	}
+	for (uint64_t k = k0; k <= k1; k++)
+		set_idle(p, idmap_get(&p->mapped, k), 0);
+	as_chunks_add(&p->chunks, a, n);
 }
 
 int as_simpool_alloc(as_simpool *p, uint64_t size, uint64_t limit, uint64_t *addr)
@@ -268,23 +369,20 @@ int as_simpool_alloc(as_simpool *p, uint64_t size, uint64_t limit, uint64_t *add
 	if (last && last->addr + last->size != p->top)
 		last = NULL;
 	uint64_t a = h ? h->addr : last ? last->addr : p->top;
-	uint64_t fresh = as_chunks_new(&p->chunks, a, n);
-	uint64_t want = p->chunks.touched + fresh > p->held ? p->chunks.touched + fresh : p->held;
-	if (limit && want > limit / AS_POOL_CHUNK)
+	if (limit && p->held + growth(p, a, n) > limit / AS_POOL_CHUNK)
 		return 1;
 	if (h) {
 		uint64_t rest = h->size - n, at = h->addr + n;
 		int kind = h->kind;
 		hole_remove(p, h);
-		if (rest) /* what an allocation leaves of a cold block is ready: the driver mapped memory for it */
-			hole_add(p, at, rest, kind == COLD ? READY : kind, ++p->seq);
+		if (rest)
+			hole_add(p, at, rest, kind, ++p->seq);
 	} else {
 		if (last)
 			hole_remove(p, last);
 		p->top = a + n;
 	}
-	as_chunks_add(&p->chunks, a, n);
-	p->held = want;
+	map_range(p, a, n);
 	idmap_put(&p->live, a, (void *)(uintptr_t)n);
 	*addr = a;
 	return 0;
@@ -296,23 +394,21 @@ void as_simpool_release(as_simpool *p, uint64_t addr)
 	if (!n)
 		return;
 	as_chunks_del(&p->chunks, addr, n);
+	for (uint64_t k = first_chunk(addr); k <= last_chunk(addr, n); k++)
+		if (!idmap_get(&p->chunks.count, k))
+			set_idle(p, idmap_get(&p->mapped, k), 1);
 	free_block(p, addr, n, PENDING, ++p->seq);
 }
 
 void as_simpool_trim(as_simpool *p, uint64_t keep)
 {
 	settle(p); /* a trim synchronises the stream first */
-	hole *h;
-	/* ready blocks over chunks that no live allocation touches lose their memory: cold */
-	RB_FOREACH(h, addr_tree, &p->holes)
-		if (h->kind == READY && !backed(p, h->addr, h->size)) {
-			size_unlink(p, h);
-			h->kind = COLD;
-			size_link(p, h);
-		}
+	chunk *c;
+	while ((c = RB_MIN(chunk_tree, &p->idle))) /* memory no live allocation uses is unmapped */
+		unmap_chunk(p, c);
 	uint64_t k = keep / AS_POOL_CHUNK;
-	if (p->held > k)
-		p->held = k > p->chunks.touched ? k : p->chunks.touched;
+	if (p->held > k) /* and given back, down to keep */
+		p->held = k > p->nmapped ? k : p->nmapped;
 }
 
 uint64_t as_simpool_reserved(const as_simpool *p)
@@ -329,7 +425,7 @@ int as_simpool_check(const as_simpool *p, char *why, size_t n)
 			snprintf(why, n, "pool hole at 0x%llx overlaps another or the top", (unsigned long long)h->addr);
 			return -1;
 		}
-		if (prev && prev->addr + prev->size == h->addr && mergeable(prev->kind, h->kind)) {
+		if (prev && prev->addr + prev->size == h->addr && prev->kind == h->kind) {
 			snprintf(why, n, "pool holes at 0x%llx and 0x%llx are of one kind and not coalesced",
 				(unsigned long long)prev->addr, (unsigned long long)h->addr);
 			return -1;
@@ -346,9 +442,27 @@ int as_simpool_check(const as_simpool *p, char *why, size_t n)
 			(unsigned long long)bytes, (unsigned long long)holes, (unsigned long long)(p->top - POOL_BASE));
 		return -1;
 	}
-	if (p->held < p->chunks.touched) {
-		snprintf(why, n, "pool holds %llu chunks but live blocks touch %llu", (unsigned long long)p->held,
-			(unsigned long long)p->chunks.touched);
+	uint64_t idle = 0;
+	for (size_t i = 0; i < p->mapped.cap; i++)
+		if (idmap_live(&p->mapped, i)) {
+			const chunk *c = p->mapped.vals[i];
+			if (c->idle != !idmap_get(&p->chunks.count, c->k)) {
+				snprintf(why, n, "pool chunk %llu is %s but %s", (unsigned long long)c->k,
+					c->idle ? "idle" : "in use", c->idle ? "a live block touches it" : "no live block does");
+				return -1;
+			}
+			idle += c->idle;
+		}
+	for (size_t i = 0; i < p->chunks.count.cap; i++)
+		if (idmap_live(&p->chunks.count, i) && !idmap_get(&p->mapped, p->chunks.count.keys[i])) {
+			snprintf(why, n, "pool chunk %llu is touched by a live block but has no memory",
+				(unsigned long long)p->chunks.count.keys[i]);
+			return -1;
+		}
+	if (idle != p->nidle || p->nmapped > p->held || p->held < p->chunks.touched) {
+		snprintf(why, n, "pool holds %llu chunks, maps %llu (%llu idle, %llu counted), live blocks touch %llu",
+			(unsigned long long)p->held, (unsigned long long)p->nmapped, (unsigned long long)idle,
+			(unsigned long long)p->nidle, (unsigned long long)p->chunks.touched);
 		return -1;
 	}
 	return 0;

@@ -46,7 +46,7 @@ while IFS='|' read -r name ops result; do
 	pn=$((pn + 1)); real=$(probe_offsets "$TMP/p.names" "$TMP/pr.csv"); model=$(probe_offsets "$TMP/p.names" "$TMP/ps.csv")
 	if [ "$real" = "$model" ]; then pm=$((pm + 1)); else echo "# probe $name: real '$real', model '$model'"; fi
 done < "$TMP/probes"
-is "$pm/$pn" "124/124" "pool probes replayed on the real pool: the model places every allocation as it does"
+is "$pm/$pn" "150/150" "pool probes replayed on the real pool: the model places every allocation as it does"
 "$A" replay --backend cuda -p passthrough --no-timing --device-log "$TMP/dl2.csv" -o /dev/null "$tr"
 run "$A" calibrate --from-log -o "$TMP/fit.csv" "$TMP/dl.csv" "$TMP/dl2.csv"
 ok "$([ "$st" = 0 ] && grep -q '^pool_malloc,' "$TMP/fit.csv" && grep -q '^malloc,' "$TMP/fit.csv"; echo $?)" "calibrate --from-log fits real device logs"

@@ -105,7 +105,7 @@ if [ -n "$PYTHON" ]; then
 	is "$(grep '^- model:' "$TMP/valc.md")" "- model: within 15% of the measured mean in 14 of 15, median |error| 8%, max 19%" \
 		"machine C: the bundled model within 15% of the 10-run mean in 14 of 15"
 	is "$(grep '^- calibration set' "$TMP/valc.md")" \
-		"- calibration set (captured traces only): within 15% of the measured mean in 9 of 15, median |error| 12%, max 30%" \
+		"- calibration set (captured traces only): within 15% of the measured mean in 9 of 15, median |error| 11%, max 30%" \
 		"machine C: a model fitted from that machine's captured-trace replays, 9 of 15"
 	is "$(grep '^- micro-benchmarks:' "$TMP/valc.md")" \
 		"- micro-benchmarks: within 15% of the measured mean in 1 of 15, median |error| 36%, max 63%" \
@@ -127,7 +127,7 @@ if [ -n "$PYTHON" ]; then
 		"- micro-benchmarks: within 15% of the measured mean in 9 of 15, median |error| 10%, max 43%" \
 		"machine E: its own micro-benchmark calibration, 9 of 15"
 	is "$(grep '^- single runs within 15%' "$TMP/vale.md")" \
-		"- single runs within 15%: of the model 89 of 150, of their own replay's mean 104 of 150" \
+		"- single runs within 15%: of the model 90 of 150, of their own replay's mean 104 of 150" \
 		"machine E: one run lies within 15% of its own 10-run mean in 104 of 150"
 	"$PYTHON" "$srcdir/scripts/latency-validation.py" --allocsim "$A" --measured "$srcdir/traces/h200-device-time.csv" --machine E > "$TMP/vale2.md"
 	is "$(tail -1 "$TMP/vale2.md")" "- model: within 15% of the measured mean in 13 of 15, median |error| 6%, max 19%" \
@@ -156,16 +156,16 @@ else
 fi
 
 # the cuda-async pool model against the real pool on the H200 (traces/h200-cuda-async.csv):
-# the same device calls everywhere; peak reserved within 6% on 43 of 45 (doc/real-gpu.md)
+# the same device calls everywhere; peak reserved exact on 36 of 45, the other 9 (GPT-2's) +1.35%
+# (doc/real-gpu.md)
 tail -n +3 "$srcdir/traces/h200-cuda-async.csv" | while IFS=, read -r t cap real calls; do
 	"$A" replay -p cuda-async --no-timing -o - "$srcdir/traces/$t" | csv_bars | awk -F'|' -v t="$t" -v r="$real" -v c="$calls" '
 		NR==1{for(i=1;i<=NF;i++)h[$i]=i} NR==2{print t, r, $h["peak_reserved_bytes"], c, $h["device_calls"]}'
 done > "$TMP/async.txt"
 is "$(wc -l < "$TMP/async.txt")" 45 "45 traces replayed with the pool model"
 is "$(awk '$4 != $5' "$TMP/async.txt" | wc -l)" 0 "the pool model makes the real pool's number of calls on all 45"
-is "$(awk '{e=$3/$2-1; if (e <= 0.06 && e >= -0.06) print}' "$TMP/async.txt" | wc -l)" 43 \
-	"peak reserved within 6% of the real pool on 43 of 45 traces"
-is "$(awk '$2 == $3' "$TMP/async.txt" | wc -l)" 20 "and exact on 20"
+is "$(awk '$2 == $3' "$TMP/async.txt" | wc -l)" 36 "peak reserved exactly the real pool's on 36 of 45 traces"
+is "$(awk '$2 != $3 && $1 !~ /gpt2_train_varlen/' "$TMP/async.txt" | wc -l)" 0 "the other 9 are GPT-2's"
 is "$(awk '$1 ~ /multistream/ && $2 == $3' "$TMP/async.txt" | wc -l)" 7 "multi-stream captures: 7 of 7 exact"
-is "$(awk '{e=$3/$2-1; if (e > 0.07 || e < -0.07) print}' "$TMP/async.txt" | wc -l)" 0 "none off by more than 7%"
+is "$(awk '{e=$3/$2-1; if (e > 0.014 || e < 0) print}' "$TMP/async.txt" | wc -l)" 0 "none off by more than +1.4% (GPT-2: +1.35%)"
 finish
