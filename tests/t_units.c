@@ -240,7 +240,8 @@ static void test_device_model(void)
 	as_device_destroy(d);
 }
 
-/* The cudaMallocAsync pool model: 512-byte packing, best fit, coalescing, 32 MiB chunks, trims. */
+/* The cudaMallocAsync pool model: 512-byte packing, best fit, coalescing, 32 MiB chunks, trims, cold
+ * chunks. */
 static void test_pool_model(void)
 {
 	as_simpool *p = as_simpool_new();
@@ -274,6 +275,48 @@ static void test_pool_model(void)
 	ok(as_simpool_alloc(p, 100 * MiB, 90 * MiB, &a) == 1, "pool: refuses to grow past its limit");
 	ok(as_simpool_check(p, why, sizeof why) == 0, "pool: invariants hold (%s)", why);
 	as_simpool_free(p);
+
+	/* cold chunks (probes Z4, Z5, SL2): scenario Z(s) allocates c, d, e of 8s MiB and g, frees e and
+	 * grows by f (32s MiB), frees d and c, takes x and y (6s MiB each) from their pending block and
+	 * asks for z (6s MiB) */
+	for (int s = 4; s <= 5; s++) {
+		uint64_t c8, d8, e8, g1, f32, x, y, z;
+		p = as_simpool_new();
+		as_simpool_alloc(p, 8 * s * MiB, 0, &c8);
+		as_simpool_alloc(p, 8 * s * MiB, 0, &d8);
+		as_simpool_alloc(p, 8 * s * MiB, 0, &e8);
+		as_simpool_alloc(p, MiB, 0, &g1);
+		as_simpool_release(p, e8);
+		as_simpool_alloc(p, 32 * s * MiB, 0, &f32);
+		as_simpool_release(p, d8);
+		as_simpool_release(p, c8);
+		as_simpool_alloc(p, 6 * s * MiB, 0, &x);
+		as_simpool_alloc(p, 6 * s * MiB, 0, &y);
+		as_simpool_alloc(p, 6 * s * MiB, 0, &z);
+		if (s == 4)
+			is_u64(z - c8, 48 * MiB, "pool: e's chunk went to f, so z takes the pending rest beside it (Z4)");
+		else
+			is_u64(z - c8, 80 * MiB, "pool: e kept its memory (d touched its chunk), so z takes e (Z5)");
+		ok(as_simpool_check(p, why, sizeof why) == 0, "pool: invariants hold after Z%d (%s)", s, why);
+		as_simpool_free(p);
+	}
+	{ /* SL2: two idle chunks, a growth needs one: the nearer to it (c's) gives its memory up */
+		uint64_t a32, b32, c32, d32, g1, big, x;
+		p = as_simpool_new();
+		as_simpool_alloc(p, 32 * MiB, 0, &a32);
+		as_simpool_alloc(p, 32 * MiB, 0, &b32);
+		as_simpool_alloc(p, 32 * MiB, 0, &c32);
+		as_simpool_alloc(p, 32 * MiB, 0, &d32);
+		as_simpool_alloc(p, MiB, 0, &g1);
+		as_simpool_release(p, a32);
+		as_simpool_release(p, c32);
+		as_simpool_alloc(p, 40 * MiB, 0, &big);
+		is_u64(as_simpool_reserved(p), 160 * MiB, "pool: the growth took an idle chunk's memory instead of growing");
+		as_simpool_alloc(p, 32 * MiB, 0, &x);
+		is_u64(x, a32, "pool: x goes to a, the block that kept its memory, not c, freed last (SL2)");
+		ok(as_simpool_check(p, why, sizeof why) == 0, "pool: invariants hold after SL2 (%s)", why);
+		as_simpool_free(p);
+	}
 
 	as_chunks ch;
 	as_chunks_init(&ch);
