@@ -2,7 +2,7 @@
  * pool_sim.c - the simulated cudaMallocAsync pool.
  *
  * What the real pool does, as measured on an H200 (doc/real-gpu.md): 48 replays with every
- * cudaMallocAsync's address and the pool's reserved bytes after every call, and 138 scripted probe
+ * cudaMallocAsync's address and the pool's reserved bytes after every call, and 150 scripted probe
  * scenarios (traces/h200-pool-probes.txt) that isolate one rule each:
  *   - one virtual range per pool; requests are rounded up to 512 bytes and packed in it;
  *   - a freed block is pending until the pool synchronises; pending blocks coalesce with pending
@@ -10,10 +10,10 @@
  *     blocks do not make a pending block ready;
  *   - physical memory is mapped under the range in 32 MiB chunks. A chunk no live allocation touches
  *     keeps its memory until an allocation that needs memory for a chunk of its own takes it (the
- *     nearest such chunk, the higher of two equally near); the pool grows by a chunk only when none is left, so its reserved
- *     bytes are the running maximum of the number of touched chunks (exact, given the real
- *     addresses, on all 38 replays without trims). A free block with a chunk that has no memory
- *     under it is cold;
+ *     nearest such chunk, the higher of two equally near); the pool grows by a chunk only when
+ *     none is left, so its reserved bytes are the running maximum of the number of touched chunks
+ *     (exact, given the real addresses, on all 38 replays without trims). A free block with a chunk
+ *     that has no memory under it is cold;
  *   - a request takes the best-fitting pending block (ties: the first freed), else the best-fitting
  *     ready block that is not cold (ties: the last freed); when neither fits and blocks are pending,
  *     the pool makes them ready (coalescing them with their ready neighbours; a free block that then
@@ -22,7 +22,7 @@
  *     one. Allocations start at the block's start;
  *   - cudaMemPoolTrimTo(keep) synchronises (as above) and unmaps every chunk that no live
  *     allocation touches, keeping at most keep bytes of the memory.
- * The probes match in 137 of 138 scenarios (the other synchronises without trimming, which a trace
+ * The probes match in 149 of 150 scenarios (the other synchronises without trimming, which a trace
  * cannot express).
  */
 #include "pool_sim.h"
@@ -42,14 +42,6 @@ void as_chunks_init(as_chunks *c)
 void as_chunks_free(as_chunks *c)
 {
 	idmap_free(&c->count);
-}
-
-uint64_t as_chunks_new(const as_chunks *c, uint64_t addr, uint64_t size)
-{
-	uint64_t n = 0;
-	for (uint64_t k = addr / AS_POOL_CHUNK; size && k <= (addr + size - 1) / AS_POOL_CHUNK; k++)
-		n += !idmap_get(&c->count, k);
-	return n;
 }
 
 uint64_t as_chunks_add(as_chunks *c, uint64_t addr, uint64_t size)
@@ -141,8 +133,8 @@ struct as_simpool {
 	as_chunks chunks;        /* how many live allocations touch each chunk */
 	idmap mapped;            /* chunk index -> chunk, for the chunks with memory under them */
 	struct chunk_tree idle;  /* the mapped chunks no live allocation touches */
-	uint64_t nmapped, nidle;
-	uint64_t held;           /* chunks the pool holds: mapped ones and spare memory */
+	uint64_t nidle;
+	uint64_t held;           /* chunks the pool holds: the mapped ones and spare memory */
 };
 
 as_simpool *as_simpool_new(void)
@@ -251,14 +243,12 @@ static void map_chunk(as_simpool *p, uint64_t k)
 	chunk *c = xcalloc(1, sizeof(*c));
 	c->k = k;
 	idmap_put(&p->mapped, k, c);
-	p->nmapped++;
 }
 
 static void unmap_chunk(as_simpool *p, chunk *c)
 {
 	set_idle(p, c, 0);
 	idmap_del(&p->mapped, c->k);
-	p->nmapped--;
 	free(c);
 }
 
@@ -328,7 +318,7 @@ static uint64_t growth(const as_simpool *p, uint64_t a, uint64_t n)
 		need += !c;
 		idle_inside += c && c->idle;
 	}
-	uint64_t avail = p->held - p->nmapped + p->nidle - idle_inside;
+	uint64_t avail = p->held - p->mapped.count + p->nidle - idle_inside;
 	return need > avail ? need - avail : 0;
 }
 
@@ -340,7 +330,7 @@ static void map_range(as_simpool *p, uint64_t a, uint64_t n)
 	for (uint64_t k = k0; k <= k1; k++) {
 		if (idmap_get(&p->mapped, k))
 			continue;
-		if (p->held == p->nmapped) { /* the idle chunk nearest to k outside the range (ties: the higher) */
+		if (p->held == p->mapped.count) { /* the idle chunk nearest to k outside the range (ties: the higher) */
 			chunk key = { .k = k0 };
 			chunk *hi = RB_NFIND(chunk_tree, &p->idle, &key);
 			chunk *lo = hi ? RB_PREV(chunk_tree, &p->idle, hi) : RB_MAX(chunk_tree, &p->idle);
@@ -408,7 +398,7 @@ void as_simpool_trim(as_simpool *p, uint64_t keep)
 		unmap_chunk(p, c);
 	uint64_t k = keep / AS_POOL_CHUNK;
 	if (p->held > k) /* and given back, down to keep */
-		p->held = k > p->nmapped ? k : p->nmapped;
+		p->held = k > p->mapped.count ? k : p->mapped.count;
 }
 
 uint64_t as_simpool_reserved(const as_simpool *p)
@@ -459,9 +449,9 @@ int as_simpool_check(const as_simpool *p, char *why, size_t n)
 				(unsigned long long)p->chunks.count.keys[i]);
 			return -1;
 		}
-	if (idle != p->nidle || p->nmapped > p->held || p->held < p->chunks.touched) {
+	if (idle != p->nidle || p->mapped.count > p->held || p->held < p->chunks.touched) {
 		snprintf(why, n, "pool holds %llu chunks, maps %llu (%llu idle, %llu counted), live blocks touch %llu",
-			(unsigned long long)p->held, (unsigned long long)p->nmapped, (unsigned long long)idle,
+			(unsigned long long)p->held, (unsigned long long)p->mapped.count, (unsigned long long)idle,
 			(unsigned long long)p->nidle, (unsigned long long)p->chunks.touched);
 		return -1;
 	}

@@ -17,7 +17,6 @@ typedef struct as_chunks {
 } as_chunks;
 void as_chunks_init(as_chunks *c);
 void as_chunks_free(as_chunks *c);
-uint64_t as_chunks_new(const as_chunks *c, uint64_t addr, uint64_t size); /* untouched chunks in the range */
 uint64_t as_chunks_add(as_chunks *c, uint64_t addr, uint64_t size);       /* returns chunks newly touched */
 void as_chunks_del(as_chunks *c, uint64_t addr, uint64_t size);
 
