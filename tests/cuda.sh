@@ -37,7 +37,7 @@ sim=$("$A" replay -p cuda-async --no-timing "$tr")
 is "$(col "$out" device_calls)" "$(col "$sim" device_calls)" "cuda-async: the pool model makes as many calls as the real pool"
 # the pool probes (traces/h200-pool-probes.txt) on this GPU's real pool, through allocsim: the model
 # places every allocation where the real pool does
-grep -v '^#' "$srcdir/traces/h200-pool-probes.txt" | tail -n +2 > "$TMP/probes"
+probe_scenarios > "$TMP/probes"
 pm=0; pn=0
 while IFS='|' read -r name ops result; do
 	probe_trace "$ops" "$TMP/p.trace" "$TMP/p.names"

@@ -97,40 +97,31 @@ if [ -n "$PYTHON" ]; then
 	is "$(grep '^- leave one workload out:' "$TMP/val.md")" \
 		"- leave one workload out: within 15% of the measured mean in 8 of 15, median |error| 15%, max 23%" \
 		"refitted without the workload's own logs: 8 of 15"
-	# machine C (a later session, 10 interleaved runs each): the bundled model out of sample
-	"$PYTHON" "$srcdir/scripts/latency-validation.py" --allocsim "$A" --single \
-		--logs "$srcdir/traces/h200-device-logs-machine-c.tar.xz" > "$TMP/valc.md"; s=$?
-	is "$s $(grep -c '^| [a-z0-9_]*__default | [a-z-]* | [^|]* | 10 |' "$TMP/valc.md")" "0 15" \
-		"machine C: 15 validation rows of 10 runs each"
-	is "$(grep '^- model:' "$TMP/valc.md")" "- model: within 15% of the measured mean in 14 of 15, median |error| 8%, max 19%" \
-		"machine C: the bundled model within 15% of the 10-run mean in 14 of 15"
-	is "$(grep '^- calibration set' "$TMP/valc.md")" \
-		"- calibration set (captured traces only): within 15% of the measured mean in 9 of 15, median |error| 11%, max 30%" \
-		"machine C: a model fitted from that machine's captured-trace replays, 9 of 15"
-	is "$(grep '^- micro-benchmarks:' "$TMP/valc.md")" \
-		"- micro-benchmarks: within 15% of the measured mean in 1 of 15, median |error| 36%, max 63%" \
-		"machine C: its own micro-benchmark calibration, 1 of 15"
-	is "$(grep '^- single runs within 15%' "$TMP/valc.md")" \
-		"- single runs within 15%: of the model 77 of 150, of their own replay's mean 88 of 150" \
-		"machine C: one run lies within 15% of its own 10-run mean in 88 of 150"
-	# machine E (a fourth session, 10 interleaved runs each): out of sample again
-	"$PYTHON" "$srcdir/scripts/latency-validation.py" --allocsim "$A" --single \
-		--logs "$srcdir/traces/h200-device-logs-machine-e.tar.xz" > "$TMP/vale.md"; s=$?
-	is "$s $(grep -c '^| [a-z0-9_]*__default | [a-z-]* | [^|]* | 10 |' "$TMP/vale.md")" "0 15" \
-		"machine E: 15 validation rows of 10 runs each"
-	is "$(grep '^- model:' "$TMP/vale.md")" "- model: within 15% of the measured mean in 13 of 15, median |error| 6%, max 19%" \
-		"machine E: the bundled model within 15% of the 10-run mean in 13 of 15"
-	is "$(grep '^- calibration set' "$TMP/vale.md")" \
-		"- calibration set (captured traces only): within 15% of the measured mean in 11 of 15, median |error| 11%, max 35%" \
-		"machine E: a model fitted from that machine's captured-trace replays, 11 of 15"
-	is "$(grep '^- micro-benchmarks:' "$TMP/vale.md")" \
-		"- micro-benchmarks: within 15% of the measured mean in 9 of 15, median |error| 10%, max 43%" \
-		"machine E: its own micro-benchmark calibration, 9 of 15"
-	is "$(grep '^- single runs within 15%' "$TMP/vale.md")" \
-		"- single runs within 15%: of the model 90 of 150, of their own replay's mean 104 of 150" \
-		"machine E: one run lies within 15% of its own 10-run mean in 104 of 150"
-	"$PYTHON" "$srcdir/scripts/latency-validation.py" --allocsim "$A" --measured "$srcdir/traces/h200-device-time.csv" --machine E > "$TMP/vale2.md"
-	is "$(tail -1 "$TMP/vale2.md")" "- model: within 15% of the measured mean in 13 of 15, median |error| 6%, max 19%" \
+	# machines C and E (later sessions, 10 interleaved runs each): the bundled model out of sample;
+	# machine_logs M ARCHIVE MODEL CALIBRATION-SET MICRO SINGLE: the summary lines of that archive
+	machine_logs() {
+		"$PYTHON" "$srcdir/scripts/latency-validation.py" --allocsim "$A" --single \
+			--logs "$srcdir/traces/$2" > "$TMP/val$1.md"; s=$?
+		is "$s $(grep -c '^| [a-z0-9_]*__default | [a-z-]* | [^|]* | 10 |' "$TMP/val$1.md")" "0 15" \
+			"machine $1: 15 validation rows of 10 runs each"
+		is "$(grep '^- model:' "$TMP/val$1.md")" "- model: within 15% of the measured mean in $3" \
+			"machine $1: the bundled model within 15% of the 10-run mean in ${3%%,*}"
+		is "$(grep '^- calibration set' "$TMP/val$1.md")" \
+			"- calibration set (captured traces only): within 15% of the measured mean in $4" \
+			"machine $1: a model fitted from that machine's captured-trace replays, ${4%%,*}"
+		is "$(grep '^- micro-benchmarks:' "$TMP/val$1.md")" "- micro-benchmarks: within 15% of the measured mean in $5" \
+			"machine $1: its own micro-benchmark calibration, ${5%%,*}"
+		is "$(grep '^- single runs within 15%' "$TMP/val$1.md")" "- single runs within 15%: $6" \
+			"machine $1: single runs against the model and their own 10-run mean: $6"
+	}
+	machine_logs C h200-device-logs-machine-c.tar.xz "14 of 15, median |error| 8%, max 19%" \
+		"9 of 15, median |error| 11%, max 30%" "1 of 15, median |error| 36%, max 63%" \
+		"of the model 77 of 150, of their own replay's mean 88 of 150"
+	machine_logs E h200-device-logs-machine-e.tar.xz "13 of 15, median |error| 6%, max 19%" \
+		"11 of 15, median |error| 11%, max 35%" "9 of 15, median |error| 10%, max 43%" \
+		"of the model 90 of 150, of their own replay's mean 104 of 150"
+	"$PYTHON" "$srcdir/scripts/latency-validation.py" --allocsim "$A" --measured "$srcdir/traces/h200-device-time.csv" --machine E > "$TMP/valE2.md"
+	is "$(tail -1 "$TMP/valE2.md")" "- model: within 15% of the measured mean in 13 of 15, median |error| 6%, max 19%" \
 		"machine E from traces/h200-device-time.csv: the same 13 of 15"
 	# machines B and D (summaries only, traces/h200-device-time.csv)
 	"$PYTHON" "$srcdir/scripts/latency-validation.py" --allocsim "$A" --measured "$srcdir/traces/h200-device-time.csv" --machine B > "$TMP/valb.md"

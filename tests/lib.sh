@@ -14,6 +14,8 @@ contains() { case "$1" in *"$2"*) return 0;; esac; return 1; }
 csv_bars() { awk '{ o = ""; q = 0; for (i = 1; i <= length($0); i++) { c = substr($0, i, 1);
 	if (c == "\"") q = !q; else if (c == "," && !q) o = o "|"; else o = o c } print o }'; }
 col() { printf '%s\n' "$1" | csv_bars | awk -F'|' -v c="$2" 'NR==1{for(i=1;i<=NF;i++) if($i==c) k=i} NR==2{print $k}'; }
+# probe_scenarios: the scenario lines (NAME|OPS|RESULT) of traces/h200-pool-probes.txt
+probe_scenarios() { grep -v '^#' "${srcdir:-.}/traces/h200-pool-probes.txt" | tail -n +2; }
 # probe_trace OPS TRACE NAMES: a pool-probe scenario (traces/h200-pool-probes.txt) as a native trace:
 # NAME=SIZE -> a ID SIZE 0, -NAME -> f ID, sync and trim -> e (empty_cache); wN (a wait) and q (a
 # stream query) are dropped: a trace has no time; NAMES gets the allocations' names in order

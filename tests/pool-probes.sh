@@ -5,7 +5,7 @@
 . "${srcdir:-.}/tests/lib.sh"
 A=$ALLOCSIM
 P="$srcdir/traces/h200-pool-probes.txt"
-grep -v '^#' "$P" | tail -n +2 > "$TMP/probes"
+probe_scenarios > "$TMP/probes"
 is "$(wc -l < "$TMP/probes")" 150 "150 probe scenarios"
 matched=0
 while IFS='|' read -r name ops result; do
