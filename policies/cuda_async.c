@@ -6,9 +6,10 @@
  * cudaMemPoolAttrReservedMemCurrent; empty_cache trims the pool to the threshold.
  * In simulation the simulated device provides a model of the driver's pool (src/pool_sim.c,
  * derived from the real pool and compared with it in doc/real-gpu.md): one virtual range, 512-byte
- * blocks placed by best fit among blocks freed since the last synchronisation, then among the others,
- * physical memory held in 32 MiB chunks, freed memory kept until empty_cache trims to the release
- * threshold. The policy is the same for both backends.
+ * blocks placed by best fit among blocks freed since the last synchronisation, then among the others
+ * with memory under them, then the rest; physical memory held in 32 MiB chunks that a growing pool
+ * takes from idle ones first, freed memory kept until empty_cache trims to the release threshold.
+ * The policy is the same for both backends.
  */
 #include "policy.h"
 #include <sys/queue.h>
