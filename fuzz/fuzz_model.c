@@ -12,7 +12,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		static const uint64_t sizes[] = { 0, 1, 512, 1 << 20, 3ULL << 30, UINT64_MAX };
 		for (int op = 0; op < LAT_NOPS; op++)
 			for (int i = 0; i < 6; i++) {
-				double us = as_lat_model_us(&m, op, sizes[i]) * as_lat_model_factor(&m, op, sizes[i]);
+				double us = as_lat_model_us(&m, op, sizes[i]) * as_lat_model_factor(&m, op, sizes[i], sizes[i]);
 				if (!(us >= 0) || !isfinite(us))
 					abort();
 			}

@@ -22,7 +22,7 @@ static uint64_t as_dev_gap(const as_device *d)
 }
 
 /* Charges one device call: its measured time, or the model's for the simulated device (its cost
- * for the size, times the idle factor for the events since the previous device call). */
+ * for the size, times the idle factor for the events since the previous device call and the size). */
 static double charge(as_device *d, int op, uint64_t size, double t0)
 {
 	double us = 0.0;
@@ -30,7 +30,7 @@ static double charge(as_device *d, int op, uint64_t size, double t0)
 	if (d->measured)
 		us = as_dev_now_us() - t0;
 	else if (d->model)
-		us = as_lat_model_us(d->model, op, size) * as_lat_model_factor(d->model, op, d->gap);
+		us = as_lat_model_us(d->model, op, size) * as_lat_model_factor(d->model, op, d->gap, size);
 	d->last_event = d->event;
 	d->op_us += us;
 	d->time_us += us;

@@ -88,13 +88,15 @@ int as_lat_model_read(as_lat_model *m, FILE *f, const char *path, as_err *err)
 		}
 		int idle = !strncmp(op, "idle:", 5), k = as_lat_op_find(op + (idle ? 5 : 0));
 		if (idle && k >= 0) {
-			if (a <= 0 || a > 1e6 || b != 0) {
+			if (a <= 0 || a > 1e6 || b < 0 || b >= 18446744073709551616.0 || b != floor(b)) {
 				fclose(f);
 				as_lat_model_free(m);
-				return as_fail(err, AS_EXIT_DATAERR, "%s:%lu: an idle factor must be positive (at most 1e6), with 0 in the last column", path, lineno);
+				return as_fail(err, AS_EXIT_DATAERR,
+					       "%s:%lu: an idle factor must be positive (at most 1e6), with a size in bytes (0: all sizes) in the last column",
+					       path, lineno);
 			}
 			m->idle = xrealloc(m->idle, (m->nidle + 1) * sizeof(*m->idle));
-			m->idle[m->nidle++] = (as_lat_band){ k, lo, hi, a, 0 };
+			m->idle[m->nidle++] = (as_lat_band){ k, lo, hi, a, b };
 			continue;
 		}
 		if (k < 0) {
@@ -121,12 +123,16 @@ void as_lat_model_free(as_lat_model *m)
 	m->n = m->nidle = 0;
 }
 
-double as_lat_model_factor(const as_lat_model *m, int op, uint64_t gap)
+double as_lat_model_factor(const as_lat_model *m, int op, uint64_t gap, uint64_t size)
 {
-	for (size_t i = 0; i < m->nidle; i++)
-		if (m->idle[i].op == op && gap >= m->idle[i].lo && gap < m->idle[i].hi)
-			return m->idle[i].a_us;
-	return 1.0;
+	const as_lat_band *best = NULL;
+	for (size_t i = 0; i < m->nidle; i++) {
+		const as_lat_band *r = &m->idle[i];
+		if (r->op == op && gap >= r->lo && gap < r->hi && (double)size >= r->b_us_per_mib &&
+		    (!best || r->b_us_per_mib > best->b_us_per_mib))
+			best = r;
+	}
+	return best ? best->a_us : 1.0;
 }
 
 static double clamp0(double us)

@@ -36,13 +36,14 @@ typedef struct as_lat_band {
 } as_lat_band;
 
 /* A device call's cost also depends on how long the process did other work since the previous
- * device call (its caches and the driver's go cold): rows 'idle:OP,gap_lo,gap_hi,factor,0' multiply
- * OP's cost when the call comes gap trace events after the previous device call (gap 0: the
- * process's first device call). Absent: factor 1. */
+ * device call (its caches and the driver's go cold): rows 'idle:OP,gap_lo,gap_hi,factor,min_bytes'
+ * multiply OP's cost when the call comes gap trace events after the previous device call (gap 0:
+ * the process's first device call) and asks for min_bytes or more (0: any size); of the rows that
+ * match, the one with the largest min_bytes. Absent: factor 1. */
 typedef struct as_lat_model {
 	as_lat_band *bands;
 	size_t n;
-	as_lat_band *idle;      /* lo/hi: gap in events, a_us: the factor */
+	as_lat_band *idle;      /* lo/hi: gap in events, a_us: the factor, b_us_per_mib: min_bytes */
 	size_t nidle;
 	char source[256];
 } as_lat_model;
@@ -54,8 +55,9 @@ int as_lat_model_read(as_lat_model *m, FILE *f, const char *path, as_err *err);
 void as_lat_model_free(as_lat_model *m);
 /* Modelled microseconds of one device call of `size` bytes (0 if the op is not modelled). */
 double as_lat_model_us(const as_lat_model *m, int op, uint64_t size);
-/* The idle factor of OP for a call `gap` events after the previous device call (1 if none). */
-double as_lat_model_factor(const as_lat_model *m, int op, uint64_t gap);
+/* The idle factor of OP for a call of `size` bytes `gap` events after the previous device call (1 if
+ * none). */
+double as_lat_model_factor(const as_lat_model *m, int op, uint64_t gap, uint64_t size);
 /* The device calls of --device-log files (calibrate --from-log). */
 typedef struct as_devcall {
 	int op;                 /* LAT_* */
