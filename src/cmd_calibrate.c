@@ -138,9 +138,10 @@ static void fit_bands(FILE *f, const char *op, const pts *p)
  * quick succession (the size model's own), then wider and wider gaps. */
 static const uint64_t gap_edges[] = { 0, 1, 16, 64, 256, 1024, 4096, UINT64_MAX };
 #define NGAPS (sizeof gap_edges / sizeof gap_edges[0] - 1)
-/* Idle factors are fitted apart for calls of IDLE_LARGE bytes or more where both sides have 5 calls:
- * on the H200 an idle gap costs large cudaMallocs more than small ones (doc/real-gpu.md; of the
- * cuts 8, 32, 64 and 128 MiB, 64 fitted the means of machines A-E best). */
+/* Idle factors are fitted apart for calls under and of IDLE_LARGE bytes or more (a side with fewer
+ * than 5 calls takes the band's factor): on the H200 an idle gap costs large cudaMallocs more than
+ * small ones (doc/real-gpu.md; of the cuts 8, 32, 64 and 128 MiB, 64 fitted the means of machines
+ * A-E best). */
 #define IDLE_LARGE ((uint64_t)64 << 20)
 #define HOT_LO 1
 #define HOT_HI 16
