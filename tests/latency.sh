@@ -147,22 +147,18 @@ if [ -n "$PYTHON" ]; then
 	machine_logs G h200-device-logs-machine-g.tar.xz "12 of 15, median |error| 4%, max 22%" \
 		"9 of 15, median |error| 10%, max 35%" "3 of 15, median |error| 18%, max 56%" \
 		"of the model 78 of 150, of their own replay's mean 89 of 150"
-	"$PYTHON" "$srcdir/scripts/latency-validation.py" --allocsim "$A" --measured "$srcdir/traces/h200-device-time.csv" --machine E > "$TMP/valE2.md"
-	is "$(tail -1 "$TMP/valE2.md")" "- model: within 15% of the measured mean in 14 of 15, median |error| 6%, max 16%" \
-		"machine E from traces/h200-device-time.csv: the same 14 of 15"
-	"$PYTHON" "$srcdir/scripts/latency-validation.py" --allocsim "$A" --measured "$srcdir/traces/h200-device-time.csv" --machine F > "$TMP/valF2.md"
-	is "$(tail -1 "$TMP/valF2.md")" "- model: within 15% of the measured mean in 14 of 15, median |error| 4%, max 17%" \
-		"machine F from traces/h200-device-time.csv: the same 14 of 15"
-	"$PYTHON" "$srcdir/scripts/latency-validation.py" --allocsim "$A" --measured "$srcdir/traces/h200-device-time.csv" --machine G > "$TMP/valG2.md"
-	is "$(tail -1 "$TMP/valG2.md")" "- model: within 15% of the measured mean in 12 of 15, median |error| 4%, max 22%" \
-		"machine G from traces/h200-device-time.csv: the same 12 of 15"
+	# machine_table M SUMMARY NAME: the model's line for machine M from traces/h200-device-time.csv
+	machine_table() {
+		"$PYTHON" "$srcdir/scripts/latency-validation.py" --allocsim "$A" --measured "$srcdir/traces/h200-device-time.csv" \
+			--machine "$1" > "$TMP/table$1.md"
+		is "$(tail -1 "$TMP/table$1.md")" "- model: within 15% of the measured mean in $2" "$3"
+	}
+	machine_table E "14 of 15, median |error| 6%, max 16%" "machine E from traces/h200-device-time.csv: the same 14 of 15"
+	machine_table F "14 of 15, median |error| 4%, max 17%" "machine F from traces/h200-device-time.csv: the same 14 of 15"
+	machine_table G "12 of 15, median |error| 4%, max 22%" "machine G from traces/h200-device-time.csv: the same 12 of 15"
 	# machines B and D (summaries only, traces/h200-device-time.csv)
-	"$PYTHON" "$srcdir/scripts/latency-validation.py" --allocsim "$A" --measured "$srcdir/traces/h200-device-time.csv" --machine B > "$TMP/valb.md"
-	is "$(tail -1 "$TMP/valb.md")" "- model: within 15% of the measured mean in 3 of 15, median |error| 20%, max 29%" \
-		"machine B (7-39% slower calls): 3 of 15"
-	"$PYTHON" "$srcdir/scripts/latency-validation.py" --allocsim "$A" --measured "$srcdir/traces/h200-device-time.csv" --machine D > "$TMP/vald.md"
-	is "$(tail -1 "$TMP/vald.md")" "- model: within 15% of the measured mean in 10 of 15, median |error| 11%, max 19%" \
-		"machine D (6 runs each): 10 of 15"
+	machine_table B "3 of 15, median |error| 20%, max 29%" "machine B (7-39% slower calls): 3 of 15"
+	machine_table D "10 of 15, median |error| 11%, max 19%" "machine D (6 runs each): 10 of 15"
 	run "$PYTHON" "$srcdir/scripts/latency-validation.py" --allocsim "$A" --measured "$srcdir/traces/h200-device-time.csv" --machine Z
 	ok "$([ "$st" != 0 ] && contains "$errout" "no rows for machine Z"; echo $?)" "an unknown machine is an error"
 else
