@@ -13,11 +13,15 @@ the micro-benchmark calibration (the archive's micro-model.csv, else the bundled
 library.
 
 With --measured CSV --machine M it compares the model with the measured device times of machine M
-in a table like traces/h200-device-time.csv instead (no logs: the model column only).
+in a table like traces/h200-device-time.csv instead (no logs: the model column only). With several
+machines (--machine A,C,E or --machine all) it compares the model with the mean of the machines'
+means (every machine weighted alike), says how often it is within 15% of each machine, and how far
+apart the machines are: where their means differ by more than 1.15/0.85 = 1.35 times, no single
+value can be within 15% of every one of them.
 
 usage: latency-validation.py [--allocsim PATH] [--traces DIR] [--logs ARCHIVE] [--model CSV]
                              [--micro CSV] [--single]
-       latency-validation.py [--allocsim PATH] [--traces DIR] [--model CSV] --measured CSV --machine M
+       latency-validation.py [--allocsim PATH] [--traces DIR] [--model CSV] --measured CSV --machine M[,M...]|all
 """
 import argparse, csv, glob, os, statistics, subprocess, sys, tarfile, tempfile
 
@@ -45,9 +49,14 @@ def fit(a, logs, out):
 
 
 def from_table(o):
-    rows = [r for r in csv.DictReader(l for l in open(o.measured) if not l.startswith("#")) if r["machine"] == o.machine]
-    if not rows:
-        sys.exit("latency-validation.py: %s: no rows for machine %s" % (o.measured, o.machine))
+    rows = [r for r in csv.DictReader(l for l in open(o.measured) if not l.startswith("#"))]
+    machines = sorted({r["machine"] for r in rows}) if o.machine == "all" else o.machine.split(",")
+    for m in machines:
+        if not any(r["machine"] == m for r in rows):
+            sys.exit("latency-validation.py: %s: no rows for machine %s" % (o.measured, m))
+    if len(machines) > 1:
+        return fleet(o, rows, machines)
+    rows = [r for r in rows if r["machine"] == machines[0]]
     print("| trace | policy | settings | runs | measured mean (µs) | CV | model | err |")
     print("|---|---|---|---|---|---|---|---|")
     errs = []
@@ -60,8 +69,51 @@ def from_table(o):
             errs.append(v / mean - 1)
             print("| %s | %s | %s | %d | %.0f | %.0f%% | %.0f | %+.0f%% |" % (w, p, c or "(defaults)", len(meas), mean, 100 * cv, v, 100 * errs[-1]))
     print()
-    print("- model: within 15%% of the measured mean in %d of %d, median |error| %.0f%%, max %.0f%%" %
-          (sum(abs(x) <= 0.15 for x in errs), len(errs), 100 * statistics.median(abs(x) for x in errs), 100 * max(abs(x) for x in errs)))
+    print("- model: " + within(errs, "the measured mean"))
+
+
+def within(errs, what):
+    return "within 15%% of %s in %d of %d, median |error| %.0f%%, max %.0f%%" % (
+        what, sum(abs(x) <= 0.15 for x in errs), len(errs), 100 * statistics.median(abs(x) for x in errs),
+        100 * max(abs(x) for x in errs))
+
+
+# One number x is within 15% of every machine's mean m (|x/m - 1| <= 0.15) only if
+# 0.85 * max(m) <= x <= 1.15 * min(m), that is if max(m) / min(m) <= 1.15 / 0.85.
+SPREAD_LIMIT = 1.15 / 0.85
+
+
+def fleet(o, rows, machines):
+    """Several machines: each machine's mean per replay, the mean of those means (every machine
+    weighted alike, however many runs it made), the model against that, and how far apart the
+    machines are."""
+    print("| trace | policy | settings | " + " | ".join(machines) + " | mean of machines (µs) | max/min | model | err |")
+    print("|---|---|---|" + "---|" * len(machines) + "---|---|---|---|")
+    errs, spreads, per = [], [], {m: [] for m in machines}
+    for w in WORKLOADS:
+        for p, c in SETTINGS:
+            means = []
+            for m in machines:
+                meas = [float(r["device_time_us"]) for r in rows
+                        if r["machine"] == m and (r["trace"], r["policy"], r["config"]) == (w, p, c)]
+                if not meas:
+                    sys.exit("latency-validation.py: %s: machine %s has no runs of %s %s %s" % (o.measured, m, w, p, c))
+                means.append(statistics.mean(meas))
+            v = simulate(o.allocsim, o.model, p, c, os.path.join(o.traces, w + ".pickle.gz"))
+            mean = statistics.mean(means)
+            errs.append(v / mean - 1)
+            spreads.append(max(means) / min(means))
+            for m, x in zip(machines, means):
+                per[m].append(v / x - 1)
+            print("| %s | %s | %s | %s | %.0f | %.2f | %.0f | %+.0f%% |" % (w, p, c or "(defaults)", " | ".join("%.0f" % x for x in means),
+                                                                      mean, spreads[-1], v, 100 * errs[-1]))
+    print()
+    print("- model: " + within(errs, "the mean of %d machines" % len(machines)))
+    print("- per machine, within 15%% of that machine's mean: %s of %d" %
+          (", ".join("%s %d" % (m, sum(abs(x) <= 0.15 for x in per[m])) for m in machines), len(errs)))
+    print("- the machines' means of one replay are %.2f to %.2f times apart (median %.2f); more than %.2f times "
+          "(no single value within 15%% of every machine's mean) in %d of %d" %
+          (min(spreads), max(spreads), statistics.median(spreads), SPREAD_LIMIT, sum(x > SPREAD_LIMIT for x in spreads), len(spreads)))
 
 
 def main():
@@ -75,7 +127,7 @@ def main():
     ap.add_argument("--micro", help="micro-benchmark model (default: the archive's micro-model.csv, else the bundled one)")
     ap.add_argument("--single", action="store_true", help="also compare single runs")
     ap.add_argument("--measured", help="a table of measured device times (machine,trace,policy,config,run,device_time_us,...)")
-    ap.add_argument("--machine", help="the machine of --measured to compare with")
+    ap.add_argument("--machine", help="the machine of --measured to compare with; several, comma-separated, or all")
     o = ap.parse_args()
     if o.measured:
         return from_table(o)

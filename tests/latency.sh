@@ -147,6 +147,9 @@ if [ -n "$PYTHON" ]; then
 	machine_logs G h200-device-logs-machine-g.tar.xz "12 of 15, median |error| 4%, max 22%" \
 		"9 of 15, median |error| 10%, max 35%" "3 of 15, median |error| 18%, max 56%" \
 		"of the model 78 of 150, of their own replay's mean 89 of 150"
+	machine_logs H h200-device-logs-machine-h.tar.xz "15 of 15, median |error| 7%, max 14%" \
+		"6 of 15, median |error| 18%, max 41%" "6 of 15, median |error| 16%, max 43%" \
+		"of the model 72 of 150, of their own replay's mean 79 of 150"
 	# machine_table M SUMMARY NAME: the model's line for machine M from traces/h200-device-time.csv
 	machine_table() {
 		"$PYTHON" "$srcdir/scripts/latency-validation.py" --allocsim "$A" --measured "$srcdir/traces/h200-device-time.csv" \
@@ -156,14 +159,48 @@ if [ -n "$PYTHON" ]; then
 	machine_table E "14 of 15, median |error| 6%, max 16%" "machine E from traces/h200-device-time.csv: the same 14 of 15"
 	machine_table F "14 of 15, median |error| 4%, max 17%" "machine F from traces/h200-device-time.csv: the same 14 of 15"
 	machine_table G "12 of 15, median |error| 4%, max 22%" "machine G from traces/h200-device-time.csv: the same 12 of 15"
+	machine_table H "15 of 15, median |error| 7%, max 14%" "machine H from traces/h200-device-time.csv: the same 15 of 15"
 	# machines B and D (summaries only, traces/h200-device-time.csv)
 	machine_table B "3 of 15, median |error| 20%, max 29%" "machine B (7-39% slower calls): 3 of 15"
 	machine_table D "10 of 15, median |error| 11%, max 19%" "machine D (6 runs each): 10 of 15"
+	# all eight machines: the model against the mean of the machines' means, each machine's count, and
+	# how far apart the machines are (more than 1.15/0.85 times: no value within 15% of all of them)
+	"$PYTHON" "$srcdir/scripts/latency-validation.py" --allocsim "$A" --measured "$srcdir/traces/h200-device-time.csv" \
+		--machine all > "$TMP/fleet.md"; s=$?
+	is "$s $(grep -c '^| [a-z0-9_]*__default |' "$TMP/fleet.md")" "0 15" "all machines: 15 validation rows"
+	is "$(grep '^- model:' "$TMP/fleet.md")" "- model: within 15% of the mean of 8 machines in 15 of 15, median |error| 7%, max 12%" \
+		"the bundled model within 15% of the mean of the eight machines' means in 15 of 15"
+	is "$(grep '^- per machine' "$TMP/fleet.md")" \
+		"- per machine, within 15% of that machine's mean: A 13, B 3, C 14, D 10, E 14, F 14, G 12, H 15 of 15" \
+		"the per-machine counts agree with the single-machine tables"
+	is "$(grep '^- the machines' "$TMP/fleet.md")" \
+		"- the machines' means of one replay are 1.25 to 1.41 times apart (median 1.33); more than 1.35 times (no single value within 15% of every machine's mean) in 5 of 15" \
+		"5 of 15 replays: the machines are too far apart for any one value to be within 15% of each"
+	"$PYTHON" "$srcdir/scripts/latency-validation.py" --allocsim "$A" --measured "$srcdir/traces/h200-device-time.csv" \
+		--machine B,C,D,E,F,G,H > "$TMP/fleet7.md"
+	is "$(grep '^- model:' "$TMP/fleet7.md")" "- model: within 15% of the mean of 7 machines in 15 of 15, median |error| 7%, max 13%" \
+		"without machine A, whose logs the model was fitted on: 15 of 15"
+	run "$PYTHON" "$srcdir/scripts/latency-validation.py" --allocsim "$A" --measured "$srcdir/traces/h200-device-time.csv" --machine A,Z
+	ok "$([ "$st" != 0 ] && contains "$errout" "no rows for machine Z"; echo $?)" "an unknown machine in a list is an error"
 	run "$PYTHON" "$srcdir/scripts/latency-validation.py" --allocsim "$A" --measured "$srcdir/traces/h200-device-time.csv" --machine Z
 	ok "$([ "$st" != 0 ] && contains "$errout" "no rows for machine Z"; echo $?)" "an unknown machine is an error"
 else
-	for i in $(seq 29); do echo "ok $((n + 1)) # SKIP no Python"; n=$((n + 1)); done
+	for i in $(seq 41); do echo "ok $((n + 1)) # SKIP no Python"; n=$((n + 1)); done
 fi
+
+# every real run in traces/h200-device-time.csv (eight H200 machines): the deterministic policies
+# made the simulation's device calls and peak reserved bytes, the real pool the same peak everywhere
+grep -v '^#' "$srcdir/traces/h200-device-time.csv" | tail -n +2 | cut -d, -f2-4 | sort -u > "$TMP/replays.txt"
+while IFS=, read -r t p c; do
+	"$A" replay -p "$p" -c "$c" --no-timing -o - "$srcdir/traces/pytorch-h200/$t.pickle.gz" | csv_bars |
+		awk -F'|' -v k="$t,$p,$c" 'NR==1{for(i=1;i<=NF;i++)h[$i]=i} NR==2{print k "," $h["device_calls"] "," $h["peak_reserved_bytes"]}'
+done < "$TMP/replays.txt" > "$TMP/simulated.txt"
+grep -v '^#' "$srcdir/traces/h200-device-time.csv" | awk -F, 'NR==FNR{sim[$1","$2","$3]=$4","$5; next}
+	FNR>1{k=$2","$3","$4; n[$3!="cuda-async"]++; if ($3 != "cuda-async" && $7","$8 != sim[k]) bad++
+	      if ($3 == "cuda-async") { if (!(k in pool)) pool[k]=$8; else if (pool[k] != $8) bad++ } }
+	END{print n[1]+0, n[0]+0, bad+0}' "$TMP/simulated.txt" - > "$TMP/realsim.txt"
+is "$(cat "$TMP/realsim.txt")" "768 192 0" \
+	"all 768 measured runs of the deterministic policies (eight machines): the simulated device calls and peak reserved; the 192 of the pool: one peak per replay"
 
 # the bundled model is what calibrate --from-log makes of the bundled logs (reproducible)
 if (cd "$TMP" && tar -xJf "$srcdir/traces/h200-device-logs.tar.xz") 2>/dev/null; then
