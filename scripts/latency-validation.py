@@ -48,6 +48,16 @@ def fit(a, logs, out):
         sys.exit(r.stderr)
 
 
+def runs(rows, machine, w, p, c):
+    """The measured device times of one replay on one machine."""
+    return [float(r["device_time_us"]) for r in rows
+            if r["machine"] == machine and (r["trace"], r["policy"], r["config"]) == (w, p, c)]
+
+
+def within15(errs):
+    return sum(abs(x) <= 0.15 for x in errs)
+
+
 def from_table(o):
     rows = [r for r in csv.DictReader(l for l in open(o.measured) if not l.startswith("#"))]
     machines = sorted({r["machine"] for r in rows}) if o.machine == "all" else o.machine.split(",")
@@ -56,13 +66,12 @@ def from_table(o):
             sys.exit("latency-validation.py: %s: no rows for machine %s" % (o.measured, m))
     if len(machines) > 1:
         return fleet(o, rows, machines)
-    rows = [r for r in rows if r["machine"] == machines[0]]
     print("| trace | policy | settings | runs | measured mean (µs) | CV | model | err |")
     print("|---|---|---|---|---|---|---|---|")
     errs = []
     for w in WORKLOADS:
         for p, c in SETTINGS:
-            meas = [float(r["device_time_us"]) for r in rows if (r["trace"], r["policy"], r["config"]) == (w, p, c)]
+            meas = runs(rows, machines[0], w, p, c)
             mean = statistics.mean(meas)
             cv = statistics.stdev(meas) / mean if len(meas) > 1 else 0.0
             v = simulate(o.allocsim, o.model, p, c, os.path.join(o.traces, w + ".pickle.gz"))
@@ -74,7 +83,7 @@ def from_table(o):
 
 def within(errs, what):
     return "within 15%% of %s in %d of %d, median |error| %.0f%%, max %.0f%%" % (
-        what, sum(abs(x) <= 0.15 for x in errs), len(errs), 100 * statistics.median(abs(x) for x in errs),
+        what, within15(errs), len(errs), 100 * statistics.median(abs(x) for x in errs),
         100 * max(abs(x) for x in errs))
 
 
@@ -94,8 +103,7 @@ def fleet(o, rows, machines):
         for p, c in SETTINGS:
             means = []
             for m in machines:
-                meas = [float(r["device_time_us"]) for r in rows
-                        if r["machine"] == m and (r["trace"], r["policy"], r["config"]) == (w, p, c)]
+                meas = runs(rows, m, w, p, c)
                 if not meas:
                     sys.exit("latency-validation.py: %s: machine %s has no runs of %s %s %s" % (o.measured, m, w, p, c))
                 means.append(statistics.mean(meas))
@@ -110,7 +118,7 @@ def fleet(o, rows, machines):
     print()
     print("- model: " + within(errs, "the mean of %d machines" % len(machines)))
     print("- per machine, within 15%% of that machine's mean: %s of %d" %
-          (", ".join("%s %d" % (m, sum(abs(x) <= 0.15 for x in per[m])) for m in machines), len(errs)))
+          (", ".join("%s %d" % (m, within15(per[m])) for m in machines), len(errs)))
     print("- the machines' means of one replay are %.2f to %.2f times apart (median %.2f); more than %.2f times "
           "(no single value within 15%% of every machine's mean) in %d of %d" %
           (min(spreads), max(spreads), statistics.median(spreads), SPREAD_LIMIT, sum(x > SPREAD_LIMIT for x in spreads), len(spreads)))
@@ -177,8 +185,7 @@ def main():
             e = errs[key]
             if not e:
                 continue
-            print("- %s: within 15%% of the measured mean in %d of %d, median |error| %.0f%%, max %.0f%%" %
-                  (name, sum(abs(x) <= 0.15 for x in e), len(e), 100 * statistics.median(abs(x) for x in e), 100 * max(abs(x) for x in e)))
+            print("- %s: %s" % (name, within(e, "the measured mean")))
         if o.single:
             for t in (0.15, 0.25):
                 print("- single runs within %.0f%%: of the model %d of %d, of their own replay's mean %d of %d" %
