@@ -161,6 +161,8 @@ static int calibrate_from_logs(char **logs, int n, const char *out)
 {
 	as_devcalls cs = { 0 };
 	as_err err = { 0, "" };
+	if (as_outputs_check(&out, 1, (const char *const *)logs, (size_t)n, &err))
+		return cli_report(&err);
 	for (int i = 0; i < n; i++)
 		if (as_devlog_load(&cs, logs[i], &err)) {
 			free(cs.v);
@@ -331,6 +333,9 @@ int cmd_calibrate(int argc, char **argv)
 	memset(per, 0, sizeof per);
 	as_err err = { 0, "" };
 	as_outfile of, rf;
+	const char *const outs[] = { raw, out };
+	if (as_outputs_check(outs, 2, NULL, 0, &err))
+		return cli_report(&err);
 	if (raw) {
 		if (as_outfile_open(&rf, raw, &err))
 			return cli_report(&err);

@@ -33,6 +33,8 @@ int cmd_convert(int argc, char **argv)
 	as_err err = { 0, "" };
 	as_meta meta;
 	memset(&meta, 0, sizeof meta);
+	if (as_outputs_check(&out, 1, &path, 1, &err))
+		return cli_report(&err);
 	/* Snapshots store their settings at the end: read them first so the header can carry them. */
 	if (strcmp(path, "-") && as_trace_probe_meta(path, &meta, &err))
 		return cli_report(&err);

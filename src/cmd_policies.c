@@ -25,5 +25,5 @@ int cmd_policies(int argc, char **argv)
 		if (as_policies[i + 1])
 			putchar('\n');
 	}
-	return fflush(stdout) ? AS_EXIT_IOERR : 0;
+	return 0; /* main() checks the writes to stdout */
 }

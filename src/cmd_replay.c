@@ -153,22 +153,26 @@ static void seg_hook(as_engine *e, const as_event *ev, void *ctx)
 /* The segment map needs the state at the reserved peak, known only after a first pass: replay
  * again, writing the map after the peak's event and at the end. */
 static int write_segments(const char *path, const as_policy_ops *ops, const char *conf, uint64_t capacity, int addr_mode,
-	int resolve_maybe, uint64_t peak_event, const char *file, as_err *err)
+	int resolve_maybe, uint64_t peak_event, FILE *f, as_err *err)
 {
-	if (!ops->segments)
-		return as_fail(err, AS_EXIT_USAGE, "--segments: the %s policy has no segment map", ops->name);
-	if (!strcmp(path, "-"))
-		return as_fail(err, AS_EXIT_USAGE, "--segments needs a file, not standard input (it replays twice)");
-	as_outfile of;
-	if (as_outfile_open(&of, file, err))
-		return -1;
-	fputs("moment,segment,segment_address,segment_bytes,stream,pool,expandable,block_offset,block_bytes,state\n", of.fp);
-	seg_pass sp = { { of.fp, "peak", 0 }, peak_event, 0 };
+	fputs("moment,segment,segment_address,segment_bytes,stream,pool,expandable,block_offset,block_bytes,state\n", f);
+	seg_pass sp = { { f, "peak", 0 }, peak_event, 0 };
 	as_run_opts o = { .path = path, .ops = ops, .config = conf, .capacity = capacity, .addr_mode = addr_mode,
 		.resolve_maybe = resolve_maybe > 0, .hook = seg_hook, .hook_ctx = &sp };
 	as_summary s;
-	int rc = as_run(&o, &s, err);
-	return as_outfile_close(&of, rc == 0, err) || rc ? -1 : 0;
+	return as_run(&o, &s, err);
+}
+
+/* Every output is checked (and opened: a FIFO blocks here until its reader comes) before the
+ * replay, so a bad path fails at once; none is committed unless all were written. */
+static int open_outputs(as_outfile *const *of, const char *const *paths, size_t n, const char *input, as_err *err)
+{
+	if (as_outputs_check(paths, n, &input, 1, err))
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (paths[i] && as_outfile_open(of[i], paths[i], err))
+			return -1;
+	return 0;
 }
 
 typedef struct stat_out {
@@ -258,12 +262,32 @@ int cmd_replay(int argc, char **argv)
 	as_device *dev = NULL;
 	as_engine e;
 	int engine_ok = 0, rc = 0;
-	as_outfile tl = { 0 }, so = { 0 }, sf = { 0 }, lf = { 0 }, df = { 0 };
+	as_outfile tl = { 0 }, so = { 0 }, sf = { 0 }, lf = { 0 }, df = { 0 }, gf = { 0 }, po = { 0 };
+	/* the summary (stdout without -o), the other files, and stdout again for --summary after -o */
+	as_outfile *const ofs[] = { &so, &tl, &sf, &gf, &lf, &df, &po };
+	const char *const opaths[] = { out ? out : "-", timeline, stats, segments, latency, devlog };
+	const size_t nofs = sizeof ofs / sizeof ofs[0];
 	as_lat_model model = { 0 };
 	int have_model = 0;
 	memset(&e, 0, sizeof e);
 
 	char *recorded = NULL;
+	if (summary && strcmp(ops->name, "pytorch")) {
+		as_fail(&err, AS_EXIT_USAGE, "--summary needs the pytorch policy");
+		goto done;
+	}
+	if (segments && !ops->segments) {
+		as_fail(&err, AS_EXIT_USAGE, "--segments: the %s policy has no segment map", ops->name);
+		goto done;
+	}
+	if (segments && !strcmp(path, "-")) {
+		as_fail(&err, AS_EXIT_USAGE, "--segments needs a file, not standard input (it replays twice)");
+		goto done;
+	}
+	if (open_outputs(ofs, opaths, sizeof opaths / sizeof opaths[0], path, &err))
+		goto done;
+	if (summary && out && as_outfile_open(&po, "-", &err))
+		goto done;
 	if (config && !strcmp(config, "recorded")) {
 		if (cli_resolve_config(path, config, &conf, &err))
 			goto done;
@@ -303,20 +327,14 @@ int cmd_replay(int argc, char **argv)
 	e.check = check;
 	e.every = every;
 	if (timeline) {
-		if (as_outfile_open(&tl, timeline, &err))
-			goto done;
 		e.timeline = tl.fp;
 		fputs("event,type,time_us,requested_bytes,allocated_bytes,reserved_bytes\n", tl.fp);
 	}
 	if (latency) {
-		if (as_outfile_open(&lf, latency, &err))
-			goto done;
 		e.latency = lf.fp;
 		fputs("event,op,bytes,ns,device_us\n", lf.fp);
 	}
 	if (devlog) {
-		if (as_outfile_open(&df, devlog, &err))
-			goto done;
 		dev->log = df.fp;
 		as_dev_log_header(df.fp);
 	}
@@ -344,11 +362,9 @@ int cmd_replay(int argc, char **argv)
 			"before it began were skipped); results cover the recorded part only\n", as_progname, r->in.path,
 			r->meta.unmatched_frees);
 
-	if (segments && write_segments(path, ops, conf, capacity, addr_mode, e.resolve_maybe, e.peak_event, segments, &err))
+	if (segments && write_segments(path, ops, conf, capacity, addr_mode, e.resolve_maybe, e.peak_event, gf.fp, &err))
 		goto done;
 	if (stats) {
-		if (as_outfile_open(&sf, stats, &err))
-			goto done;
 		fputs("key,value\n", sf.fp);
 		stat_out so_ctx = { sf.fp };
 		if (e.pol->ops->stats)
@@ -357,32 +373,14 @@ int cmd_replay(int argc, char **argv)
 		AS_SUMMARY_COUNTERS(X)
 #undef X
 	}
-	if (as_outfile_open(&so, out, &err))
-		goto done;
 	as_summary_header(so.fp);
 	as_summary_row(so.fp, path, policy, conf, capacity, &e.s);
-	if (summary) {
-		if (strcmp(ops->name, "pytorch")) {
-			as_fail(&err, AS_EXIT_USAGE, "--summary needs the pytorch policy");
-			goto done;
-		}
-		if (!out)
-			fflush(stdout);
+	if (summary)
 		as_pytorch_summary(e.pol, stdout);
-	}
 done:
-	if (latency)
-		as_outfile_close(&lf, !err.code, &err);
-	if (devlog) {
-		if (dev)
-			dev->log = NULL;
-		as_outfile_close(&df, !err.code, &err);
-	}
-	if (timeline)
-		as_outfile_close(&tl, !err.code, &err);
-	if (stats)
-		as_outfile_close(&sf, !err.code, &err);
-	as_outfile_close(&so, !err.code, &err);
+	if (dev)
+		dev->log = NULL;
+	as_outfiles_close(ofs, nofs, !err.code, &err);
 	if (engine_ok)
 		as_engine_free(&e);
 	as_device_destroy(dev);

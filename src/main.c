@@ -51,7 +51,7 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 	return AS_EXIT_USAGE;
 }
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stderr);
@@ -70,4 +70,11 @@ int main(int argc, char **argv)
 			return cmds[i].fn(argc - 1, argv + 1);
 	fprintf(stderr, "%s: '%s' is not an allocsim command. See 'allocsim --help'.\n", as_progname, argv[1]);
 	return AS_EXIT_USAGE;
+}
+
+/* Every command's standard output is checked once more at the end (a full disk, a closed pipe):
+ * whatever a command printed, a lost write is an error (doc/reliability.md, "Outputs"). */
+int main(int argc, char **argv)
+{
+	return as_stdout_finish(dispatch(argc, argv));
 }

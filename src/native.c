@@ -185,12 +185,20 @@ int as_native_open(as_reader *r, const as_reader_opts *o, as_err *err)
 /* ---- writer ---------------------------------------------------------------------------- */
 
 struct as_writer {
-	as_outfile out;
+	as_outfile out;   /* the file (temporary name or in place); gz writes through a dup of its descriptor */
 	gzFile gz;
-	char *gzpath, *gztmp;
 	int is_gz;
 	int failed;
 };
+
+/* A write error on the output, its name quoted unless it is standard output. */
+static int wfail(as_writer *w, as_err *err)
+{
+	int e = errno ? errno : EIO;
+	if (!w->out.path)
+		return as_fail(err, AS_EXIT_IOERR, "write error on standard output: %s", strerror(e));
+	return as_fail(err, AS_EXIT_IOERR, "write error on '%s': %s", w->out.path, strerror(e));
+}
 
 static int wprintf(as_writer *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int wprintf(as_writer *w, const char *fmt, ...)
@@ -215,22 +223,21 @@ as_writer *as_native_writer_open(const char *path, const as_meta *meta, as_err *
 {
 	as_writer *w = xcalloc(1, sizeof(*w));
 	size_t n = path ? strlen(path) : 0;
+	if (as_outfile_open(&w->out, path, err)) {
+		free(w);
+		return NULL;
+	}
 	if (n > 3 && !strcmp(path + n - 3, ".gz")) {
+		int fd = dup(fileno(w->out.fp));
 		w->is_gz = 1;
-		w->gzpath = xstrdup(path);
-		w->gztmp = xmalloc(n + 32);
-		snprintf(w->gztmp, n + 32, "%s.tmp%ld", path, (long)getpid());
-		w->gz = gzopen(w->gztmp, "wb6");
-		if (!w->gz) {
+		if (fd < 0 || !(w->gz = gzdopen(fd, "wb6"))) {
 			as_fail(err, AS_EXIT_IOERR, "cannot create '%s': %s", path, strerror(errno));
-			free(w->gzpath);
-			free(w->gztmp);
+			if (fd >= 0)
+				close(fd);
+			as_outfile_close(&w->out, 0, err);
 			free(w);
 			return NULL;
 		}
-	} else if (as_outfile_open(&w->out, path, err)) {
-		free(w);
-		return NULL;
 	}
 	wprintf(w, "#allocsim-trace %d\n", NATIVE_VERSION);
 	if (meta->source[0])
@@ -270,27 +277,22 @@ int as_native_writer_event(as_writer *w, const as_event *ev, as_err *err)
 	default: break;
 	}
 	if (w->failed)
-		return as_fail(err, AS_EXIT_IOERR, "write error on '%s'", w->is_gz ? w->gzpath : (w->out.path ? w->out.path : "<stdout>"));
+		return wfail(w, err);
 	return 0;
 }
 
 int as_native_writer_close(as_writer *w, int commit, as_err *err)
 {
 	int rc = 0;
-	if (w->is_gz) {
-		if (gzclose(w->gz) != Z_OK || w->failed)
-			rc = as_fail(err, AS_EXIT_IOERR, "write error on '%s'", w->gzpath);
-		if (commit && !rc && rename(w->gztmp, w->gzpath))
-			rc = as_fail(err, AS_EXIT_IOERR, "cannot rename to '%s': %s", w->gzpath, strerror(errno));
-		if (!commit || rc)
-			unlink(w->gztmp);
-		free(w->gzpath);
-		free(w->gztmp);
-	} else {
-		rc = as_outfile_close(&w->out, commit && !w->failed, err);
-		if (w->failed && !rc)
-			rc = as_fail(err, AS_EXIT_IOERR, "write error");
+	errno = 0;
+	if (w->is_gz && gzclose(w->gz) != Z_OK) {
+		w->failed = 1;
+		rc = wfail(w, err);
 	}
+	if (w->failed)
+		rc = wfail(w, err);
+	if (as_outfile_close(&w->out, commit && !w->failed, err))
+		rc = -1;
 	free(w);
 	return rc;
 }

@@ -122,12 +122,7 @@ as_writer *as_native_writer_open(const char *path, const as_meta *meta, as_err *
 int as_native_writer_event(as_writer *w, const as_event *ev, as_err *err);
 int as_native_writer_close(as_writer *w, int commit, as_err *err); /* commit=0 discards the output */
 
-/* Output files are written to a temporary name and renamed at the end. */
-typedef struct as_outfile {
-	FILE *fp;
-	char *path, *tmp;
-} as_outfile;
-int as_outfile_open(as_outfile *o, const char *path, as_err *err); /* path "-" or NULL = stdout */
-int as_outfile_close(as_outfile *o, int commit, as_err *err);
+/* Output files: src/outfile.h. */
+#include "outfile.h"
 
 #endif
