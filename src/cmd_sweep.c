@@ -1,6 +1,7 @@
 /* cmd_sweep.c - allocsim sweep: traces x policies x parameter values, in parallel, in order. */
 #include "cli.h"
 #include "run.h"
+#include "resume.h"
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -51,7 +52,7 @@ typedef struct job {
 
 typedef struct sweep {
 	job *jobs;
-	size_t njobs, next, done, torun;
+	size_t njobs, next, done, torun, active;
 	pthread_mutex_t mu;
 	int timing, stop_at_oom;
 	size_t nparams;
@@ -81,7 +82,8 @@ static void *worker(void *arg)
 		pthread_mutex_lock(&sw->mu);
 		while (sw->next < sw->njobs && sw->jobs[sw->next].row)
 			sw->next++; /* already present (--resume) or not in this shard */
-		if (sw->next >= sw->njobs || sw->err.code) {
+		if (sw->next >= sw->njobs || sw->err.code || cli_interrupted) {
+			sw->active--;
 			pthread_mutex_unlock(&sw->mu);
 			return NULL;
 		}
@@ -111,7 +113,7 @@ static void *worker(void *arg)
 				buf[len - 1] = 0;
 		}
 		pthread_mutex_lock(&sw->mu);
-		if (rc && !sw->err.code)
+		if (rc && !sw->err.code && !cli_interrupted)
 			sw->err = err;
 		j->row = buf;
 		sw->done++;
@@ -119,26 +121,113 @@ static void *worker(void *arg)
 	}
 }
 
-/* The identity of a row for --resume: its fields up to capacity_bytes, without the run index. */
-static char *row_key(const char *row, size_t nfields)
+/* ---- output, --resume and interruption ------------------------------------------------- */
+
+/* A parameter's name is a CSV column name and its values are written unquoted: nothing in them
+ * may end a field or a line. */
+static int check_param(const param *p, char *msg, size_t len)
 {
-	const char *p = strchr(row, ',');
-	if (!p)
-		return NULL;
-	p++;
-	const char *q = p;
-	int quote = 0;
-	size_t f = 0;
-	for (; *q; q++) {
-		if (*q == '"')
-			quote = !quote;
-		else if (*q == ',' && !quote && ++f == nfields)
-			break;
+	static const char bad[] = ",\"\n\r";
+	const char *what = NULL, *s = NULL;
+	if (strpbrk(p->name, bad)) {
+		what = "name";
+		s = p->name;
 	}
-	char *k = xmalloc((size_t)(q - p) + 1);
-	memcpy(k, p, (size_t)(q - p));
-	k[q - p] = 0;
-	return k;
+	for (size_t v = 0; !what && v < p->n; v++)
+		if (strpbrk(p->vals[v], bad)) {
+			what = "value";
+			s = p->vals[v];
+		}
+	if (!what)
+		return 0;
+	char c = *strpbrk(s, bad);
+	snprintf(msg, len, "the %s '%s' contains %s, which a CSV column cannot hold unquoted", what, s,
+		c == ',' ? "a comma" : c == '"' ? "a double quote" : "a line break");
+	return -1;
+}
+
+/* The header line this sweep writes, without the newline. */
+static char *sweep_header(const param *params, size_t npar)
+{
+	char *b = NULL;
+	size_t l = 0;
+	FILE *f = open_memstream(&b, &l);
+	fputs("run", f);
+	for (size_t k = 0; k < npar; k++)
+		fprintf(f, ",%s", params[k].name);
+	fputc(',', f);
+	as_summary_header(f);
+	fclose(f);
+	if (l && b[l - 1] == '\n')
+		b[l - 1] = 0;
+	return b;
+}
+
+/* --resume: the verified rows of the earlier output (resume.c) fill their jobs, this shard's or
+ * another's (so that shards run one after another into one file keep each other's rows). */
+static int sweep_resume(sweep *sw, const as_outfile *of, const char *header, const char *sample, size_t npar, int timing,
+	as_err *err)
+{
+	if (!of->tmp)
+		return as_fail(err, AS_EXIT_USAGE, "--resume needs -o a regular file, not %s", of->path ? of->path : "standard output");
+	const char **keys = xmalloc((sw->njobs ? sw->njobs : 1) * sizeof(char *));
+	char **kept = xcalloc(sw->njobs ? sw->njobs : 1, sizeof(char *));
+	for (size_t i = 0; i < sw->njobs; i++)
+		keys[i] = sw->jobs[i].key;
+	as_resume_spec sp = { .header = header, .sample = sample, .nkey = npar + 4, .keys = keys, .njobs = sw->njobs,
+		.timing = timing };
+	long n = as_resume_load(of->target, &sp, kept, err);
+	for (size_t i = 0; n >= 0 && i < sw->njobs; i++)
+		if (kept[i]) {
+			free(sw->jobs[i].row);
+			sw->jobs[i].row = kept[i];
+		}
+	free(keys);
+	free(kept);
+	return n < 0 ? -1 : 0;
+}
+
+static size_t rows_done(const sweep *sw)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < sw->njobs; i++)
+		n += sw->jobs[i].row && sw->jobs[i].row[0];
+	return n;
+}
+
+/* Writes the header and every finished row, in grid order, and commits the file. */
+static int sweep_write(as_outfile *of, const char *header, const sweep *sw, as_err *err)
+{
+	fprintf(of->fp, "%s\n", header);
+	for (size_t i = 0; i < sw->njobs; i++)
+		if (sw->jobs[i].row && sw->jobs[i].row[0])
+			fprintf(of->fp, "%s\n", sw->jobs[i].row);
+	return as_outfile_close(of, 1, err);
+}
+
+/* Ctrl-C or SIGTERM: the runs that finished are written (whole rows, in grid order) and the user
+ * is told how to go on; nothing replaces an earlier output if no run finished. Exit 130. */
+static int sweep_interrupted(as_outfile *of, const char *header, const sweep *sw, const char *out)
+{
+	as_err err = { 0, "" };
+	size_t have = rows_done(sw), left = 0;
+	for (size_t i = 0; i < sw->njobs; i++)
+		left += !sw->jobs[i].row;
+	if (!have) {
+		as_outfile_close(of, 0, &err);
+		fprintf(stderr, "%s: interrupted before any run finished; %s\n", as_progname,
+			out && strcmp(out, "-") ? "the output was left as it was" : "nothing was written");
+		return AS_EXIT_INTERRUPTED;
+	}
+	if (sweep_write(of, header, sw, &err))
+		return cli_report(&err);
+	if (out && strcmp(out, "-"))
+		fprintf(stderr, "%s: interrupted: '%s' holds the %zu finished runs, %zu are not done; run the same command "
+			"with --resume to do only those\n", as_progname, out, have, left);
+	else
+		fprintf(stderr, "%s: interrupted: %zu finished runs were written, %zu are not done; to resume, write to a "
+			"file (-o FILE) and run again with --resume\n", as_progname, have, left);
+	return AS_EXIT_INTERRUPTED;
 }
 
 int cmd_sweep(int argc, char **argv)
@@ -186,7 +275,7 @@ int cmd_sweep(int argc, char **argv)
 			p->name = xmalloc((size_t)(eq - optarg) + 1);
 			memcpy(p->name, optarg, (size_t)(eq - optarg));
 			p->name[eq - optarg] = 0;
-			if (parse_values(p, eq + 1, m, sizeof m))
+			if (parse_values(p, eq + 1, m, sizeof m) || check_param(p, m, sizeof m))
 				{ rc = cli_usage_error("sweep", "--param %s: %s", p->name, m); goto args_out; }
 			break;
 		}
@@ -230,20 +319,32 @@ args_out:
 	}
 	sweep sw;
 	memset(&sw, 0, sizeof sw);
+	as_err err = { 0, "" };
+	as_outfile of;
+	char **recorded = NULL, *header = NULL, *sample = NULL;
+	/* The output first, so that a bad -o fails before any work; the lock is held from here, while
+	 * --resume reads the file, to the rename. */
+	cli_catch_signals();
+	if (as_outputs_check(&out, 1, traces, ntr, &err) || as_outfile_open_locked(&of, out, &err)) {
+		rc = cli_report(&err);
+		goto args_out;
+	}
+	header = sweep_header(params, npar);
 	pthread_mutex_init(&sw.mu, NULL);
 	sw.timing = timing;
 	sw.stop_at_oom = stop_at_oom;
 	sw.nparams = npar;
 	size_t ncomb = 1;
 	for (size_t k = 0; k < npar; k++) {
-		if (ncomb > 10000000 / params[k].n)
-			return cli_usage_error("sweep", "the grid is larger than 10 million runs");
+		if (ncomb > 10000000 / params[k].n) {
+			rc = cli_usage_error("sweep", "the grid is larger than 10 million runs");
+			goto done;
+		}
 		ncomb *= params[k].n;
 	}
 	sw.njobs = ntr * npol * ncomb;
 	sw.jobs = xcalloc(sw.njobs, sizeof(job));
-	char **recorded = xcalloc(ntr, sizeof(char *));
-	as_err err = { 0, "" };
+	recorded = xcalloc(ntr, sizeof(char *));
 	for (size_t t = 0; t < ntr; t++)
 		if (as_recorded_settings(traces[t], &recorded[t], &err)) {
 			rc = cli_report(&err);
@@ -296,41 +397,27 @@ args_out:
 				memset(&zero, 0, sizeof zero);
 				as_summary_row(kf, j->trace, j->ops->name, j->config, j->capacity, &zero);
 				fclose(kf);
-				j->key = row_key(kb, npar + 4);
-				free(kb);
+				j->key = as_resume_key(kb, npar + 4);
+				if (!sample) {
+					sample = kb;
+					size_t sl = strlen(sample);
+					if (sl && sample[sl - 1] == '\n')
+						sample[sl - 1] = 0;
+				} else {
+					free(kb);
+				}
 				if ((idx % shard_n) != shard_k - 1)
 					j->row = xstrdup(""); /* another shard's */
 			}
-	if (resume) {
-		FILE *f = fopen(out, "r");
-		char *line = NULL;
-		size_t cap = 0;
-		ssize_t n;
-		while (f && (n = getline(&line, &cap, f)) > 0) {
-			if (!strncmp(line, "run,", 4))
-				continue;
-			char *k = row_key(line, npar + 4);
-			for (size_t i = 0; k && i < sw.njobs; i++)
-				if (!sw.jobs[i].row && !strcmp(sw.jobs[i].key, k)) {
-					/* renumber to this grid's index */
-					const char *rest = strchr(line, ',');
-					sw.jobs[i].row = xmalloc(strlen(rest) + 32);
-					sprintf(sw.jobs[i].row, "%zu%s", i, rest);
-					size_t l = strlen(sw.jobs[i].row);
-					if (l && sw.jobs[i].row[l - 1] == '\n')
-						sw.jobs[i].row[l - 1] = 0;
-					break;
-				}
-			free(k);
-		}
-		free(line);
-		if (f)
-			fclose(f);
+	if (resume && sweep_resume(&sw, &of, header, sample, npar, timing, &err)) {
+		rc = cli_report(&err);
+		goto done;
 	}
 	for (size_t i = 0; i < sw.njobs; i++)
 		if (!sw.jobs[i].row)
 			sw.torun++;
 	pthread_t *th = xcalloc(jobs, sizeof(pthread_t));
+	sw.active = jobs;
 	for (uint64_t w = 0; w < jobs; w++)
 		pthread_create(&th[w], NULL, worker, &sw);
 	int tty = isatty(2);
@@ -338,14 +425,14 @@ args_out:
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	while (tty) {
 		pthread_mutex_lock(&sw.mu);
-		size_t d = sw.done, t = sw.torun;
+		size_t d = sw.done, t = sw.torun, active = sw.active;
 		pthread_mutex_unlock(&sw.mu);
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		double el = (double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) * 1e-9;
 		int w = t ? (int)(30 * d / t) : 30;
 		fprintf(stderr, "\r[%.*s%*s] %zu/%zu  ETA %4.0fs ", w, "##############################", 30 - w, "", d, t,
 			d ? el / (double)d * (double)(t - d) : 0.0);
-		if (d >= t)
+		if (d >= t || !active)
 			break;
 		usleep(200000);
 	}
@@ -358,22 +445,16 @@ args_out:
 		rc = cli_report(&sw.err);
 		goto done;
 	}
-	as_outfile of;
-	if (as_outfile_open(&of, out, &err)) {
-		rc = cli_report(&err);
+	if (cli_interrupted) {
+		rc = sweep_interrupted(&of, header, &sw, out);
 		goto done;
 	}
-	fputs("run", of.fp);
-	for (size_t k = 0; k < npar; k++)
-		fprintf(of.fp, ",%s", params[k].name);
-	fputc(',', of.fp);
-	as_summary_header(of.fp);
-	for (size_t i = 0; i < sw.njobs; i++)
-		if (sw.jobs[i].row && sw.jobs[i].row[0])
-			fprintf(of.fp, "%s\n", sw.jobs[i].row);
-	if (as_outfile_close(&of, 1, &err))
+	if (sweep_write(&of, header, &sw, &err))
 		rc = cli_report(&err);
 done:
+	as_outfile_close(&of, 0, &err); /* after an error: the temporary file goes, the lock is released */
+	free(header);
+	free(sample);
 	for (size_t i = 0; i < sw.njobs; i++) {
 		free(sw.jobs[i].config);
 		free(sw.jobs[i].pvals);
@@ -381,7 +462,7 @@ done:
 		free(sw.jobs[i].key);
 	}
 	free(sw.jobs);
-	for (size_t t = 0; t < ntr; t++)
+	for (size_t t = 0; recorded && t < ntr; t++)
 		free(recorded[t]);
 	free(recorded);
 	free_params(params, npar);
