@@ -33,14 +33,37 @@ typedef struct fitctx {
 	uint64_t runs;
 } fitctx;
 
+/* One replay; -1 on error or after Ctrl-C/SIGTERM (err says which). */
+static int fit_run(fitctx *f, as_summary *s, as_err *err)
+{
+	if (cli_interrupted)
+		return as_fail(err, AS_EXIT_INTERRUPTED, "interrupted");
+	f->runs++;
+	int rc = as_run(&f->o, s, err);
+	if (cli_interrupted) {
+		as_err_clear(err);
+		return as_fail(err, AS_EXIT_INTERRUPTED, "interrupted");
+	}
+	return rc;
+}
+
+/* Reports an error, or an interruption: the lines already printed are whole; fit keeps no state. */
+static int fit_fail(const fitctx *f, const as_err *err)
+{
+	if (err->code != AS_EXIT_INTERRUPTED)
+		return cli_report(err);
+	fprintf(stderr, "%s: interrupted after %" PRIu64 " replays: the lines above are complete, the answer is not; "
+		"fit does not resume, run the same command again\n", as_progname, f->runs);
+	return AS_EXIT_INTERRUPTED;
+}
+
 /* 1 if the replay at capacity c has no OOM; -1 on error. */
 static int fits(fitctx *f, uint64_t c, as_summary *s, as_err *err)
 {
 	as_summary tmp;
 	f->o.capacity = c;
 	f->o.stop_at_oom = 1;
-	f->runs++;
-	if (as_run(&f->o, s ? s : &tmp, err))
+	if (fit_run(f, s ? s : &tmp, err))
 		return -1;
 	return (s ? s : &tmp)->num_ooms == 0;
 }
@@ -51,8 +74,8 @@ static int fit_capacity(fitctx *f, int exact, uint64_t samples)
 	as_summary full;
 	f->o.capacity = 0;
 	f->o.stop_at_oom = 0;
-	if (as_run(&f->o, &full, &err))
-		return cli_report(&err);
+	if (fit_run(f, &full, &err))
+		return fit_fail(f, &err);
 	uint64_t g = exact ? 1 : 2ULL << 20;
 	uint64_t lo = full.peak_requested_bytes / g;                    /* in units of g; may fail */
 	uint64_t hi = (full.peak_reserved_bytes + g - 1) / g;          /* succeeds: the unlimited run */
@@ -60,7 +83,7 @@ static int fit_capacity(fitctx *f, int exact, uint64_t samples)
 		full.peak_reserved_bytes, full.peak_requested_bytes);
 	int r = fits(f, hi * g, NULL, &err);
 	if (r < 0)
-		return cli_report(&err);
+		return fit_fail(f, &err);
 	if (!r) {
 		fprintf(stderr, "%s: error: the replay runs out of memory even at its own unlimited peak (%" PRIu64 " bytes)\n",
 			as_progname, hi * g);
@@ -68,13 +91,13 @@ static int fit_capacity(fitctx *f, int exact, uint64_t samples)
 	}
 	if (lo && (r = fits(f, lo * g, NULL, &err)) != 0) {
 		if (r < 0)
-			return cli_report(&err);
+			return fit_fail(f, &err);
 		hi = lo; /* already fits at the lower bound */
 	}
 	while (hi - lo > 1) {
 		uint64_t mid = lo + (hi - lo) / 2;
 		if ((r = fits(f, mid * g, NULL, &err)) < 0)
-			return cli_report(&err);
+			return fit_fail(f, &err);
 		printf("capacity %" PRIu64 ": %s\n", mid * g, r ? "ok" : "OOM");
 		if (r)
 			hi = mid;
@@ -91,7 +114,7 @@ static int fit_capacity(fitctx *f, int exact, uint64_t samples)
 		uint64_t below = (full.peak_requested_bytes + (best - full.peak_requested_bytes) * k / (samples + 1)) / g * g;
 		if (above > best) {
 			if ((r = fits(f, above, NULL, &err)) < 0)
-				return cli_report(&err);
+				return fit_fail(f, &err);
 			if (!r) {
 				printf("non-monotonic: OOM at capacity %" PRIu64 " although %" PRIu64 " fits\n", above, best);
 				nonmono = 1;
@@ -99,7 +122,7 @@ static int fit_capacity(fitctx *f, int exact, uint64_t samples)
 		}
 		if (below < best && below >= g) {
 			if ((r = fits(f, below, NULL, &err)) < 0)
-				return cli_report(&err);
+				return fit_fail(f, &err);
 			if (r) {
 				printf("non-monotonic: capacity %" PRIu64 " fits although %" PRIu64 " runs out of memory\n", below, best - g);
 				nonmono = 1;
@@ -154,9 +177,9 @@ static int fit_param(fitctx *f, const char *name, const char *values, const char
 		f->o.config = conf;
 		f->o.capacity = cap;
 		f->o.stop_at_oom = 1;
-		if (as_run(&f->o, &s, &err)) {
+		if (fit_run(f, &s, &err)) {
 			free(conf);
-			rc = cli_report(&err);
+			rc = fit_fail(f, &err);
 			break;
 		}
 		printf("%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", vals[i], s.peak_reserved_bytes, s.num_device_alloc, s.num_ooms);
@@ -235,6 +258,7 @@ int cmd_fit(int argc, char **argv)
 	if (as_recorded_settings(trace, &rec, &err))
 		return cli_report(&err);
 	f.o.recorded = rec;
+	cli_catch_signals();
 	int rc;
 	if (is_param) {
 		if (!capacity)
