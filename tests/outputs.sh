@@ -130,7 +130,7 @@ contains "$(cat "$TMP/fite.txt")" "interrupted after"; ok $? "fit says it was in
 
 g2="--param max_split_size_mb=none,40,128"
 # ---- 5. two sweeps on one -o: the second fails at once instead of one losing the other's rows ----
-"$A" sweep -t "$TMP/in" -o "$TMP/shared.csv" 2>/dev/null & first=$!
+timeout 30 "$A" sweep -t "$TMP/in" -o "$TMP/shared.csv" 2>/dev/null & first=$!
 i=0; while [ ! -e "$TMP/shared.csv.lock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 run "$A" sweep -t "$small" --shard 2/2 -o "$TMP/shared.csv"
 is "$st" 75 "a second sweep on a -o being written: exit 75"
