@@ -284,6 +284,7 @@ int cmd_replay(int argc, char **argv)
 		as_fail(&err, AS_EXIT_USAGE, "--segments needs a file, not standard input (it replays twice)");
 		goto done;
 	}
+	cli_catch_signals(); /* from here: an output FIFO's open waits for its reader */
 	if (open_outputs(ofs, opaths, sizeof opaths / sizeof opaths[0], path, &err))
 		goto done;
 	if (summary && out && as_outfile_open(&po, "-", &err))
@@ -341,7 +342,6 @@ int cmd_replay(int argc, char **argv)
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	as_event ev;
-	cli_catch_signals();
 	while ((rc = as_reader_next(r, &ev, &err)) > 0) {
 		if (cli_interrupted) {
 			as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; every device allocation was released, nothing was written");

@@ -160,7 +160,11 @@ static int open_file(as_outfile *o, const char *path, int locked, as_err *err)
 		int fd = open(path, O_WRONLY | O_CLOEXEC);
 		struct stat st;
 		if (fd < 0) {
-			as_fail(err, AS_EXIT_IOERR, "cannot open '%s' for writing: %s", path, strerror(errno));
+			/* a FIFO's open waits for a reader; SIGINT/SIGTERM (cli_catch_signals) end the wait */
+			if (errno == EINTR)
+				as_fail(err, AS_EXIT_INTERRUPTED, "interrupted while waiting for a reader of '%s'; nothing was written", path);
+			else
+				as_fail(err, AS_EXIT_IOERR, "cannot open '%s' for writing: %s", path, strerror(errno));
 			goto fail;
 		}
 		if (fstat(fd, &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) {
