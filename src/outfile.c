@@ -194,6 +194,9 @@ static int open_file(as_outfile *o, const char *path, int locked, as_err *err)
 		else if (fd < 0)
 			break;
 	}
+	struct stat old;
+	if (fd >= 0 && stat(o->target, &old) == 0)
+		(void)fchmod(fd, old.st_mode & 07777); /* the replaced file's permissions, not the umask's */
 	if (fd < 0 || !(o->fp = fdopen(fd, "wb"))) {
 		int e = errno;
 		if (fd >= 0) {
