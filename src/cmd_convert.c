@@ -10,6 +10,16 @@ static const char convert_usage[] =
 	"(doc/trace-format.md); OUT is gzip-compressed when its name ends in .gz, '-' is standard output.\n"
 	"The output appears only when the whole input was read without error.\n";
 
+/* After Ctrl-C/SIGTERM a read cut short by the signal is no data error: report the interruption. */
+static int convert_report(as_err *err)
+{
+	if (cli_interrupted) {
+		as_err_clear(err);
+		as_fail(err, AS_EXIT_INTERRUPTED, "interrupted; nothing was written");
+	}
+	return cli_report(err);
+}
+
 int cmd_convert(int argc, char **argv)
 {
 	static const struct option lo[] = { { "output", required_argument, 0, 'o' }, { "help", no_argument, 0, 'h' },
@@ -35,6 +45,7 @@ int cmd_convert(int argc, char **argv)
 	memset(&meta, 0, sizeof meta);
 	if (as_outputs_check(&out, 1, &path, 1, &err))
 		return cli_report(&err);
+	cli_catch_signals(); /* Ctrl-C/SIGTERM: the temporary output is removed, exit 130 */
 	/* Snapshots store their settings at the end: read them first so the header can carry them. */
 	if (strcmp(path, "-") && as_trace_probe_meta(path, &meta, &err))
 		return cli_report(&err);
@@ -42,7 +53,7 @@ int cmd_convert(int argc, char **argv)
 	as_reader_opts ro = { 0 };
 	if (as_reader_open(&r, path, &ro, &err)) {
 		as_meta_free(&meta);
-		return cli_report(&err);
+		return convert_report(&err);
 	}
 	if (!strcmp(path, "-"))
 		meta = (as_meta){ 0 }, snprintf(meta.source, sizeof meta.source, "%s", r->meta.source);
@@ -52,12 +63,18 @@ int cmd_convert(int argc, char **argv)
 	as_event ev;
 	int rc = 0;
 	if (w) {
-		while ((rc = as_reader_next(r, &ev, &err)) > 0)
+		while ((rc = as_reader_next(r, &ev, &err)) > 0) {
+			if (cli_interrupted) {
+				as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; nothing was written");
+				break;
+			}
 			if (as_native_writer_event(w, &ev, &err))
 				break;
+		}
+
 		as_native_writer_close(w, !err.code, &err);
 	}
 	as_meta_free(&meta);
 	as_reader_close(r);
-	return err.code ? cli_report(&err) : 0;
+	return err.code ? convert_report(&err) : 0;
 }

@@ -135,6 +135,12 @@ ok "$([ "$k" -lt "$(wc -l < "$TMP/fit.txt")" ] && head -n "$k" "$TMP/fit.txt" | 
 contains "$(cat "$TMP/fite.txt")" "interrupted after"; ok $? "fit says it was interrupted"
 
 g2="--param max_split_size_mb=none,40,128"
+"$A" convert "$mid" -o "$TMP/n.trace"; mkfifo "$TMP/slow"
+( head -20000 "$TMP/n.trace"; sleep 1 ) > "$TMP/slow" & writer=$!
+run timeout --preserve-status -s INT 0.3 "$A" convert - -o "$TMP/conv.trace" < "$TMP/slow"; wait $writer
+ok "$([ "$st" = 130 ] && [ ! -e "$TMP/conv.trace" ] && [ "$(leftovers "$TMP")" = 0 ]; echo $?)" "convert interrupted while reading: exit 130, no output and no temporary file"
+contains "$errout" "interrupted; nothing was written"; ok $? "and says so"
+
 # ---- 5. two sweeps on one -o: the second fails at once instead of one losing the other's rows ----
 timeout 30 "$A" sweep -t "$TMP/in" -o "$TMP/shared.csv" 2>/dev/null & first=$!
 i=0; while [ ! -e "$TMP/shared.csv.lock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
