@@ -378,6 +378,11 @@ int cmd_replay(int argc, char **argv)
 	if (summary)
 		as_pytorch_summary(e.pol, stdout);
 done:
+	if (err.code && cli_interrupted && err.code != AS_EXIT_INTERRUPTED) {
+		/* a read cut short by the signal (a pipe, a FIFO) is no data error */
+		as_err_clear(&err);
+		as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; every device allocation was released, nothing was written");
+	}
 	if (dev)
 		dev->log = NULL;
 	as_outfiles_close(ofs, nofs, !err.code, &err);

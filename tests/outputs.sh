@@ -140,6 +140,9 @@ g2="--param max_split_size_mb=none,40,128"
 run timeout --preserve-status -s INT 0.3 "$A" convert - -o "$TMP/conv.trace" < "$TMP/slow"; wait $writer
 ok "$([ "$st" = 130 ] && [ ! -e "$TMP/conv.trace" ] && [ "$(leftovers "$TMP")" = 0 ]; echo $?)" "convert interrupted while reading: exit 130, no output and no temporary file"
 contains "$errout" "interrupted; nothing was written"; ok $? "and says so"
+( head -20000 "$TMP/n.trace"; sleep 1 ) > "$TMP/slow" & writer=$!
+run timeout --preserve-status -s INT 0.3 "$A" replay --timeline "$TMP/tl1.csv" -o "$TMP/r1.csv" - < "$TMP/slow"; wait $writer
+ok "$([ "$st" = 130 ] && [ ! -e "$TMP/r1.csv" ] && [ ! -e "$TMP/tl1.csv" ] && [ "$(leftovers "$TMP")" = 0 ]; echo $?)" "replay interrupted while reading a FIFO: exit 130, nothing written or left"
 
 # ---- 5. two sweeps on one -o: the second fails at once instead of one losing the other's rows ----
 timeout 30 "$A" sweep -t "$TMP/in" -o "$TMP/shared.csv" 2>/dev/null & first=$!
