@@ -17,6 +17,16 @@ static int is_stdout(const char *path)
 	return !path || !strcmp(path, "-");
 }
 
+/* A regular file that is our standard output already (-o /dev/stdout, /proc/self/fd/1 or a link to
+ * it, with stdout redirected to a file): written through stdout, for replacing it would leave the
+ * shell's redirection pointing at a removed file. */
+static int is_our_stdout(const char *path)
+{
+	struct stat a, b;
+	return stat(path, &a) == 0 && S_ISREG(a.st_mode) && fstat(STDOUT_FILENO, &b) == 0 && a.st_dev == b.st_dev &&
+		a.st_ino == b.st_ino;
+}
+
 /* dirname of a path as a new string ("." for a bare name). */
 static char *dir_of(const char *path)
 {
@@ -148,7 +158,7 @@ static int open_file(as_outfile *o, const char *path, int locked, as_err *err)
 {
 	memset(o, 0, sizeof(*o));
 	o->lockfd = -1;
-	if (is_stdout(path)) {
+	if (is_stdout(path) || is_our_stdout(path)) {
 		o->fp = stdout;
 		return 0;
 	}
@@ -298,7 +308,7 @@ static void identify(ident *id, const char *path)
 	struct stat st;
 	memset(id, 0, sizeof(*id));
 	id->path = path;
-	if (is_stdout(path)) {
+	if (is_stdout(path) || is_our_stdout(path)) {
 		id->canon = xstrdup("-");
 		return;
 	}
@@ -338,7 +348,7 @@ int as_outputs_check(const char *const *outs, size_t nouts, const char *const *i
 			continue;
 		identify(&o[no], outs[i]);
 		no++;
-		if (is_stdout(outs[i]))
+		if (!strcmp(o[no - 1].canon, "-"))
 			continue;
 		char *target;
 		if (resolve(outs[i], &target, err))
@@ -350,7 +360,7 @@ int as_outputs_check(const char *const *outs, size_t nouts, const char *const *i
 	for (size_t i = 0; i < no && !rc; i++)
 		for (size_t j = i + 1; j < no && !rc; j++)
 			if (same(&o[i], &o[j]) && !o[i].chardev)
-				rc = is_stdout(o[i].path) ? as_fail(err, AS_EXIT_USAGE, "two outputs go to standard output")
+				rc = !strcmp(o[i].canon, "-") ? as_fail(err, AS_EXIT_USAGE, "two outputs go to standard output")
 					: as_fail(err, AS_EXIT_USAGE, "two outputs go to one file ('%s' and '%s')", o[i].path, o[j].path);
 	for (size_t k = 0; k < nins && !rc; k++) {
 		if (!ins[k] || is_stdout(ins[k]))
@@ -358,7 +368,7 @@ int as_outputs_check(const char *const *outs, size_t nouts, const char *const *i
 		ident in;
 		identify(&in, ins[k]);
 		for (size_t i = 0; i < no && !rc; i++)
-			if (!is_stdout(o[i].path) && in.exists && same(&o[i], &in) && !o[i].chardev)
+			if (strcmp(o[i].canon, "-") && in.exists && same(&o[i], &in) && !o[i].chardev)
 				rc = as_fail(err, AS_EXIT_USAGE, "the output '%s' is the input '%s'", o[i].path, ins[k]);
 		free(in.canon);
 	}
