@@ -22,3 +22,9 @@ const as_policy_ops *as_policy_find(const char *name)
 			return as_policies[i];
 	return NULL;
 }
+
+const char *as_cap_name(unsigned bit)
+{
+	static const char *const names[] = { "stats", "segments", "free_stats", "waste", "summary", "reconcile" };
+	return bit < sizeof names / sizeof *names ? names[bit] : NULL;
+}

@@ -20,6 +20,13 @@ int cmd_policies(int argc, char **argv)
 	for (size_t i = 0; as_policies[i]; i++) {
 		const as_policy_ops *p = as_policies[i];
 		printf("%s\n    %s\n", p->name, p->summary);
+		if (p->flags) {
+			fputs("    answers:", stdout);
+			for (unsigned b = 0; as_cap_name(b); b++)
+				if (p->flags & (1u << b))
+					printf(" %s", as_cap_name(b));
+			putchar('\n');
+		}
 		for (const as_optdesc *o = p->opts; o && o->name; o++)
 			printf("    %-32s %-24s default %-10s %s\n", o->name, o->type, o->def, o->help);
 		if (as_policies[i + 1])

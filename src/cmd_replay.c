@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "engine.h"
 #include "run.h"
+#include "reconcile.h"
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -9,8 +10,6 @@
 #include <time.h>
 #include <signal.h>
 #include <unistd.h>
-
-void as_pytorch_summary(as_policy *pol, FILE *f);
 
 static const char replay_usage[] =
 	"usage: allocsim replay [options] TRACE\n"
@@ -23,7 +22,7 @@ static const char replay_usage[] =
 	"      --timeline FILE     write requested/allocated/reserved bytes after every event\n"
 	"      --every N           with --timeline, only every N-th event\n"
 	"      --stats FILE        write every statistic the policy keeps (pytorch: memory_stats() keys)\n"
-	"      --summary           print the pytorch policy's statistics as torch.cuda.memory_summary()\n"
+	"      --summary           print the policy's statistics table (pytorch: torch.cuda.memory_summary())\n"
 	"      --segments FILE     write the segment and block map at the reserved peak and at the end\n"
 	"      --check             verify the policy's invariants after every event\n"
 	"      --addresses MODE    auto (recorded segment addresses while the calls agree, default),\n"
@@ -101,16 +100,6 @@ int cli_resolve_config(const char *path, const char *config, char **out, as_err 
 	return 0;
 }
 
-struct probe_ctx {
-	const char *path, *conf;
-};
-
-static int probe_settings(void *ctx)
-{
-	struct probe_ctx *pc = ctx;
-	return as_recorded_matches(pc->path, pc->conf);
-}
-
 typedef struct seg_out {
 	FILE *f;
 	const char *moment;
@@ -140,12 +129,13 @@ typedef struct seg_pass {
 static void seg_hook(as_engine *e, const as_event *ev, void *ctx)
 {
 	seg_pass *sp = ctx;
+	as_q_segments q = { seg_rows, &sp->so };
 	if (!ev) {
 		sp->so.moment = "end";
 		sp->so.n = 0;
-		e->pol->ops->segments(e->pol, seg_rows, &sp->so);
+		as_policy_query(e->pol, AS_Q_SEGMENTS, &q);
 	} else if (!sp->written && e->s.events == sp->peak_event + 1) {
-		e->pol->ops->segments(e->pol, seg_rows, &sp->so);
+		as_policy_query(e->pol, AS_Q_SEGMENTS, &q);
 		sp->written = 1;
 	}
 }
@@ -155,8 +145,6 @@ static void seg_hook(as_engine *e, const as_event *ev, void *ctx)
 static int write_segments(const char *path, const as_policy_ops *ops, const char *conf, uint64_t capacity, int addr_mode,
 	int resolve_maybe, uint64_t peak_event, const char *file, as_err *err)
 {
-	if (!ops->segments)
-		return as_fail(err, AS_EXIT_USAGE, "--segments: the %s policy has no segment map", ops->name);
 	if (!strcmp(path, "-"))
 		return as_fail(err, AS_EXIT_USAGE, "--segments needs a file, not standard input (it replays twice)");
 	as_outfile of;
@@ -251,6 +239,10 @@ int cmd_replay(int argc, char **argv)
 	const as_policy_ops *ops = as_policy_find(policy);
 	if (!ops)
 		return cli_usage_error("replay", "unknown policy '%s' (see 'allocsim policies')", policy);
+	if (segments && !(ops->flags & AS_CAP_SEGMENTS))
+		return cli_usage_error("replay", "--segments: the %s policy has no segment map", ops->name);
+	if (summary && !(ops->flags & AS_CAP_SUMMARY))
+		return cli_usage_error("replay", "--summary: the %s policy has no statistics table", ops->name);
 
 	as_err err = { 0, "" };
 	char *conf = NULL;
@@ -263,7 +255,6 @@ int cmd_replay(int argc, char **argv)
 	int have_model = 0;
 	memset(&e, 0, sizeof e);
 
-	char *recorded = NULL;
 	if (config && !strcmp(config, "recorded")) {
 		if (cli_resolve_config(path, config, &conf, &err))
 			goto done;
@@ -272,10 +263,6 @@ int cmd_replay(int argc, char **argv)
 	}
 	if (as_reader_open(&r, path, NULL, &err))
 		goto done;
-	/* Which settings were recorded decides how ambiguous empty_cache() inferences resolve; a
-	 * snapshot's are read (a second pass) only if such a case comes up. */
-	if (r->meta.has_settings)
-		recorded = xstrdup(r->meta.settings ? r->meta.settings : "");
 	if (!capacity_set && r->meta.capacity)
 		capacity = r->meta.capacity;
 	if (use_cuda) {
@@ -292,14 +279,9 @@ int cmd_replay(int argc, char **argv)
 		goto done;
 	e.host_timing = !no_timing;
 	engine_ok = 1;
-	struct probe_ctx pc = { path, conf };
-	if (recorded) {
-		e.resolve_maybe = !strcmp(recorded, conf);
-	} else if (!strcmp(r->meta.format, "pytorch") && strcmp(path, "-")) {
-		e.resolve_maybe = -1;
-		e.probe = probe_settings;
-		e.probe_ctx = &pc;
-	}
+	/* Which settings were recorded decides how ambiguous empty_cache() inferences resolve; a
+	 * snapshot's are read (a second pass) only if such a case comes up. */
+	as_reconcile_for_trace(&e, &r->meta, path, conf);
 	e.check = check;
 	e.every = every;
 	if (timeline) {
@@ -344,15 +326,15 @@ int cmd_replay(int argc, char **argv)
 			"before it began were skipped); results cover the recorded part only\n", as_progname, r->in.path,
 			r->meta.unmatched_frees);
 
-	if (segments && write_segments(path, ops, conf, capacity, addr_mode, e.resolve_maybe, e.peak_event, segments, &err))
+	if (segments && write_segments(path, ops, conf, capacity, addr_mode, as_reconcile_resolved(&e), e.peak_event, segments, &err))
 		goto done;
 	if (stats) {
 		if (as_outfile_open(&sf, stats, &err))
 			goto done;
 		fputs("key,value\n", sf.fp);
 		stat_out so_ctx = { sf.fp };
-		if (e.pol->ops->stats)
-			e.pol->ops->stats(e.pol, stat_line, &so_ctx);
+		as_q_stats q = { stat_line, &so_ctx };
+		as_policy_query(e.pol, AS_Q_STATS, &q);
 #define X(n, d) fprintf(sf.fp, "summary." #n ",%" PRIu64 "\n", e.s.n);
 		AS_SUMMARY_COUNTERS(X)
 #undef X
@@ -362,13 +344,9 @@ int cmd_replay(int argc, char **argv)
 	as_summary_header(so.fp);
 	as_summary_row(so.fp, path, policy, conf, capacity, &e.s);
 	if (summary) {
-		if (strcmp(ops->name, "pytorch")) {
-			as_fail(&err, AS_EXIT_USAGE, "--summary needs the pytorch policy");
-			goto done;
-		}
 		if (!out)
 			fflush(stdout);
-		as_pytorch_summary(e.pol, stdout);
+		as_policy_query(e.pol, AS_Q_SUMMARY, stdout);
 	}
 done:
 	if (latency)
@@ -389,7 +367,6 @@ done:
 	as_lat_model_free(&model);
 	as_reader_close(r);
 	free(conf);
-	free(recorded);
 	if (err.code)
 		return cli_report(&err);
 	return 0;

@@ -65,12 +65,8 @@ typedef struct as_engine {
 	FILE *timeline;
 	uint64_t every;
 	as_reader *reader;     /* for error positions */
-	int maybe_empty;       /* an EVF_MAYBE empty_cache waits for the next allocation */
-	uint64_t *run;         /* the recorded releases that followed it (sizes, in order) */
-	size_t nrun, caprun;
-	uint64_t *held;        /* completions of cross-stream frees held back (see engine.c) */
-	size_t nheld, capheld;
 	uint64_t npending;     /* frees requested and not yet completed */
+	struct as_stage *stage; /* optional: sees every event before the engine (reconcile.c) */
 	/* metric accumulators */
 	double jw1_sum;
 	uint64_t jw1_n, ext_n, last_reserved_peak;
@@ -80,14 +76,30 @@ typedef struct as_engine {
 	as_quant lat_alloc, lat_free;
 	int host_timing;       /* include the host time of the policy itself (not deterministic) */
 	FILE *latency;         /* --latency: one row per malloc/free */
-	int resolve_maybe;     /* the replay runs the recorded settings: the policy can tell; -1 = ask probe */
-	int (*probe)(void *ctx); /* finds out resolve_maybe when first needed (reads the trace's settings) */
-	void *probe_ctx;
 } as_engine;
 
+/*
+ * A stage between the reader and the engine: with one set, as_engine_step hands it every event,
+ * and it applies them through as_engine_apply and the calls below (src/reconcile.c reconciles a
+ * snapshot's record with the replayed policy this way). The engine itself knows no allocator.
+ */
+typedef struct as_stage {
+	int (*event)(struct as_stage *st, as_engine *e, const as_event *ev, as_err *err);
+	void (*finish)(struct as_stage *st, as_engine *e);   /* at as_engine_finish, before the summary */
+	void (*destroy)(struct as_stage *st);                /* at as_engine_free */
+} as_stage;
+
 int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, as_device *dev, as_err *err);
-/* Applies one event; -1 on an internal error (or a --check failure). */
+/* Applies one event (through the stage, if one is set); -1 on an internal error (or a --check failure). */
 int as_engine_step(as_engine *e, const as_event *ev, as_err *err);
+/* Applies one event directly. EV_FREE with EVF_DEFER counts the free but leaves a free-requested
+ * block with its owner until as_engine_complete; EV_EMPTY_CACHE with EVF_MAYBE and the segment
+ * events are a stage's business and change nothing here. */
+int as_engine_apply(as_engine *e, const as_event *ev, as_err *err);
+/* Whether the allocation id is live with its free requested (and not yet completed). */
+int as_engine_pending(as_engine *e, uint64_t id);
+/* Completes a deferred free: the block returns to the policy. */
+void as_engine_complete(as_engine *e, uint64_t id);
 void as_engine_finish(as_engine *e);
 void as_engine_free(as_engine *e);
 

@@ -1,5 +1,6 @@
 /* run.c - one whole replay as a library call. */
 #include "run.h"
+#include "reconcile.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,7 +35,7 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 	uint64_t cap = o->capacity ? o->capacity : r->meta.capacity;
 	as_device *dev = as_sim_device_new(cap, o->addr_mode);
 	if (as_engine_init(&e, o->ops, o->config, dev, err) == 0) {
-		e.resolve_maybe = o->recorded ? !strcmp(o->recorded, o->config) : o->resolve_maybe;
+		as_reconcile_attach(&e, o->recorded ? !strcmp(o->recorded, o->config) : o->resolve_maybe, NULL, NULL);
 		as_event ev;
 		int st;
 		while ((st = as_reader_next(r, &ev, err)) > 0) {
