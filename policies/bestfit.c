@@ -121,8 +121,9 @@ static void release_free_segments(bestfit *p)
 	}
 }
 
-static int bf_malloc(as_policy *pol, uint64_t n, uint64_t stream, void **handle, uint64_t *bsize, uint64_t *addr)
+static int bf_malloc(as_policy *pol, const as_request *rq, void **handle, uint64_t *bsize, uint64_t *addr)
 {
+	uint64_t n = rq->size, stream = rq->stream;
 	bestfit *p = (bestfit *)pol;
 	uint64_t g = p->c.granule;
 	uint64_t s = (n + g - 1) / g * g;

@@ -60,8 +60,9 @@ static int ca_create(as_policy **out, const char *config, as_device *dev, as_cou
 	return 0;
 }
 
-static int ca_malloc(as_policy *pol, uint64_t n, uint64_t stream, void **h, uint64_t *bsize, uint64_t *addr)
+static int ca_malloc(as_policy *pol, const as_request *rq, void **h, uint64_t *bsize, uint64_t *addr)
 {
+	uint64_t n = rq->size, stream = rq->stream;
 	cuda_async *p = (cuda_async *)pol;
 	(void)stream;
 	ca_block *b = xmalloc(sizeof(*b));

@@ -6,6 +6,15 @@
 
 typedef struct as_policy as_policy;
 
+/* One allocation request, as the trace gives it: per-thread or time-aware policies read what they need. */
+typedef struct as_request {
+	uint64_t id;       /* the trace's allocation id */
+	uint64_t size;     /* requested bytes */
+	uint64_t stream;
+	uint64_t thread;   /* the requesting thread; 0 when the trace records none */
+	int64_t time_us;   /* -1 when unknown */
+} as_request;
+
 /* Counters a policy reports into; the engine owns them. */
 typedef struct as_counters {
 	uint64_t alloc_retries;   /* allocations that released cached memory and tried again */
@@ -91,13 +100,13 @@ typedef struct as_q_fit_values {
 	const char *values;    /* out: e.g. "none,20..2048:x2" */
 } as_q_fit_values;
 typedef struct as_q_release {
-	uint64_t size, stream;     /* the request */
+	const as_request *rq;      /* the request */
 	const uint64_t *sizes;     /* the recorded releases (frees and unmaps), in order */
 	size_t n;
 	int answer;
 } as_q_release;
 typedef struct as_q_flush {
-	uint64_t size, stream;
+	const as_request *rq;
 	int answer;
 } as_q_flush;
 typedef struct as_q_hook {
@@ -113,7 +122,7 @@ typedef struct as_policy_ops {
 	/* config: the -c string ("" = defaults). */
 	int (*create)(as_policy **out, const char *config, as_device *dev, as_counters *ctr, as_err *err);
 	/* 0 served (handle, block size, block address), 1 out of memory. */
-	int (*malloc)(as_policy *p, uint64_t size, uint64_t stream, void **handle, uint64_t *block_size, uint64_t *addr);
+	int (*malloc)(as_policy *p, const as_request *rq, void **handle, uint64_t *block_size, uint64_t *addr);
 	void (*free_requested)(as_policy *p, void *handle); /* optional */
 	void (*free)(as_policy *p, void *handle);
 	void (*empty_cache)(as_policy *p);

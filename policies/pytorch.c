@@ -569,8 +569,9 @@ static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, ui
 
 /* ---- policy interface ------------------------------------------------------------------- */
 
-static int pt_malloc(as_policy *pol, uint64_t n, uint64_t stream, void **handle, uint64_t *bsize, uint64_t *addr)
+static int pt_malloc(as_policy *pol, const as_request *rq, void **handle, uint64_t *bsize, uint64_t *addr)
 {
+	uint64_t n = rq->size, stream = rq->stream;
 	ptpol *p = (ptpol *)pol;
 	uint64_t s = pt_round_size(&p->c, n);
 	ppool *pool = s <= PT_SMALL_SIZE ? &p->small : &p->large;
@@ -951,12 +952,12 @@ static int pt_query(as_policy *pol, int what, void *arg)
 	}
 	case AS_Q_EXPLAINS_RELEASE: {
 		as_q_release *q = arg;
-		q->answer = pt_explains_release(p, q->size, q->stream, q->sizes, q->n);
+		q->answer = pt_explains_release(p, q->rq->size, q->rq->stream, q->sizes, q->n);
 		return 0;
 	}
 	case AS_Q_NEEDS_FLUSH: {
 		as_q_flush *q = arg;
-		q->answer = pt_needs_flush(p, q->size, q->stream);
+		q->answer = pt_needs_flush(p, q->rq->size, q->rq->stream);
 		return 0;
 	}
 	case AS_Q_FLUSH_HOOK: {

@@ -136,7 +136,8 @@ int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
 		l->free_requested = 0;
 		uint64_t addr;
 		double t0 = op_begin(e);
-		int failed = e->pol->ops->malloc(e->pol, ev->size, ev->stream, &l->handle, &l->block_size, &addr);
+		as_request rq = as_event_request(ev);
+		int failed = e->pol->ops->malloc(e->pol, &rq, &l->handle, &l->block_size, &addr);
 		op_end(e, t0, 1, ev);
 		if (failed) {
 			l->handle = NULL;

@@ -89,6 +89,12 @@ typedef struct as_stage {
 	void (*destroy)(struct as_stage *st);                /* at as_engine_free */
 } as_stage;
 
+/* The request an EV_ALLOC event makes. */
+static inline as_request as_event_request(const as_event *ev)
+{
+	return (as_request){ .id = ev->id, .size = ev->size, .stream = ev->stream, .thread = ev->thread, .time_us = ev->time_us };
+}
+
 int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, as_device *dev, as_err *err);
 /* Applies one event (through the stage, if one is set); -1 on an internal error (or a --check failure). */
 int as_engine_step(as_engine *e, const as_event *ev, as_err *err);

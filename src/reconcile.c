@@ -69,9 +69,10 @@ static int rc_event(as_stage *st, as_engine *e, const as_event *ev, as_err *err)
 	if (r->nheld && ev->type != EV_ALLOC && ev->type < EV_SEG_ALLOC &&
 	    !(ev->type == EV_FREE && r->resolve > 0) && !(ev->type == EV_EMPTY_CACHE && (ev->flags & EVF_MAYBE)))
 		release_held(r);
+	as_request rq = as_event_request(ev);
 	if (ev->type == EV_ALLOC && r->nheld) {
 		/* all pending frees complete at once, and the request would reach the flush */
-		as_q_flush qf = { .size = ev->size, .stream = ev->stream };
+		as_q_flush qf = { .rq = &rq };
 		as_q_hook qh = { release_held, r };
 		if (e->npending == r->nheld && as_policy_query(e->pol, AS_Q_NEEDS_FLUSH, &qf) == 0 && qf.answer &&
 		    as_policy_query(e->pol, AS_Q_FLUSH_HOOK, &qh) == 0)
@@ -87,7 +88,7 @@ static int rc_event(as_stage *st, as_engine *e, const as_event *ev, as_err *err)
 		 * the recording allocator's own doing (doc/pytorch-policy.md). */
 		r->maybe_empty = 0;
 		if (resolving(r)) {
-			as_q_release q = { .size = ev->size, .stream = ev->stream, .sizes = r->run, .n = r->nrun };
+			as_q_release q = { .rq = &rq, .sizes = r->run, .n = r->nrun };
 			if (ev->type != EV_ALLOC || as_policy_query(e->pol, AS_Q_EXPLAINS_RELEASE, &q) || !q.answer)
 				e->pol->ops->empty_cache(e->pol);
 		}

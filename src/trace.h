@@ -6,7 +6,7 @@
 #include <zlib.h>
 
 typedef enum as_ev_type {
-	EV_ALLOC = 0,     /* id, size (requested bytes), stream */
+	EV_ALLOC = 0,     /* id, size (requested bytes), stream, thread */
 	EV_FREE_REQ,      /* id: the caller released it; the block may still be in use by other streams */
 	EV_FREE,          /* id: the block returns to the allocator (PyTorch free_completed) */
 	EV_EMPTY_CACHE,   /* torch.cuda.empty_cache() */
@@ -28,6 +28,7 @@ typedef struct as_event {
 	uint64_t id;
 	uint64_t size;    /* requested bytes (alloc) or bytes (segment events) */
 	uint64_t stream;
+	uint64_t thread;  /* the thread that made the request (0 if unknown: a snapshot records none) */
 	uint64_t addr;    /* recorded address (0 if unknown) */
 	int64_t time_us;  /* -1 if unknown */
 	uint64_t pos;     /* line number or byte offset where the event starts */
