@@ -64,6 +64,7 @@ typedef struct as_waste {
 #define AS_CAP_WASTE       (1u << 3) /* AS_Q_WASTE: where reserved bytes go beyond the requested ones */
 #define AS_CAP_SUMMARY     (1u << 4) /* AS_Q_SUMMARY: a human-readable statistics table (--summary) */
 #define AS_CAP_RECONCILE   (1u << 5) /* AS_Q_EXPLAINS_RELEASE, AS_Q_NEEDS_FLUSH, AS_Q_FLUSH_HOOK (reconcile.c) */
+#define AS_CAP_PLAN        (1u << 6) /* offline: needs AS_Q_PLAN, the whole trace's lifetimes, before the replay */
 
 /* The optional queries (curl's connection-filter queries): query(p, AS_Q_..., arg) returns 0 when
  * answered (arg filled), AS_Q_UNKNOWN when the policy does not answer this query. */
@@ -80,6 +81,7 @@ enum {
 	AS_Q_NEEDS_FLUSH,      /* as_q_flush *: would this request reach the policy's full flush (which
 	                        * first waits for all pending cross-stream frees)? */
 	AS_Q_FLUSH_HOOK,       /* as_q_hook *: call hook(ctx) once, at the start of the next full flush */
+	AS_Q_PLAN,             /* as_q_plan *: every allocation's lifetime, before the first malloc */
 	AS_Q__COUNT
 };
 #define AS_Q_UNKNOWN 1
@@ -109,6 +111,18 @@ typedef struct as_q_flush {
 	const as_request *rq;
 	int answer;
 } as_q_flush;
+/* One allocation's lifetime, from a first pass over the trace (src/lifetimes.c). Event indices count
+ * the events the engine replays (as summary.events does); the k-th lifetime is the k-th malloc. */
+#define AS_NEVER UINT64_MAX
+typedef struct as_lifetime {
+	uint64_t alloc;    /* index of the allocation event */
+	uint64_t free;     /* index of the event that returns the block (EV_FREE); AS_NEVER if none */
+	uint64_t size, stream;
+} as_lifetime;
+typedef struct as_q_plan {
+	const as_lifetime *v;  /* in allocation order; valid for the policy's whole life */
+	size_t n;
+} as_q_plan;
 typedef struct as_q_hook {
 	void (*hook)(void *ctx);
 	void *ctx;

@@ -3,6 +3,7 @@
 #include "engine.h"
 #include "run.h"
 #include "reconcile.h"
+#include "lifetimes.h"
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -253,6 +254,8 @@ int cmd_replay(int argc, char **argv)
 	as_outfile tl = { 0 }, so = { 0 }, sf = { 0 }, lf = { 0 }, df = { 0 };
 	as_lat_model model = { 0 };
 	int have_model = 0;
+	as_lifetimes lt;
+	as_lifetimes_init(&lt);
 	memset(&e, 0, sizeof e);
 
 	if (config && !strcmp(config, "recorded")) {
@@ -282,6 +285,8 @@ int cmd_replay(int argc, char **argv)
 	/* Which settings were recorded decides how ambiguous empty_cache() inferences resolve; a
 	 * snapshot's are read (a second pass) only if such a case comes up. */
 	as_reconcile_for_trace(&e, &r->meta, path, conf);
+	if (as_plan_from_trace(&e, &lt, path, &err)) /* an offline policy reads the trace once first */
+		goto done;
 	e.check = check;
 	e.every = every;
 	if (timeline) {
@@ -365,6 +370,7 @@ done:
 		as_engine_free(&e);
 	as_device_destroy(dev);
 	as_lat_model_free(&model);
+	as_lifetimes_free(&lt);
 	as_reader_close(r);
 	free(conf);
 	if (err.code)
