@@ -56,6 +56,7 @@ struct ppool {
 
 struct expseg {
 	uint64_t base, va_size, page, stream;
+	as_phys *handles;  /* one physical handle per mapped page (ExpandableSegment::handles_) */
 	expseg *next;
 };
 
@@ -254,7 +255,7 @@ static int map_block(ptpol *p, pblock *b, uint64_t size)
 	uint64_t bytes = (end - begin) * es->page;
 	if (!bytes)
 		return 0;
-	if (as_dev_map(p->dev, b->ptr, bytes, b->stream))
+	if (as_dev_map(p->dev, b->ptr, es->page, (size_t)(end - begin), &es->handles[begin], b->stream))
 		return 0;
 	RB_REMOVE(uset, &pool->unmapped, b);
 	b->mapped = 1;
@@ -311,6 +312,7 @@ static pblock *find_expandable_block(ptpol *p, ppool *pool, uint64_t stream, uin
 	uint64_t pages = (total + total / 8 + es->page - 1) / es->page;
 	es->va_size = pages * es->page;
 	es->stream = stream;
+	es->handles = xcalloc(pages, sizeof(*es->handles)); /* untouched pages cost no memory */
 	as_dev_reserve(p->dev, es->va_size, &es->base);
 	es->next = p->segs;
 	p->segs = es;
@@ -349,6 +351,7 @@ static void release_expandable_segment(ptpol *p, pblock *b)
 			break;
 		}
 	as_dev_unreserve(p->dev, es->base, es->va_size);
+	free(es->handles);
 	free(es);
 	block_delete(p, b);
 }
@@ -393,7 +396,7 @@ static void unmap_block(ptpol *p, pblock *b)
 	p->total_allocated -= end - begin;
 	pt_dec2(p->st.reserved_bytes, pool->is_small, (int64_t)(end - begin));
 	p->st.num_device_free++;
-	as_dev_unmap(p->dev, begin, end - begin, b->stream);
+	as_dev_unmap(p->dev, begin, es->page, (size_t)((end - begin) / es->page), &es->handles[seg_left(es, begin)], b->stream);
 }
 
 static void release_blocks(ptpol *p, ppool *pool)
@@ -980,6 +983,7 @@ static void pt_destroy(as_policy *pol)
 	}
 	for (expseg *e = p->segs, *n; e; e = n) {
 		n = e->next;
+		free(e->handles);
 		free(e);
 	}
 	free(p);

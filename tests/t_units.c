@@ -244,7 +244,7 @@ static void test_device_model(void)
  * chunks. */
 static void test_pool_model(void)
 {
-	as_simpool *p = as_simpool_new();
+	as_simpool *p = as_simpool_new(NULL);
 	uint64_t a, b, c, d, e, base;
 	char why[200] = "";
 	ok(as_simpool_alloc(p, 1000, 0, &a) == 0 && as_simpool_alloc(p, 3072, 0, &b) == 0, "pool: two allocations");
@@ -281,7 +281,7 @@ static void test_pool_model(void)
 	 * asks for z (6s MiB) */
 	for (int s = 4; s <= 5; s++) {
 		uint64_t c8, d8, e8, g1, f32, x, y, z;
-		p = as_simpool_new();
+		p = as_simpool_new(NULL);
 		as_simpool_alloc(p, 8 * s * MiB, 0, &c8);
 		as_simpool_alloc(p, 8 * s * MiB, 0, &d8);
 		as_simpool_alloc(p, 8 * s * MiB, 0, &e8);
@@ -302,7 +302,7 @@ static void test_pool_model(void)
 	}
 	{ /* SL2: two idle chunks, a growth needs one: the nearer to it (c's) gives its memory up */
 		uint64_t a32, b32, c32, d32, g1, big, x;
-		p = as_simpool_new();
+		p = as_simpool_new(NULL);
 		as_simpool_alloc(p, 32 * MiB, 0, &a32);
 		as_simpool_alloc(p, 32 * MiB, 0, &b32);
 		as_simpool_alloc(p, 32 * MiB, 0, &c32);
