@@ -158,7 +158,10 @@ static inline int as_policy_query(as_policy *p, int what, void *arg)
 
 /* registry.c */
 extern const as_policy_ops *const as_policies[];
+/* A registered policy, or a stack "A>B>..." of them (stack.c: A takes its device memory from B). */
 const as_policy_ops *as_policy_find(const char *name);
+/* Creates a policy (or a stack, whose config is one ';'-separated part per layer, top first). */
+int as_policy_create(const as_policy_ops *ops, as_policy **out, const char *config, as_device *dev, as_counters *ctr, as_err *err);
 /* The AS_CAP_* bit's name ("stats", "segments", ...), NULL past the last. */
 const char *as_cap_name(unsigned bit);
 

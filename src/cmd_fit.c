@@ -127,7 +127,7 @@ static int fit_param(fitctx *f, const char *name, const char *values, const char
 		as_counters ctr = { 0 };
 		as_policy *pol;
 		as_q_fit_values q = { name, NULL };
-		if (f->o.ops->create(&pol, "", dev, &ctr, &e) == 0) {
+		if (as_policy_create(f->o.ops, &pol, "", dev, &ctr, &e) == 0) {
 			if (as_policy_query(pol, AS_Q_FIT_VALUES, &q))
 				q.values = NULL;
 			pol->ops->destroy(pol);

@@ -43,7 +43,7 @@ int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, a
 	e->dev = dev;
 	e->s.first_oom_event = -1;
 	e->every = 1;
-	if (ops->create(&e->pol, config ? config : "", dev, &e->ctr, err)) {
+	if (as_policy_create(ops, &e->pol, config ? config : "", dev, &e->ctr, err)) {
 		as_engine_free(e); /* the quantile workspaces (found by fuzz_config) */
 		return -1;
 	}
