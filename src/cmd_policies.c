@@ -1,6 +1,8 @@
-/* cmd_policies.c - allocsim policies: the registry and each policy's option table. */
+/* cmd_policies.c - allocsim policies: the registry and each policy's option table; allocsim columns:
+ * the summary CSV's columns. */
 #include "cli.h"
 #include "../policies/policy.h"
+#include "engine.h"
 #include <getopt.h>
 #include <string.h>
 
@@ -32,5 +34,22 @@ int cmd_policies(int argc, char **argv)
 		if (as_policies[i + 1])
 			putchar('\n');
 	}
+	return fflush(stdout) ? AS_EXIT_IOERR : 0;
+}
+
+int cmd_columns(int argc, char **argv)
+{
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		puts("usage: allocsim columns\n\nPrints every column of the summary CSV, in order, as the markdown table of\n"
+		     "doc/metrics.md (one list in the source defines both).");
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "--version")) {
+		cli_version();
+		return 0;
+	}
+	if (argc > 1)
+		return cli_usage_error("columns", "takes no arguments");
+	as_columns_markdown(stdout);
 	return fflush(stdout) ? AS_EXIT_IOERR : 0;
 }

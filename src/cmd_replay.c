@@ -340,9 +340,7 @@ int cmd_replay(int argc, char **argv)
 		stat_out so_ctx = { sf.fp };
 		as_q_stats q = { stat_line, &so_ctx };
 		as_policy_query(e.pol, AS_Q_STATS, &q);
-#define X(n, d) fprintf(sf.fp, "summary." #n ",%" PRIu64 "\n", e.s.n);
-		AS_SUMMARY_COUNTERS(X)
-#undef X
+		as_summary_stats(sf.fp, &e.s);
 	}
 	if (as_outfile_open(&so, out, &err))
 		goto done;

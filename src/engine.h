@@ -8,44 +8,11 @@
 #include "../policies/policy.h"
 #include <stdio.h>
 
-/* The summary counters, one list (mimalloc-style X-macro): name, description. */
-#define AS_SUMMARY_COUNTERS(X) \
-	X(events, "events replayed") \
-	X(allocs, "allocation requests") \
-	X(frees, "frees") \
-	X(peak_requested_bytes, "peak of live requested bytes") \
-	X(peak_allocated_bytes, "peak of bytes in blocks handed out") \
-	X(peak_reserved_bytes, "peak of bytes obtained from the device") \
-	X(final_allocated_bytes, "allocated bytes at the end") \
-	X(final_reserved_bytes, "reserved bytes at the end") \
-	X(num_device_alloc, "device allocations (cudaMalloc / page maps)") \
-	X(num_device_free, "device frees (cudaFree / page unmaps)") \
-	X(num_alloc_retries, "allocations retried after releasing cache") \
-	X(num_ooms, "requests that failed with out-of-memory")
+#include "columns.h"
 
-/* Derived metrics (doc/metrics.md): name, printf format. */
-#define AS_SUMMARY_METRICS(X) \
-	X(requested_at_peak_reserved, "%.0f") X(wasted_bytes_at_peak, "%.0f") \
-	X(frag_jw1, "%.6f") X(frag_jw2, "%.6f") X(frag_jw3, "%.6f") X(frag_jw4, "%.6f") \
-	X(frag_external_max, "%.6f") X(frag_external_mean, "%.6f") \
-	X(frag_internal_at_peak, "%.0f") \
-	X(waste_rounding, "%.0f") X(waste_unsplit, "%.0f") X(waste_oversize, "%.0f") \
-	X(waste_free_cached, "%.0f") X(waste_pending_free, "%.0f")
-
+/* The summary of a replay: one field per CNT or SUM column of AS_COLUMNS (columns.h). */
 typedef struct as_summary {
-#define X(n, d) uint64_t n;
-	AS_SUMMARY_COUNTERS(X)
-#undef X
-#define X(n, f) double n;
-	AS_SUMMARY_METRICS(X)
-#undef X
-	int64_t first_oom_event;   /* index of the first failed allocation event, -1 if none */
-	/* latency (doc/real-gpu.md): nanoseconds per malloc / free, device calls and their time */
-	double alloc_ns_p50, alloc_ns_p99, alloc_ns_max, free_ns_p50, free_ns_p99, free_ns_max;
-	uint64_t device_calls;
-	double device_time_us;
-	const char *latency_source;  /* "measured", "model" or "none" */
-	double wall_seconds;
+	AS_COLUMNS(AS_COL_FIELD)
 } as_summary;
 
 typedef struct as_live {
@@ -121,9 +88,13 @@ typedef struct as_replay_opts {
 	uint64_t every;
 } as_replay_opts;
 
-/* Summary CSV. */
+/* Summary CSV (summary.c, from AS_COLUMNS). */
 void as_summary_header(FILE *f);
 void as_summary_row(FILE *f, const char *trace, const char *policy, const char *config, uint64_t capacity,
 	const as_summary *s);
+/* --stats: summary.NAME,VALUE for every CNT column. */
+void as_summary_stats(FILE *f, const as_summary *s);
+/* 'allocsim columns': the column table of doc/metrics.md (markdown). */
+void as_columns_markdown(FILE *f);
 
 #endif
