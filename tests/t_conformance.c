@@ -59,6 +59,8 @@ static int or_malloc(as_policy *pol, const as_request *rq, void **h, uint64_t *b
 	size_t k = p->next_alloc++;
 	if (k >= p->n || p->v[k].size != rq->size || p->v[k].stream != rq->stream)
 		p->mismatches++;
+	if (rq->thread != rq->id % 5 || rq->time_us != (int64_t)(rq->id * 10)) /* write_trace's th= and t= */
+		p->mismatches++;
 	oblock *b = xmalloc(sizeof(*b));
 	b->k = k;
 	b->size = (rq->size + 511) / 512 * 512;
@@ -145,7 +147,8 @@ static void write_trace(const char *path, unsigned long seed, size_t nev)
 			req[s] = 0;
 		} else {
 			live[s] = next++;
-			fprintf(f, "a %" PRIu64 " %" PRIu64 " %lu\n", live[s], 1 + gsl_rng_uniform_int(rng, 40 * MiB), gsl_rng_uniform_int(rng, 3));
+			fprintf(f, "a %" PRIu64 " %" PRIu64 " %lu t=%" PRIu64 " th=%" PRIu64 "\n", live[s], 1 + gsl_rng_uniform_int(rng, 40 * MiB),
+				gsl_rng_uniform_int(rng, 3), live[s] * 10, live[s] % 5);
 		}
 	}
 	fclose(f);
@@ -184,7 +187,7 @@ static void test_plan(void)
 	as_reader_close(r);
 	as_engine_finish(&e);
 	is_u64(last_oracle->next_alloc, lt.n, "plan: every planned allocation is requested");
-	is_u64(last_oracle->mismatches, 0, "plan: each malloc and each free is the one the plan announced");
+	is_u64(last_oracle->mismatches, 0, "plan: each malloc and each free is the one the plan announced; requests carry the trace's thread and time");
 	is_u64(e.s.events, lt.events, "plan: the first pass numbers events as the engine does");
 	is_u64(s.allocs, lt.n, "plan: as_run's replay made the planned allocations");
 	as_engine_free(&e);
@@ -202,8 +205,223 @@ static void test_plan(void)
 	unlink(path);
 }
 
+/* ---- every registered policy ---- */
+
+/* A random workload as an event array: three streams, sizes from bytes to 100 MiB, frees in random
+ * order, some requested on one stream and completed later, empty_cache() now and then. At the
+ * middle every requested free completes and an empty_cache() follows (event *mid); at the end
+ * everything is freed and the cache emptied. */
+static as_event *workload(unsigned long seed, size_t nev, uint64_t maxsize, size_t *n, size_t *mid)
+{
+	gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+	gsl_rng_set(rng, seed);
+	size_t cap = nev + 2 * 256 + 8;
+	as_event *v = xcalloc(cap, sizeof(*v));
+	uint64_t live[256] = { 0 }, next = 1;
+	int req[256] = { 0 };
+	size_t k = 0;
+	for (size_t i = 0; i < nev; i++) {
+		if (i == nev / 2) {
+			for (int s = 0; s < 256; s++)
+				if (live[s] && req[s]) {
+					v[k++] = (as_event){ .type = EV_FREE, .id = live[s], .time_us = -1 };
+					live[s] = 0;
+					req[s] = 0;
+				}
+			*mid = k;
+			v[k++] = (as_event){ .type = EV_EMPTY_CACHE, .time_us = -1 };
+		}
+		size_t s = gsl_rng_uniform_int(rng, 256);
+		as_event ev = { .time_us = -1, .stream = gsl_rng_uniform_int(rng, 3) };
+		if (live[s]) {
+			ev.id = live[s];
+			if (!req[s] && gsl_rng_uniform(rng) < 0.15) {
+				ev.type = EV_FREE_REQ;
+				req[s] = 1;
+			} else {
+				ev.type = EV_FREE;
+				live[s] = 0;
+				req[s] = 0;
+			}
+		} else if (gsl_rng_uniform(rng) < 0.003) {
+			ev.type = EV_EMPTY_CACHE;
+		} else {
+			double u = gsl_rng_uniform(rng);
+			ev.type = EV_ALLOC;
+			ev.id = live[s] = next++;
+			ev.size = u < 0.6 ? 1 + gsl_rng_uniform_int(rng, MiB) : u < 0.95 ? 1 + gsl_rng_uniform_int(rng, 12 * MiB)
+				: 1 + gsl_rng_uniform_int(rng, maxsize);
+		}
+		v[k++] = ev;
+	}
+	for (int s = 0; s < 256; s++)
+		if (live[s])
+			v[k++] = (as_event){ .type = EV_FREE, .id = live[s], .time_us = -1 };
+	v[k++] = (as_event){ .type = EV_EMPTY_CACHE, .time_us = -1 };
+	gsl_rng_free(rng);
+	*n = k;
+	return v;
+}
+
+typedef struct seg_count {
+	uint64_t segs, idle, bytes;
+} seg_count;
+
+static void count_seg(void *ctx, const as_seg_view *v)
+{
+	seg_count *c = ctx;
+	int used = 0;
+	for (size_t i = 0; i < v->nblocks; i++)
+		used |= v->block_states[i] != 0;
+	c->segs++;
+	c->idle += !used;
+	c->bytes += v->size;
+}
+
+typedef struct outcome {
+	int good;             /* every event applied, check() held after each */
+	char why[300];
+	as_summary s;
+	char row[2048];       /* the summary row */
+	uint64_t mid_reserved, mid_idle_segs, mid_again_changed, mid_seg_bytes;
+	int has_segments;
+	uint64_t end_reserved, end_allocated;
+} outcome;
+
+static void replay(const char *name, const char *conf, uint64_t cap, const as_event *v, size_t n, size_t mid, outcome *o)
+{
+	memset(o, 0, sizeof(*o));
+	as_err err = { 0, "" };
+	as_device *dev = as_sim_device_new(cap, ADDR_MODEL);
+	as_engine e;
+	o->good = as_engine_init(&e, as_policy_find(name), conf, dev, &err) == 0;
+	if (!o->good) {
+		snprintf(o->why, sizeof o->why, "%s", err.msg);
+		as_device_destroy(dev);
+		return;
+	}
+	e.check = 1;
+	for (size_t i = 0; i < n && o->good; i++) {
+		if (as_engine_step(&e, &v[i], &err)) {
+			snprintf(o->why, sizeof o->why, "event %zu: %s", i, err.msg);
+			o->good = 0;
+		}
+		if (i == mid) {
+			/* no free is pending: the cache is empty now */
+			o->mid_reserved = dev->reserved;
+			seg_count c = { 0 };
+			as_q_segments q = { count_seg, &c };
+			o->has_segments = as_policy_query(e.pol, AS_Q_SEGMENTS, &q) == 0;
+			o->mid_idle_segs = c.idle;
+			o->mid_seg_bytes = c.bytes;
+			uint64_t calls = dev->num_free;
+			e.pol->ops->empty_cache(e.pol);
+			o->mid_again_changed = (dev->reserved != o->mid_reserved) + (dev->num_free != calls);
+		}
+	}
+	as_engine_finish(&e);
+	o->s = e.s;
+	o->end_reserved = dev->reserved;
+	o->end_allocated = e.allocated + e.requested;
+	FILE *f = fmemopen(o->row, sizeof o->row - 1, "w");
+	as_summary_row(f, "workload", name, conf, cap, &e.s);
+	fclose(f);
+	as_engine_free(&e);
+	as_device_destroy(dev);
+}
+
+/* The peak of live bytes by the plan's lifetimes: what any allocator must hold at once. */
+static uint64_t plan_peak(const as_lifetimes *lt)
+{
+	uint64_t peak = 0, cur = 0;
+	size_t nd = 0;
+	uint64_t *ends = xmalloc((lt->n + 1) * sizeof(uint64_t) * 2);
+	for (size_t i = 0; i < lt->n; i++)
+		if (lt->v[i].free != AS_NEVER) {
+			ends[2 * nd] = lt->v[i].free;
+			ends[2 * nd + 1] = lt->v[i].size;
+			nd++;
+		}
+	/* allocations in index order; frees sorted by index (insertion: small n) */
+	for (size_t i = 1; i < nd; i++)
+		for (size_t j = i; j > 0 && ends[2 * (j - 1)] > ends[2 * j]; j--) {
+			uint64_t a = ends[2 * j], b = ends[2 * j + 1];
+			ends[2 * j] = ends[2 * (j - 1)];
+			ends[2 * j + 1] = ends[2 * (j - 1) + 1];
+			ends[2 * (j - 1)] = a;
+			ends[2 * (j - 1) + 1] = b;
+		}
+	size_t a = 0, f = 0;
+	while (a < lt->n) {
+		if (f < nd && ends[2 * f] < lt->v[a].alloc) {
+			cur -= ends[2 * f + 1];
+			f++;
+		} else {
+			cur += lt->v[a++].size;
+			if (cur > peak)
+				peak = cur;
+		}
+	}
+	free(ends);
+	return peak;
+}
+
+static void test_policy(const char *name)
+{
+	size_t n, mid;
+	as_event *v = workload(11, 6000, 100 * MiB, &n, &mid);
+	as_lifetimes lt;
+	as_lifetimes_init(&lt);
+	for (size_t i = 0; i < n; i++)
+		as_lifetimes_add(&lt, &v[i]);
+	outcome a, b;
+	replay(name, "", 0, v, n, mid, &a);
+	if (!a.good && !strstr(a.why, "event")) {
+		/* a policy that cannot run on the simulated device here (e.g. a stack over a pool) */
+		ok(strchr(name, '>') != NULL, "%s: refuses the simulated setup only as a stack (%s)", name, a.why);
+		free(v);
+		as_lifetimes_free(&lt);
+		return;
+	}
+	ok(a.good, "%s: %zu random events with check() after each (%s)", name, n, a.why);
+	is_u64(a.end_allocated, 0, "%s: everything freed leaves nothing allocated or requested", name);
+	is_u64(a.end_reserved, 0, "%s: empty_cache after freeing everything returns every byte to the device", name);
+	is_u64(a.mid_again_changed, 0, "%s: a second empty_cache releases nothing more", name);
+	if (a.has_segments) {
+		is_u64(a.mid_idle_segs, 0, "%s: after empty_cache (no pending frees) no segment without a live block is kept", name);
+		is_u64(a.mid_seg_bytes, a.mid_reserved, "%s: its segments are all it reserves", name);
+	}
+	uint64_t bound = plan_peak(&lt);
+	is_u64(a.s.peak_requested_bytes, bound, "%s: peak live bytes equal the plan's bound (first pass over the same events)", name);
+	ok(a.s.peak_reserved_bytes >= bound, "%s: reserves at least the bound (%" PRIu64 " >= %" PRIu64 ")", name, a.s.peak_reserved_bytes, bound);
+	replay(name, "", 0, v, n, mid, &b);
+	ok(b.good && !strcmp(a.row, b.row), "%s: two runs give byte-identical summary rows", name);
+	free(v);
+
+	/* out of memory at a small capacity: requests fail cleanly, invariants hold, frees go on */
+	const uint64_t cap = 96 * MiB, capm = 96;
+	v = workload(23, 3000, 80 * MiB, &n, &mid);
+	replay(name, "", cap, v, n, mid, &a);
+	ok(a.good, "%s at %" PRIu64 " MiB: every event applies with check() after each (%s)", name, capm, a.why);
+	ok(a.s.num_ooms > 0, "%s at %" PRIu64 " MiB: some requests run out of memory (%" PRIu64 ")", name, capm, a.s.num_ooms);
+	ok(a.s.peak_reserved_bytes <= cap, "%s at %" PRIu64 " MiB: never reserves beyond the capacity (%" PRIu64 ")", name, capm,
+		a.s.peak_reserved_bytes);
+	ok(a.s.first_oom_event >= 0 && a.s.frees > 0 && a.end_allocated == 0 && a.end_reserved == 0,
+		"%s at %" PRIu64 " MiB: after the first OOM the frees go on and everything is returned at the end", name, capm);
+	free(v);
+	as_lifetimes_free(&lt);
+}
+
 int main(void)
 {
 	test_plan();
+	for (size_t i = 0; as_policies[i]; i++)
+		test_policy(as_policies[i]->name);
+	/* each over passthrough as its upstream (policies/stack.c) */
+	for (size_t i = 0; as_policies[i]; i++) {
+		char name[128];
+		snprintf(name, sizeof name, "%s>passthrough", as_policies[i]->name);
+		test_policy(name);
+	}
 	return done_testing();
 }
