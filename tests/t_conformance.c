@@ -26,6 +26,7 @@ typedef struct oracle {
 	uint64_t *free_order;   /* lifetime indices by free event */
 	size_t nfree, next_free;
 	uint64_t mismatches, planned;
+	struct oblock **live;   /* by lifetime index, for destroy */
 } oracle;
 typedef struct oblock {
 	uint64_t k, addr, size;
@@ -68,6 +69,8 @@ static int or_malloc(as_policy *pol, const as_request *rq, void **h, uint64_t *b
 		free(b);
 		return 1;
 	}
+	if (k < p->n)
+		p->live[k] = b;
 	*h = b;
 	*bsize = b->size;
 	*addr = b->addr;
@@ -81,6 +84,8 @@ static void or_free(as_policy *pol, void *h)
 	if (p->next_free >= p->nfree || p->free_order[p->next_free] != b->k)
 		p->mismatches++;
 	p->next_free++;
+	if (b->k < p->n)
+		p->live[b->k] = NULL;
 	as_dev_free(p->dev, b->addr, b->size, 0);
 	free(b);
 }
@@ -97,6 +102,7 @@ static int or_query(as_policy *pol, int what, void *arg)
 	p->v = q->v;
 	p->n = q->n;
 	p->planned = 1;
+	p->live = xcalloc(q->n + 1, sizeof(*p->live));
 	p->free_order = xmalloc((q->n + 1) * sizeof(uint64_t));
 	for (size_t i = 0; i < q->n; i++)
 		if (q->v[i].free != AS_NEVER)
@@ -111,6 +117,9 @@ static void or_destroy(as_policy *pol)
 	gone_mismatches = p->mismatches;
 	gone_allocs = p->next_alloc;
 	gone_planned = p->planned ? p->n : 0;
+	for (size_t i = 0; p->live && i < p->n; i++)
+		free(p->live[i]);
+	free(p->live);
 	free(p->free_order);
 	free(pol);
 }
