@@ -132,6 +132,23 @@ void as_dev_phys_release(as_device *d, as_phys h, uint64_t size)
 	lose(d, size);
 }
 
+int as_dev_phys_map(as_device *d, uint64_t addr, uint64_t size, const as_phys *h, size_t n)
+{
+	double t0 = d->measured ? as_dev_now_us() : 0;
+	int fail = d->ops->map(d, addr, size, h, n);
+	double us = charge(d, LAT_MAP, size, t0);
+	log_call(d, "remap", LAT_MAP, size, addr, fail, us);
+	return fail ? 1 : 0;
+}
+
+void as_dev_phys_unmap(as_device *d, uint64_t addr, uint64_t size)
+{
+	double t0 = d->measured ? as_dev_now_us() : 0;
+	d->ops->unmap(d, addr, size);
+	double us = charge(d, LAT_UNMAP, size, t0);
+	log_call(d, "unmap_only", LAT_UNMAP, size, addr, 0, us);
+}
+
 int as_dev_map(as_device *d, uint64_t addr, uint64_t page, size_t n, as_phys *h, uint64_t stream)
 {
 	uint64_t size = page * n;

@@ -94,6 +94,11 @@ void as_dev_unreserve(as_device *d, uint64_t addr, uint64_t size);
  * Creating or releasing is not a device call by itself: the calls below count as the program sees them. */
 int as_dev_phys_create(as_device *d, uint64_t size, as_phys *h);   /* 0 ok, 1 out of memory or over capacity */
 void as_dev_phys_release(as_device *d, as_phys h, uint64_t size);
+/* Maps n existing handles (size / n bytes each) one after another from addr, and takes them out again:
+ * physical memory mapped a second time (virtual-memory stitching) or moved. Timed and logged as device
+ * calls ("remap", "unmap_only"); reserved bytes do not change (nothing is created or released). */
+int as_dev_phys_map(as_device *d, uint64_t addr, uint64_t size, const as_phys *h, size_t n);
+void as_dev_phys_unmap(as_device *d, uint64_t addr, uint64_t size);
 /* One device call (counted, timed, logged as "map"): creates n pages of page bytes, handles into h[],
  * and maps them from addr, which lies in a reserved range (expandable segments map a run of pages
  * this way). 0 ok, 1 out of memory (nothing is left created). */
