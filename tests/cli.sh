@@ -36,6 +36,14 @@ is "$(col "$out" schema_version)" 2 "the last column is the schema version (2)"
 is "$(grep -c '^summary\.' "$TMP/stats.csv")" 12 "--stats writes the 12 counters as summary.NAME"
 is "$(grep '^summary.allocs,' "$TMP/stats.csv")" "summary.allocs,$(col "$out" allocs)" "--stats and the row agree"
 
+# capabilities, not names: --segments needs a policy that answers for its segment map
+run "$A" replay -p passthrough --segments "$TMP/seg.csv" "$snap"
+is "$st" 64 "--segments with a policy without a segment map is a usage error"
+contains "$errout" "the passthrough policy has no segment map"; ok $? "... naming the policy"
+run "$A" replay -p bestfit --no-timing --segments "$TMP/seg.csv" "$snap"
+is "$st $(awk -F, '$1 == "end" && !s[$2]++ { t += $4 } END { printf "%.0f", t }' "$TMP/seg.csv")" "0 $(col "$out" final_reserved_bytes)" \
+	"bestfit's segment map at the end covers its reserved bytes"
+
 # sizes
 for s in 512:512 64KiB:65536 20MiB:20971520 80GiB:85899345920 1.5GB:1500000000 2.5KiB:2560; do
 	run "$A" replay -p passthrough --capacity "${s%%:*}" --no-timing "$snap"
