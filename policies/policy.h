@@ -167,6 +167,8 @@ const char *as_cap_name(unsigned bit);
 
 /* options.c: "key:value,key:[a:b,c:d]" with PyTorch's tokenising rules (whitespace dropped). */
 int as_conf_parse(const char *s, const as_optdesc *tab, void *conf, as_err *err);
+/* base with "key:val" added to its top layer's settings (before the first ';' of a stack's). */
+char *as_conf_with(const char *base, const char *key, const char *val);
 int as_opt_parse_size(void *conf, const as_optdesc *d, const char *val, as_err *err);
 int as_opt_parse_mib(void *conf, const as_optdesc *d, const char *val, as_err *err);
 int as_opt_parse_bool(void *conf, const as_optdesc *d, const char *val, as_err *err);

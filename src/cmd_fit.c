@@ -155,11 +155,7 @@ static int fit_param(fitctx *f, const char *name, const char *values, const char
 	int rc = 0;
 	uint64_t cap = f->o.capacity;
 	for (size_t i = 0; i < n; i++) {
-		char *conf = xmalloc(strlen(base) + strlen(name) + strlen(vals[i]) + 3);
-		if (!strcmp(vals[i], "none"))
-			strcpy(conf, base);
-		else
-			sprintf(conf, "%s%s%s:%s", base, base[0] ? "," : "", name, vals[i]);
+		char *conf = !strcmp(vals[i], "none") ? xstrdup(base) : as_conf_with(base, name, vals[i]);
 		as_summary s;
 		as_err err = { 0, "" };
 		f->o.config = conf;

@@ -21,6 +21,10 @@ contains "$errout" "more settings than the 2 layers of 'bestfit>passthrough'"; o
 run "$A" replay -p 'bestfit>passthrough' -c ';granule:3' "$t"
 is "$st" 64 "a bad upstream setting is a usage error"
 contains "$errout" "granule: must be a power of two"; ok $? "... naming the upstream's option"
+# sweep and fit add a parameter to the top layer's settings
+out=$("$A" sweep -t "$t" -p 'bestfit>passthrough' -c ';granule:1024' --param min_segment=20MiB -o -)
+is "$(col "$out" config) $(col "$out" peak_reserved_bytes)" "min_segment:20MiB;granule:1024 $(col "$("$A" replay --no-timing -p bestfit -c min_segment:20MiB "$t")" peak_reserved_bytes)" \
+	"sweep --param on a stack sets the top layer's option"
 run "$A" replay -p 'bestfit>nosuch' "$t"
 is "$st" 64 "an unknown layer is a usage error"
 run "$A" replay -p 'pytorch>cuda-async' --check --no-timing "$t"
