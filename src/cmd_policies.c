@@ -31,9 +31,11 @@ int cmd_policies(int argc, char **argv)
 		}
 		for (const as_optdesc *o = p->opts; o && o->name; o++)
 			printf("    %-32s %-24s default %-10s %s\n", o->name, o->type, o->def, o->help);
-		if (as_policies[i + 1])
-			putchar('\n');
+		putchar('\n');
 	}
+	puts("Policies stack: -p 'A>B' makes A take its device memory from B (each of A's segments is one\n"
+	     "malloc of B); -c then gives one ';'-separated part per layer, top first, e.g.\n"
+	     "-p 'bestfit>passthrough' -c 'min_segment:20MiB;granule:2MiB' (doc/internals.md).");
 	return fflush(stdout) ? AS_EXIT_IOERR : 0;
 }
 
