@@ -96,7 +96,7 @@ static void update_metrics(as_engine *e)
 		e->req_at_peak_res = e->requested;
 		e->alloc_at_peak_res = e->allocated;
 		as_waste w;
-		if (as_policy_query(e->pol, AS_Q_WASTE, &w) == 0) {
+		if ((e->pol->ops->flags & AS_CAP_WASTE) && as_policy_query(e->pol, AS_Q_WASTE, &w) == 0) {
 #define X(n, d) e->s.waste_##n = (double)w.n;
 			AS_WASTE_CATEGORIES(X)
 #undef X
