@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #endif
 #include "../src/engine.h"
+#include "../src/reconcile.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -29,7 +30,7 @@ static void fuzz_reader(const char *magic, const uint8_t *data, size_t size)
 	as_device *dev = as_sim_device_new(size & 1 ? (64ULL << 20) : 0, ADDR_AUTO);
 	as_engine e;
 	if (as_engine_init(&e, as_policy_find("pytorch"), size & 2 ? "expandable_segments:True" : "", dev, &err) == 0) {
-		e.resolve_maybe = 1;
+		as_reconcile_attach(&e, 1, NULL, NULL);
 		as_event ev;
 		int n = 0;
 		while (as_reader_next(r, &ev, &err) > 0 && n++ < 100000)

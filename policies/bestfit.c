@@ -121,8 +121,9 @@ static void release_free_segments(bestfit *p)
 	}
 }
 
-static int bf_malloc(as_policy *pol, uint64_t n, uint64_t stream, void **handle, uint64_t *bsize, uint64_t *addr)
+static int bf_malloc(as_policy *pol, const as_request *rq, void **handle, uint64_t *bsize, uint64_t *addr)
 {
+	uint64_t n = rq->size, stream = rq->stream;
 	bestfit *p = (bestfit *)pol;
 	uint64_t g = p->c.granule;
 	uint64_t s = (n + g - 1) / g * g;
@@ -224,6 +225,58 @@ static int bf_check(as_policy *pol, as_err *err)
 	return 0;
 }
 
+static int cmp_head(const void *a, const void *b)
+{
+	const bblock *x = *(bblock *const *)a, *y = *(bblock *const *)b;
+	return x->ptr < y->ptr ? -1 : x->ptr > y->ptr;
+}
+
+/* The segment map in address order: a segment is a chain of blocks from one without a prev. */
+static void bf_segments(bestfit *p, as_seg_cb cb, void *ctx)
+{
+	size_t n = 0, cap = 0, bcap = 0;
+	bblock **heads = NULL;
+	for (bblock *b = p->all; b; b = b->all_next)
+		if (!b->prev) {
+			if (n == cap) {
+				cap = cap ? cap * 2 : 64;
+				heads = xrealloc(heads, cap * sizeof(*heads));
+			}
+			heads[n++] = b;
+		}
+	qsort(heads, n, sizeof(*heads), cmp_head);
+	uint64_t *sizes = NULL;
+	int *states = NULL;
+	for (size_t i = 0; i < n; i++) {
+		as_seg_view v = { .addr = heads[i]->ptr, .stream = heads[i]->dev_stream };
+		for (bblock *b = heads[i]; b; b = b->next) {
+			if (v.nblocks == bcap) {
+				bcap = bcap ? bcap * 2 : 64;
+				sizes = xrealloc(sizes, bcap * sizeof(*sizes));
+				states = xrealloc(states, bcap * sizeof(*states));
+			}
+			sizes[v.nblocks] = b->size;
+			states[v.nblocks++] = b->allocated ? 1 : b->pending ? 2 : 0;
+			v.size += b->size;
+		}
+		v.block_sizes = sizes;
+		v.block_states = states;
+		cb(ctx, &v);
+	}
+	free(sizes);
+	free(states);
+	free(heads);
+}
+
+static int bf_query(as_policy *pol, int what, void *arg)
+{
+	if (what != AS_Q_SEGMENTS)
+		return AS_Q_UNKNOWN;
+	as_q_segments *q = arg;
+	bf_segments((bestfit *)pol, q->cb, q->ctx);
+	return 0;
+}
+
 static void bf_destroy(as_policy *pol)
 {
 	bestfit *p = (bestfit *)pol;
@@ -238,11 +291,13 @@ const as_policy_ops as_policy_bestfit = {
 	.name = "bestfit",
 	.summary = "coalescing best-fit pool with configurable rounding, segment sizing, split threshold and per-stream pools",
 	.opts = bf_opts,
+	.flags = AS_CAP_SEGMENTS,
 	.create = bf_create,
 	.malloc = bf_malloc,
 	.free_requested = bf_free_requested,
 	.free = bf_free,
 	.empty_cache = bf_empty_cache,
 	.check = bf_check,
+	.query = bf_query,
 	.destroy = bf_destroy,
 };

@@ -52,7 +52,7 @@ static int ca_create(as_policy **out, const char *config, as_device *dev, as_cou
 	LIST_INIT(&p->blocks);
 	p->dev = dev;
 	(void)ctr;
-	if (!dev->ops->pool_open || dev->ops->pool_open(dev, p->c.release_threshold, p->c.reuse)) {
+	if (!dev->ops->pool.open || dev->ops->pool.open(dev, p->c.release_threshold, p->c.reuse)) {
 		free(p);
 		return as_fail(err, AS_EXIT_UNAVAILABLE, "cannot create a CUDA memory pool");
 	}
@@ -60,8 +60,9 @@ static int ca_create(as_policy **out, const char *config, as_device *dev, as_cou
 	return 0;
 }
 
-static int ca_malloc(as_policy *pol, uint64_t n, uint64_t stream, void **h, uint64_t *bsize, uint64_t *addr)
+static int ca_malloc(as_policy *pol, const as_request *rq, void **h, uint64_t *bsize, uint64_t *addr)
 {
+	uint64_t n = rq->size, stream = rq->stream;
 	cuda_async *p = (cuda_async *)pol;
 	(void)stream;
 	ca_block *b = xmalloc(sizeof(*b));
@@ -101,7 +102,7 @@ static int ca_check(as_policy *pol, as_err *err)
 {
 	cuda_async *p = (cuda_async *)pol;
 	char why[200];
-	if (p->dev->ops->pool_check && p->dev->ops->pool_check(p->dev, why, sizeof why))
+	if (p->dev->ops->pool.check && p->dev->ops->pool.check(p->dev, why, sizeof why))
 		return as_fail(err, AS_EXIT_SOFTWARE, "cuda-async: %s", why);
 	return 0;
 }

@@ -106,3 +106,16 @@ int as_opt_parse_bool(void *conf, const as_optdesc *d, const char *val, as_err *
 	*(int *)((char *)conf + d->off) = v;
 	return 0;
 }
+
+char *as_conf_with(const char *base, const char *key, const char *val)
+{
+	size_t bl = strlen(base), top = strcspn(base, ";");
+	char *out = xmalloc(bl + strlen(key) + strlen(val) + 3);
+	memcpy(out, base, top);
+	size_t k = top;
+	if (top)
+		out[k++] = ',';
+	k += (size_t)sprintf(out + k, "%s:%s", key, val);
+	strcpy(out + k, base + top);
+	return out;
+}

@@ -50,8 +50,9 @@ static int pt_create(as_policy **out, const char *config, as_device *dev, as_cou
 	return 0;
 }
 
-static int pt_malloc(as_policy *pol, uint64_t size, uint64_t stream, void **handle, uint64_t *bsize, uint64_t *addr)
+static int pt_malloc(as_policy *pol, const as_request *rq, void **handle, uint64_t *bsize, uint64_t *addr)
 {
+	uint64_t size = rq->size, stream = rq->stream;
 	passthrough *p = (passthrough *)pol;
 	uint64_t s = (size + p->conf.granule - 1) / p->conf.granule * p->conf.granule;
 	pt_block *b = xmalloc(sizeof(*b));

@@ -6,6 +6,15 @@
 
 typedef struct as_policy as_policy;
 
+/* One allocation request, as the trace gives it: per-thread or time-aware policies read what they need. */
+typedef struct as_request {
+	uint64_t id;       /* the trace's allocation id */
+	uint64_t size;     /* requested bytes */
+	uint64_t stream;
+	uint64_t thread;   /* the requesting thread; 0 when the trace records none */
+	int64_t time_us;   /* -1 when unknown */
+} as_request;
+
 /* Counters a policy reports into; the engine owns them. */
 typedef struct as_counters {
 	uint64_t alloc_retries;   /* allocations that released cached memory and tried again */
@@ -45,33 +54,95 @@ typedef struct as_waste {
 #undef X
 } as_waste;
 
+/*
+ * Capabilities (as_policy_ops.flags): what a policy answers through its query entry, so a caller
+ * can refuse an option before a replay instead of branching on the policy's name.
+ */
+#define AS_CAP_STATS       (1u << 0) /* AS_Q_STATS: every statistic the policy keeps (--stats) */
+#define AS_CAP_SEGMENTS    (1u << 1) /* AS_Q_SEGMENTS: the segment and block map (--segments, validate) */
+#define AS_CAP_FREE_STATS  (1u << 2) /* AS_Q_FREE_STATS: largest free block, free cached bytes */
+#define AS_CAP_WASTE       (1u << 3) /* AS_Q_WASTE: where reserved bytes go beyond the requested ones */
+#define AS_CAP_SUMMARY     (1u << 4) /* AS_Q_SUMMARY: a human-readable statistics table (--summary) */
+#define AS_CAP_RECONCILE   (1u << 5) /* AS_Q_EXPLAINS_RELEASE, AS_Q_NEEDS_FLUSH, AS_Q_FLUSH_HOOK (reconcile.c) */
+#define AS_CAP_PLAN        (1u << 6) /* offline: needs AS_Q_PLAN, the whole trace's lifetimes, before the replay */
+
+/* The optional queries (curl's connection-filter queries): query(p, AS_Q_..., arg) returns 0 when
+ * answered (arg filled), AS_Q_UNKNOWN when the policy does not answer this query. */
+enum {
+	AS_Q_STATS,            /* as_q_stats *: calls cb for every statistic */
+	AS_Q_SEGMENTS,         /* as_q_segments *: calls cb for every segment */
+	AS_Q_FREE_STATS,       /* as_q_free_stats *: largest free block, total free cached bytes */
+	AS_Q_WASTE,            /* as_waste *: the attribution now */
+	AS_Q_SUMMARY,          /* FILE *: write the summary table */
+	AS_Q_FIT_VALUES,       /* as_q_fit_values *: the values 'allocsim fit param' tries for an option */
+	/* Snapshot reconciliation (src/reconcile.c; doc/internals.md): */
+	AS_Q_EXPLAINS_RELEASE, /* as_q_release *: would this request, now, make the policy itself release
+	                        * exactly these device ranges (sizes in order) through its fallback on a miss? */
+	AS_Q_NEEDS_FLUSH,      /* as_q_flush *: would this request reach the policy's full flush (which
+	                        * first waits for all pending cross-stream frees)? */
+	AS_Q_FLUSH_HOOK,       /* as_q_hook *: call hook(ctx) once, at the start of the next full flush */
+	AS_Q_PLAN,             /* as_q_plan *: every allocation's lifetime, before the first malloc */
+	AS_Q__COUNT
+};
+#define AS_Q_UNKNOWN 1
+
+typedef struct as_q_stats {
+	as_stat_cb cb;
+	void *ctx;
+} as_q_stats;
+typedef struct as_q_segments {
+	as_seg_cb cb;
+	void *ctx;
+} as_q_segments;
+typedef struct as_q_free_stats {
+	uint64_t largest, total;
+} as_q_free_stats;
+typedef struct as_q_fit_values {
+	const char *option;    /* in */
+	const char *values;    /* out: e.g. "none,20..2048:x2" */
+} as_q_fit_values;
+typedef struct as_q_release {
+	const as_request *rq;      /* the request */
+	const uint64_t *sizes;     /* the recorded releases (frees and unmaps), in order */
+	size_t n;
+	int answer;
+} as_q_release;
+typedef struct as_q_flush {
+	const as_request *rq;
+	int answer;
+} as_q_flush;
+/* One allocation's lifetime, from a first pass over the trace (src/lifetimes.c). Event indices count
+ * the events the engine replays (as summary.events does); the k-th lifetime is the k-th malloc. */
+#define AS_NEVER UINT64_MAX
+typedef struct as_lifetime {
+	uint64_t alloc;    /* index of the allocation event */
+	uint64_t free;     /* index of the event that returns the block (EV_FREE); AS_NEVER if none */
+	uint64_t size, stream;
+} as_lifetime;
+typedef struct as_q_plan {
+	const as_lifetime *v;  /* in allocation order; valid for the policy's whole life */
+	size_t n;
+} as_q_plan;
+typedef struct as_q_hook {
+	void (*hook)(void *ctx);
+	void *ctx;
+} as_q_hook;
+
 typedef struct as_policy_ops {
 	const char *name;
 	const char *summary;
 	const as_optdesc *opts;
+	unsigned flags;        /* AS_CAP_* */
 	/* config: the -c string ("" = defaults). */
 	int (*create)(as_policy **out, const char *config, as_device *dev, as_counters *ctr, as_err *err);
 	/* 0 served (handle, block size, block address), 1 out of memory. */
-	int (*malloc)(as_policy *p, uint64_t size, uint64_t stream, void **handle, uint64_t *block_size, uint64_t *addr);
+	int (*malloc)(as_policy *p, const as_request *rq, void **handle, uint64_t *block_size, uint64_t *addr);
 	void (*free_requested)(as_policy *p, void *handle); /* optional */
 	void (*free)(as_policy *p, void *handle);
 	void (*empty_cache)(as_policy *p);
-	/* optional: would a request of this size, now, make the policy itself release exactly
-	 * these device ranges (sizes in order: frees and unmaps) through its fallback on a miss?
-	 * Used to tell a snapshot's empty_cache() from the allocator's own releases. */
-	int (*explains_release)(as_policy *p, uint64_t size, uint64_t stream, const uint64_t *sizes, size_t n);
-	/* optional: would this request reach the policy's full flush (which first waits for all
-	 * pending cross-stream frees)? If so the engine hands those frees to flush_hook, which the
-	 * policy calls at the start of its flush. */
-	int (*needs_flush)(as_policy *p, uint64_t size, uint64_t stream);
-	void (*set_flush_hook)(as_policy *p, void (*hook)(void *ctx), void *ctx);
 	int (*check)(as_policy *p, as_err *err);            /* invariants; 0 ok */
-	void (*stats)(as_policy *p, as_stat_cb cb, void *ctx);        /* optional: detailed statistics */
-	void (*segments)(as_policy *p, as_seg_cb cb, void *ctx);      /* optional: segment map */
-	/* optional: largest free block and total free cached bytes (external fragmentation) */
-	void (*free_stats)(as_policy *p, uint64_t *largest, uint64_t *total);
-	/* optional: waste attribution now; requested bytes per live block are known to the policy */
-	void (*waste)(as_policy *p, as_waste *w);
+	/* optional: everything else (AS_Q_*); 0 answered, AS_Q_UNKNOWN not */
+	int (*query)(as_policy *p, int what, void *arg);
 	void (*destroy)(as_policy *p);
 } as_policy_ops;
 
@@ -79,12 +150,25 @@ struct as_policy {
 	const as_policy_ops *ops;
 };
 
+/* The query entry, AS_Q_UNKNOWN for a policy without one. */
+static inline int as_policy_query(as_policy *p, int what, void *arg)
+{
+	return p->ops->query ? p->ops->query(p, what, arg) : AS_Q_UNKNOWN;
+}
+
 /* registry.c */
 extern const as_policy_ops *const as_policies[];
+/* A registered policy, or a stack "A>B>..." of them (stack.c: A takes its device memory from B). */
 const as_policy_ops *as_policy_find(const char *name);
+/* Creates a policy (or a stack, whose config is one ';'-separated part per layer, top first). */
+int as_policy_create(const as_policy_ops *ops, as_policy **out, const char *config, as_device *dev, as_counters *ctr, as_err *err);
+/* The AS_CAP_* bit's name ("stats", "segments", ...), NULL past the last. */
+const char *as_cap_name(unsigned bit);
 
 /* options.c: "key:value,key:[a:b,c:d]" with PyTorch's tokenising rules (whitespace dropped). */
 int as_conf_parse(const char *s, const as_optdesc *tab, void *conf, as_err *err);
+/* base with "key:val" added to its top layer's settings (before the first ';' of a stack's). */
+char *as_conf_with(const char *base, const char *key, const char *val);
 int as_opt_parse_size(void *conf, const as_optdesc *d, const char *val, as_err *err);
 int as_opt_parse_mib(void *conf, const as_optdesc *d, const char *val, as_err *err);
 int as_opt_parse_bool(void *conf, const as_optdesc *d, const char *val, as_err *err);

@@ -56,6 +56,7 @@ struct ppool {
 
 struct expseg {
 	uint64_t base, va_size, page, stream;
+	as_phys *handles;  /* one physical handle per mapped page (ExpandableSegment::handles_) */
 	expseg *next;
 };
 
@@ -254,7 +255,7 @@ static int map_block(ptpol *p, pblock *b, uint64_t size)
 	uint64_t bytes = (end - begin) * es->page;
 	if (!bytes)
 		return 0;
-	if (as_dev_map(p->dev, b->ptr, bytes, b->stream))
+	if (as_dev_map(p->dev, b->ptr, es->page, (size_t)(end - begin), &es->handles[begin], b->stream))
 		return 0;
 	RB_REMOVE(uset, &pool->unmapped, b);
 	b->mapped = 1;
@@ -311,6 +312,7 @@ static pblock *find_expandable_block(ptpol *p, ppool *pool, uint64_t stream, uin
 	uint64_t pages = (total + total / 8 + es->page - 1) / es->page;
 	es->va_size = pages * es->page;
 	es->stream = stream;
+	es->handles = xcalloc(pages, sizeof(*es->handles)); /* untouched pages cost no memory */
 	as_dev_reserve(p->dev, es->va_size, &es->base);
 	es->next = p->segs;
 	p->segs = es;
@@ -349,6 +351,7 @@ static void release_expandable_segment(ptpol *p, pblock *b)
 			break;
 		}
 	as_dev_unreserve(p->dev, es->base, es->va_size);
+	free(es->handles);
 	free(es);
 	block_delete(p, b);
 }
@@ -393,7 +396,7 @@ static void unmap_block(ptpol *p, pblock *b)
 	p->total_allocated -= end - begin;
 	pt_dec2(p->st.reserved_bytes, pool->is_small, (int64_t)(end - begin));
 	p->st.num_device_free++;
-	as_dev_unmap(p->dev, begin, end - begin, b->stream);
+	as_dev_unmap(p->dev, begin, es->page, (size_t)((end - begin) / es->page), &es->handles[seg_left(es, begin)], b->stream);
 }
 
 static void release_blocks(ptpol *p, ppool *pool)
@@ -569,8 +572,9 @@ static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, ui
 
 /* ---- policy interface ------------------------------------------------------------------- */
 
-static int pt_malloc(as_policy *pol, uint64_t n, uint64_t stream, void **handle, uint64_t *bsize, uint64_t *addr)
+static int pt_malloc(as_policy *pol, const as_request *rq, void **handle, uint64_t *bsize, uint64_t *addr)
 {
+	uint64_t n = rq->size, stream = rq->stream;
 	ptpol *p = (ptpol *)pol;
 	uint64_t s = pt_round_size(&p->c, n);
 	ppool *pool = s <= PT_SMALL_SIZE ? &p->small : &p->large;
@@ -754,31 +758,25 @@ static int predict(ptpol *p, uint64_t n, uint64_t stream, pred *r)
 	return stage;
 }
 
-static int pt_explains_release(as_policy *pol, uint64_t n, uint64_t stream, const uint64_t *sizes, size_t nsizes)
+static int pt_explains_release(ptpol *pol, uint64_t n, uint64_t stream, const uint64_t *sizes, size_t nsizes)
 {
 	pred r = { 0 };
-	predict((ptpol *)pol, n, stream, &r);
+	predict(pol, n, stream, &r);
 	int same = r.n == nsizes && (!nsizes || !memcmp(r.v, sizes, nsizes * sizeof(*sizes)));
 	free(r.v);
 	free(r.gone);
 	return same;
 }
 
-static int pt_needs_flush(as_policy *pol, uint64_t n, uint64_t stream)
+static int pt_needs_flush(ptpol *pol, uint64_t n, uint64_t stream)
 {
 	pred r = { 0 };
-	int stage = predict((ptpol *)pol, n, stream, &r);
+	int stage = predict(pol, n, stream, &r);
 	free(r.v);
 	free(r.gone);
 	return stage == 2;
 }
 
-static void pt_set_flush_hook(as_policy *pol, void (*hook)(void *), void *ctx)
-{
-	ptpol *p = (ptpol *)pol;
-	p->flush_hook = hook;
-	p->flush_ctx = ctx;
-}
 
 static void pt_empty_cache(as_policy *pol)
 {
@@ -812,9 +810,8 @@ static pblock **segment_heads(ptpol *p, size_t *count)
 	return v;
 }
 
-static void pt_segments(as_policy *pol, as_seg_cb cb, void *ctx)
+static void pt_segments(ptpol *p, as_seg_cb cb, void *ctx)
 {
-	ptpol *p = (ptpol *)pol;
 	size_t n;
 	pblock **heads = segment_heads(p, &n);
 	uint64_t *sizes = NULL;
@@ -884,9 +881,8 @@ static int pt_check(as_policy *pol, as_err *err)
 
 /* Free cached bytes = reserved - active (allocated or pending); the largest free block is the
  * largest of each stream's last block in the two pools: O(streams log n), not a walk of all blocks. */
-static void pt_free_stats(as_policy *pol, uint64_t *largest, uint64_t *total)
+static void pt_free_stats(ptpol *p, uint64_t *largest, uint64_t *total)
 {
-	ptpol *p = (ptpol *)pol;
 	*largest = 0;
 	*total = (uint64_t)(p->st.reserved_bytes[PT_ALL].current - p->st.active_bytes[PT_ALL].current);
 	ppool *pools[2] = { &p->large, &p->small };
@@ -902,9 +898,8 @@ static void pt_free_stats(as_policy *pol, uint64_t *largest, uint64_t *total)
 	}
 }
 
-static void pt_waste(as_policy *pol, as_waste *w)
+static void pt_waste(ptpol *p, as_waste *w)
 {
-	ptpol *p = (ptpol *)pol;
 	memset(w, 0, sizeof(*w));
 	for (pblock *b = p->all; b; b = b->all_next) {
 		if (!b->mapped)
@@ -924,10 +919,59 @@ static void pt_waste(as_policy *pol, as_waste *w)
 	}
 }
 
-static void pt_stats_cb(as_policy *pol, as_stat_cb cb, void *ctx)
+/* The optional queries (policy.h): statistics, segment map, fragmentation, waste, the
+ * memory_summary() table, and what snapshot reconciliation asks (src/reconcile.c). */
+static int pt_query(as_policy *pol, int what, void *arg)
 {
 	ptpol *p = (ptpol *)pol;
-	pt_stats_emit(&p->st, cb, ctx);
+	switch (what) {
+	case AS_Q_STATS: {
+		as_q_stats *q = arg;
+		pt_stats_emit(&p->st, q->cb, q->ctx);
+		return 0;
+	}
+	case AS_Q_SEGMENTS: {
+		as_q_segments *q = arg;
+		pt_segments(p, q->cb, q->ctx);
+		return 0;
+	}
+	case AS_Q_FREE_STATS: {
+		as_q_free_stats *q = arg;
+		pt_free_stats(p, &q->largest, &q->total);
+		return 0;
+	}
+	case AS_Q_WASTE:
+		pt_waste(p, arg);
+		return 0;
+	case AS_Q_SUMMARY:
+		pt_memory_summary(&p->st, 0, arg);
+		return 0;
+	case AS_Q_FIT_VALUES: {
+		as_q_fit_values *q = arg;
+		if (strcmp(q->option, "max_split_size_mb"))
+			return AS_Q_UNKNOWN;
+		q->values = "none,20..2048:x2";
+		return 0;
+	}
+	case AS_Q_EXPLAINS_RELEASE: {
+		as_q_release *q = arg;
+		q->answer = pt_explains_release(p, q->rq->size, q->rq->stream, q->sizes, q->n);
+		return 0;
+	}
+	case AS_Q_NEEDS_FLUSH: {
+		as_q_flush *q = arg;
+		q->answer = pt_needs_flush(p, q->rq->size, q->rq->stream);
+		return 0;
+	}
+	case AS_Q_FLUSH_HOOK: {
+		as_q_hook *q = arg;
+		p->flush_hook = q->hook;
+		p->flush_ctx = q->ctx;
+		return 0;
+	}
+	default:
+		return AS_Q_UNKNOWN;
+	}
 }
 
 static void pt_destroy(as_policy *pol)
@@ -939,6 +983,7 @@ static void pt_destroy(as_policy *pol)
 	}
 	for (expseg *e = p->segs, *n; e; e = n) {
 		n = e->next;
+		free(e->handles);
 		free(e);
 	}
 	free(p);
@@ -977,18 +1022,13 @@ const as_policy_ops as_policy_pytorch = {
 	.name = "pytorch",
 	.summary = "PyTorch 2.11 native CUDA caching allocator; -c takes a PYTORCH_CUDA_ALLOC_CONF string",
 	.opts = pt_opts,
+	.flags = AS_CAP_STATS | AS_CAP_SEGMENTS | AS_CAP_FREE_STATS | AS_CAP_WASTE | AS_CAP_SUMMARY | AS_CAP_RECONCILE,
 	.create = pt_create,
 	.malloc = pt_malloc,
 	.free_requested = pt_free_requested,
 	.free = pt_free,
 	.empty_cache = pt_empty_cache,
-	.explains_release = pt_explains_release,
-	.needs_flush = pt_needs_flush,
-	.set_flush_hook = pt_set_flush_hook,
 	.check = pt_check,
-	.stats = pt_stats_cb,
-	.segments = pt_segments,
-	.free_stats = pt_free_stats,
-	.waste = pt_waste,
+	.query = pt_query,
 	.destroy = pt_destroy,
 };

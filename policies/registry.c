@@ -15,10 +15,30 @@ const as_policy_ops *const as_policies[] = {
 	NULL,
 };
 
+const as_policy_ops *as_stack_find(const char *name);
+int as_stack_is(const as_policy_ops *ops);
+int as_stack_create(const as_policy_ops *ops, as_policy **out, const char *config, as_device *dev, as_counters *ctr, as_err *err);
+
+/* A registered policy by name, or a stack of them ("A>B", stack.c). */
 const as_policy_ops *as_policy_find(const char *name)
 {
+	if (strchr(name, '>'))
+		return as_stack_find(name);
 	for (size_t i = 0; as_policies[i]; i++)
 		if (!strcmp(as_policies[i]->name, name))
 			return as_policies[i];
 	return NULL;
+}
+
+const char *as_cap_name(unsigned bit)
+{
+	static const char *const names[] = { "stats", "segments", "free_stats", "waste", "summary", "reconcile", "plan" };
+	return bit < sizeof names / sizeof *names ? names[bit] : NULL;
+}
+
+int as_policy_create(const as_policy_ops *ops, as_policy **out, const char *config, as_device *dev, as_counters *ctr, as_err *err)
+{
+	if (as_stack_is(ops))
+		return as_stack_create(ops, out, config, dev, ctr, err);
+	return ops->create(out, config, dev, ctr, err);
 }

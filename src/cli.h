@@ -11,6 +11,7 @@ int cmd_validate(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_policies(int argc, char **argv);
+int cmd_columns(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);

@@ -23,8 +23,8 @@ static const char fit_usage[] =
 	"      --capacity SIZE     (fit param) the capacity\n"
 	"      --exact             (fit capacity) to the byte instead of 2 MiB\n"
 	"      --samples N         (fit capacity) monotonicity samples on each side (default 8)\n"
-	"      --values LIST       (fit param) values to try (default for max_split_size_mb:\n"
-	"                          none,20..2048:x2; otherwise required)\n"
+	"      --values LIST       (fit param) values to try (default: the option's own, where it has\n"
+	"                          one, e.g. pytorch's max_split_size_mb: none,20..2048:x2)\n"
 	"      --objective NAME    (fit param) peak_reserved (default) or num_device_alloc\n"
 	"  -h, --help              show this help\n";
 
@@ -144,9 +144,20 @@ static int fit_param(fitctx *f, const char *name, const char *values, const char
 	char **vals = NULL, m[256];
 	size_t n = 0;
 	if (!values) {
-		if (strcmp(name, "max_split_size_mb"))
+		/* the policy's own default search values for the option, if it has any */
+		as_err e = { 0, "" };
+		as_device *dev = as_sim_device_new(0, ADDR_MODEL);
+		as_counters ctr = { 0 };
+		as_policy *pol;
+		as_q_fit_values q = { name, NULL };
+		if (as_policy_create(f->o.ops, &pol, "", dev, &ctr, &e) == 0) {
+			if (as_policy_query(pol, AS_Q_FIT_VALUES, &q))
+				q.values = NULL;
+			pol->ops->destroy(pol);
+		}
+		as_device_destroy(dev);
+		if (!(values = q.values))
 			return cli_usage_error("fit", "--values is required for '%s'", name);
-		values = "none,20..2048:x2";
 	}
 	if (as_parse_values(values, &vals, &n, m, sizeof m)) {
 		for (size_t i = 0; i < n; i++)
@@ -167,11 +178,7 @@ static int fit_param(fitctx *f, const char *name, const char *values, const char
 	int rc = 0;
 	uint64_t cap = f->o.capacity;
 	for (size_t i = 0; i < n; i++) {
-		char *conf = xmalloc(strlen(base) + strlen(name) + strlen(vals[i]) + 3);
-		if (!strcmp(vals[i], "none"))
-			strcpy(conf, base);
-		else
-			sprintf(conf, "%s%s%s:%s", base, base[0] ? "," : "", name, vals[i]);
+		char *conf = !strcmp(vals[i], "none") ? xstrdup(base) : as_conf_with(base, name, vals[i]);
 		as_summary s;
 		as_err err = { 0, "" };
 		f->o.config = conf;

@@ -1,6 +1,8 @@
-/* cmd_policies.c - allocsim policies: the registry and each policy's option table. */
+/* cmd_policies.c - allocsim policies: the registry and each policy's option table; allocsim columns:
+ * the summary CSV's columns. */
 #include "cli.h"
 #include "../policies/policy.h"
+#include "engine.h"
 #include <getopt.h>
 #include <string.h>
 
@@ -20,10 +22,36 @@ int cmd_policies(int argc, char **argv)
 	for (size_t i = 0; as_policies[i]; i++) {
 		const as_policy_ops *p = as_policies[i];
 		printf("%s\n    %s\n", p->name, p->summary);
+		if (p->flags) {
+			fputs("    answers:", stdout);
+			for (unsigned b = 0; as_cap_name(b); b++)
+				if (p->flags & (1u << b))
+					printf(" %s", as_cap_name(b));
+			putchar('\n');
+		}
 		for (const as_optdesc *o = p->opts; o && o->name; o++)
 			printf("    %-32s %-24s default %-10s %s\n", o->name, o->type, o->def, o->help);
-		if (as_policies[i + 1])
-			putchar('\n');
+		putchar('\n');
 	}
+	puts("Policies stack: -p 'A>B' makes A take its device memory from B (each of A's segments is one\n"
+	     "malloc of B); -c then gives one ';'-separated part per layer, top first, e.g.\n"
+	     "-p 'bestfit>passthrough' -c 'min_segment:20MiB;granule:2MiB' (doc/internals.md).");
+	return 0; /* main() checks the writes to stdout */
+}
+
+int cmd_columns(int argc, char **argv)
+{
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		puts("usage: allocsim columns\n\nPrints every column of the summary CSV, in order, as the markdown table of\n"
+		     "doc/metrics.md (one list in the source defines both).");
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "--version")) {
+		cli_version();
+		return 0;
+	}
+	if (argc > 1)
+		return cli_usage_error("columns", "takes no arguments");
+	as_columns_markdown(stdout);
 	return 0; /* main() checks the writes to stdout */
 }

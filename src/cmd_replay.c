@@ -2,6 +2,8 @@
 #include "cli.h"
 #include "engine.h"
 #include "run.h"
+#include "reconcile.h"
+#include "lifetimes.h"
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -9,8 +11,6 @@
 #include <time.h>
 #include <signal.h>
 #include <unistd.h>
-
-void as_pytorch_summary(as_policy *pol, FILE *f);
 
 static const char replay_usage[] =
 	"usage: allocsim replay [options] TRACE\n"
@@ -23,7 +23,7 @@ static const char replay_usage[] =
 	"      --timeline FILE     write requested/allocated/reserved bytes after every event\n"
 	"      --every N           with --timeline, only every N-th event\n"
 	"      --stats FILE        write every statistic the policy keeps (pytorch: memory_stats() keys)\n"
-	"      --summary           print the pytorch policy's statistics as torch.cuda.memory_summary()\n"
+	"      --summary           print the policy's statistics table (pytorch: torch.cuda.memory_summary())\n"
 	"      --segments FILE     write the segment and block map at the reserved peak and at the end\n"
 	"      --check             verify the policy's invariants after every event\n"
 	"      --addresses MODE    auto (recorded segment addresses while the calls agree, default),\n"
@@ -101,16 +101,6 @@ int cli_resolve_config(const char *path, const char *config, char **out, as_err 
 	return 0;
 }
 
-struct probe_ctx {
-	const char *path, *conf;
-};
-
-static int probe_settings(void *ctx)
-{
-	struct probe_ctx *pc = ctx;
-	return as_recorded_matches(pc->path, pc->conf);
-}
-
 typedef struct seg_out {
 	FILE *f;
 	const char *moment;
@@ -140,12 +130,13 @@ typedef struct seg_pass {
 static void seg_hook(as_engine *e, const as_event *ev, void *ctx)
 {
 	seg_pass *sp = ctx;
+	as_q_segments q = { seg_rows, &sp->so };
 	if (!ev) {
 		sp->so.moment = "end";
 		sp->so.n = 0;
-		e->pol->ops->segments(e->pol, seg_rows, &sp->so);
+		as_policy_query(e->pol, AS_Q_SEGMENTS, &q);
 	} else if (!sp->written && e->s.events == sp->peak_event + 1) {
-		e->pol->ops->segments(e->pol, seg_rows, &sp->so);
+		as_policy_query(e->pol, AS_Q_SEGMENTS, &q);
 		sp->written = 1;
 	}
 }
@@ -255,6 +246,10 @@ int cmd_replay(int argc, char **argv)
 	const as_policy_ops *ops = as_policy_find(policy);
 	if (!ops)
 		return cli_usage_error("replay", "unknown policy '%s' (see 'allocsim policies')", policy);
+	if (segments && !(ops->flags & AS_CAP_SEGMENTS))
+		return cli_usage_error("replay", "--segments: the %s policy has no segment map", ops->name);
+	if (summary && !(ops->flags & AS_CAP_SUMMARY))
+		return cli_usage_error("replay", "--summary: the %s policy has no statistics table", ops->name);
 
 	as_err err = { 0, "" };
 	char *conf = NULL;
@@ -269,17 +264,11 @@ int cmd_replay(int argc, char **argv)
 	const size_t nofs = sizeof ofs / sizeof ofs[0];
 	as_lat_model model = { 0 };
 	int have_model = 0;
+	as_lifetimes lt;
+	as_lifetimes_init(&lt);
 	memset(&e, 0, sizeof e);
 
 	char *recorded = NULL;
-	if (summary && strcmp(ops->name, "pytorch")) {
-		as_fail(&err, AS_EXIT_USAGE, "--summary needs the pytorch policy");
-		goto done;
-	}
-	if (segments && !ops->segments) {
-		as_fail(&err, AS_EXIT_USAGE, "--segments: the %s policy has no segment map", ops->name);
-		goto done;
-	}
 	if (segments && !strcmp(path, "-")) {
 		as_fail(&err, AS_EXIT_USAGE, "--segments needs a file, not standard input (it replays twice)");
 		goto done;
@@ -297,10 +286,6 @@ int cmd_replay(int argc, char **argv)
 	}
 	if (as_reader_open(&r, path, NULL, &err))
 		goto done;
-	/* Which settings were recorded decides how ambiguous empty_cache() inferences resolve; a
-	 * snapshot's are read (a second pass) only if such a case comes up. */
-	if (r->meta.has_settings)
-		recorded = xstrdup(r->meta.settings ? r->meta.settings : "");
 	if (!capacity_set && r->meta.capacity)
 		capacity = r->meta.capacity;
 	if (use_cuda) {
@@ -317,14 +302,11 @@ int cmd_replay(int argc, char **argv)
 		goto done;
 	e.host_timing = !no_timing;
 	engine_ok = 1;
-	struct probe_ctx pc = { path, conf };
-	if (recorded) {
-		e.resolve_maybe = !strcmp(recorded, conf);
-	} else if (!strcmp(r->meta.format, "pytorch") && strcmp(path, "-")) {
-		e.resolve_maybe = -1;
-		e.probe = probe_settings;
-		e.probe_ctx = &pc;
-	}
+	/* Which settings were recorded decides how ambiguous empty_cache() inferences resolve; a
+	 * snapshot's are read (a second pass) only if such a case comes up. */
+	as_reconcile_for_trace(&e, &r->meta, path, conf);
+	if (as_plan_from_trace(&e, &lt, path, &err)) /* an offline policy reads the trace once first */
+		goto done;
 	e.check = check;
 	e.every = every;
 	if (timeline) {
@@ -362,21 +344,22 @@ int cmd_replay(int argc, char **argv)
 			"before it began were skipped); results cover the recorded part only\n", as_progname, r->in.path,
 			r->meta.unmatched_frees);
 
-	if (segments && write_segments(path, ops, conf, capacity, addr_mode, e.resolve_maybe, e.peak_event, gf.fp, &err))
+	if (segments && write_segments(path, ops, conf, capacity, addr_mode, as_reconcile_resolved(&e), e.peak_event, gf.fp, &err))
 		goto done;
 	if (stats) {
 		fputs("key,value\n", sf.fp);
 		stat_out so_ctx = { sf.fp };
-		if (e.pol->ops->stats)
-			e.pol->ops->stats(e.pol, stat_line, &so_ctx);
-#define X(n, d) fprintf(sf.fp, "summary." #n ",%" PRIu64 "\n", e.s.n);
-		AS_SUMMARY_COUNTERS(X)
-#undef X
+		as_q_stats q = { stat_line, &so_ctx };
+		as_policy_query(e.pol, AS_Q_STATS, &q);
+		as_summary_stats(sf.fp, &e.s);
 	}
 	as_summary_header(so.fp);
 	as_summary_row(so.fp, path, policy, conf, capacity, &e.s);
-	if (summary)
-		as_pytorch_summary(e.pol, stdout);
+	if (summary) {
+		if (!out)
+			fflush(stdout);
+		as_policy_query(e.pol, AS_Q_SUMMARY, stdout);
+	}
 done:
 	if (err.code && cli_interrupted && err.code != AS_EXIT_INTERRUPTED) {
 		/* a read cut short by the signal (a pipe, a FIFO) is no data error */
@@ -390,9 +373,9 @@ done:
 		as_engine_free(&e);
 	as_device_destroy(dev);
 	as_lat_model_free(&model);
+	as_lifetimes_free(&lt);
 	as_reader_close(r);
 	free(conf);
-	free(recorded);
 	if (err.code)
 		return cli_report(&err);
 	return 0;

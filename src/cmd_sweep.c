@@ -361,14 +361,12 @@ args_out:
 				j->recorded = recorded[t];
 				j->capacity = capacity;
 				j->pvals = xcalloc(npar + 1, sizeof(char *));
-				size_t clen = strlen(base) + 1, rest = cmb;
+				size_t rest = cmb;
 				for (size_t k = npar; k-- > 0;) {
 					j->pvals[k] = params[k].vals[rest % params[k].n];
 					rest /= params[k].n;
-					clen += strlen(params[k].name) + strlen(j->pvals[k]) + 2;
 				}
-				j->config = xmalloc(clen);
-				strcpy(j->config, base);
+				j->config = xstrdup(base);
 				for (size_t k = 0; k < npar; k++) {
 					if (!strcmp(j->pvals[k], "none"))
 						continue;
@@ -379,11 +377,9 @@ args_out:
 						}
 						continue;
 					}
-					if (j->config[0])
-						strcat(j->config, ",");
-					strcat(j->config, params[k].name);
-					strcat(j->config, ":");
-					strcat(j->config, j->pvals[k]);
+					char *nc = as_conf_with(j->config, params[k].name, j->pvals[k]); /* a stack: the top layer's */
+					free(j->config);
+					j->config = nc;
 				}
 				/* identity for --resume: params, trace, policy, config, capacity (as CSV text) */
 				char *kb = NULL;

@@ -1,5 +1,6 @@
 /* cmd_validate.c - allocsim validate: does the simulation make PyTorch's device calls? */
 #include "cli.h"
+#include "reconcile.h"
 #include "engine.h"
 #include "run.h"
 #include <getopt.h>
@@ -139,7 +140,8 @@ static void segs_free(segs *g)
 static int compare_end_state(const as_meta *m, as_policy *pol, char *msg, size_t len)
 {
 	segs sim = { 0 }, rec = { 0 };
-	pol->ops->segments(pol, collect, &sim);
+	as_q_segments q = { collect, &sim };
+	as_policy_query(pol, AS_Q_SEGMENTS, &q);
 	rec.v = xcalloc(m->nsegments + 1, sizeof(segv));
 	for (size_t i = 0; i < m->nsegments; i++) {
 		const as_snap_segment *s = &m->segments[i];
@@ -233,7 +235,7 @@ int cmd_validate(int argc, char **argv)
 	if (as_engine_init(&e, as_policy_find("pytorch"), conf, dev, &err))
 		goto done;
 	engine_ok = 1;
-	e.resolve_maybe = as_recorded_matches(path, conf);
+	as_reconcile_attach(&e, as_recorded_matches(path, conf), NULL, NULL);
 	as_event ev;
 	while (!v.diverged && (rc = as_reader_next(r, &ev, &err)) > 0) {
 		v.cur_index = ev.index;

@@ -57,6 +57,19 @@ static void note(as_device *d, int op, uint64_t addr, uint64_t size, uint64_t st
 		d->observer(d->observer_ctx, op, addr, size, stream);
 }
 
+/* The device's reserved bytes change here and only here: physical memory created or released. */
+static void gain(as_device *d, uint64_t size)
+{
+	d->reserved += size;
+	if (d->reserved > d->peak_reserved)
+		d->peak_reserved = d->reserved;
+}
+
+static void lose(as_device *d, uint64_t size)
+{
+	d->reserved -= size;
+}
+
 static int too_big(const as_device *d, uint64_t size)
 {
 	return (d->capacity && d->reserved + size > d->capacity) ||
@@ -77,9 +90,7 @@ int as_dev_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *addr)
 		log_call(d, "cudaMalloc", LAT_MALLOC, size, 0, 1, us);
 		return 1;
 	}
-	d->reserved += size;
-	if (d->reserved > d->peak_reserved)
-		d->peak_reserved = d->reserved;
+	gain(d, size); /* a segment is physical memory with a range of its own */
 	d->num_alloc++;
 	log_call(d, "cudaMalloc", LAT_MALLOC, size, *addr, 0, us);
 	note(d, DEV_OP_ALLOC, *addr, size, stream);
@@ -91,7 +102,7 @@ void as_dev_free(as_device *d, uint64_t addr, uint64_t size, uint64_t stream)
 	double t0 = d->measured ? as_dev_now_us() : 0;
 	d->ops->free(d, addr, size);
 	double us = charge(d, LAT_FREE, size, t0);
-	d->reserved -= size;
+	lose(d, size);
 	d->num_free++;
 	log_call(d, "cudaFree", LAT_FREE, size, addr, 0, us);
 	note(d, DEV_OP_FREE, addr, size, stream);
@@ -107,35 +118,73 @@ void as_dev_unreserve(as_device *d, uint64_t addr, uint64_t size)
 	d->ops->unreserve(d, addr, size);
 }
 
-int as_dev_map(as_device *d, uint64_t addr, uint64_t size, uint64_t stream)
+int as_dev_phys_create(as_device *d, uint64_t size, as_phys *h)
 {
+	if (too_big(d, size) || d->ops->create(d, size, h))
+		return 1;
+	gain(d, size);
+	return 0;
+}
+
+void as_dev_phys_release(as_device *d, as_phys h, uint64_t size)
+{
+	d->ops->release(d, h);
+	lose(d, size);
+}
+
+int as_dev_phys_map(as_device *d, uint64_t addr, uint64_t size, const as_phys *h, size_t n)
+{
+	double t0 = d->measured ? as_dev_now_us() : 0;
+	int fail = d->ops->map(d, addr, size, h, n);
+	double us = charge(d, LAT_MAP, size, t0);
+	log_call(d, "remap", LAT_MAP, size, addr, fail, us);
+	return fail ? 1 : 0;
+}
+
+void as_dev_phys_unmap(as_device *d, uint64_t addr, uint64_t size)
+{
+	double t0 = d->measured ? as_dev_now_us() : 0;
+	d->ops->unmap(d, addr, size);
+	double us = charge(d, LAT_UNMAP, size, t0);
+	log_call(d, "unmap_only", LAT_UNMAP, size, addr, 0, us);
+}
+
+int as_dev_map(as_device *d, uint64_t addr, uint64_t page, size_t n, as_phys *h, uint64_t stream)
+{
+	uint64_t size = page * n;
 	if (too_big(d, size)) {
 		d->num_failed++;
 		return 1;
 	}
 	double t0 = d->measured ? as_dev_now_us() : 0;
-	int fail = d->ops->map(d, addr, size);
+	size_t made = 0;
+	while (made < n && !d->ops->create(d, page, &h[made]))
+		made++;
+	int fail = made < n || d->ops->map(d, addr, size, h, n);
 	double us = charge(d, LAT_MAP, size, t0);
 	if (fail) {
+		while (made)
+			d->ops->release(d, h[--made]);
 		d->num_failed++;
 		log_call(d, "map", LAT_MAP, size, addr, 1, us);
 		return 1;
 	}
-	d->reserved += size;
-	if (d->reserved > d->peak_reserved)
-		d->peak_reserved = d->reserved;
+	gain(d, size); /* counted once the whole run is mapped: a failed call leaves no peak behind */
 	d->num_alloc++;
 	log_call(d, "map", LAT_MAP, size, addr, 0, us);
 	note(d, DEV_OP_MAP, addr, size, stream);
 	return 0;
 }
 
-void as_dev_unmap(as_device *d, uint64_t addr, uint64_t size, uint64_t stream)
+void as_dev_unmap(as_device *d, uint64_t addr, uint64_t page, size_t n, const as_phys *h, uint64_t stream)
 {
+	uint64_t size = page * n;
 	double t0 = d->measured ? as_dev_now_us() : 0;
 	d->ops->unmap(d, addr, size);
+	for (size_t i = 0; i < n; i++)
+		d->ops->release(d, h[i]);
 	double us = charge(d, LAT_UNMAP, size, t0);
-	d->reserved -= size;
+	lose(d, size);
 	d->num_free++;
 	log_call(d, "unmap", LAT_UNMAP, size, addr, 0, us);
 	note(d, DEV_OP_UNMAP, addr, size, stream);
@@ -147,12 +196,19 @@ void as_device_destroy(as_device *d)
 		d->ops->destroy(d);
 }
 
-static void pool_sync_reserved(as_device *d)
+/* The pool's physical memory where the driver creates it (the real pool): follow what it reports.
+ * A backend that creates the pool's memory through as_dev_phys_create (the simulated pool) has it
+ * counted there already. */
+static void pool_sync(as_device *d)
 {
-	uint64_t r = d->ops->pool_reserved(d);
-	d->reserved = r;
-	if (r > d->peak_reserved)
-		d->peak_reserved = r;
+	if (!d->ops->pool.reserved)
+		return;
+	uint64_t r = d->ops->pool.reserved(d);
+	if (r > d->pool_bytes)
+		gain(d, r - d->pool_bytes);
+	else
+		lose(d, d->pool_bytes - r);
+	d->pool_bytes = r;
 }
 
 /* A pool call that made the pool grow counts as a device allocation. Its latency class (the model's
@@ -160,10 +216,10 @@ static void pool_sync_reserved(as_device *d)
  * pool_grow when the pool's reserved memory grew, else pool_malloc. */
 int as_dev_pool_alloc(as_device *d, uint64_t size, uint64_t *addr)
 {
-	uint64_t before = d->ops->pool_reserved(d);
+	uint64_t before = d->reserved;
 	double t0 = d->measured ? as_dev_now_us() : 0;
-	int fail = d->ops->pool_alloc(d, size, addr); /* the backend keeps the pool within the capacity */
-	pool_sync_reserved(d);
+	int fail = d->ops->pool.alloc(d, size, addr); /* the backend keeps the pool within the capacity */
+	pool_sync(d);
 	int grew = d->reserved > before;
 	int op = !d->pool_used ? LAT_POOL_INIT : grew ? LAT_POOL_GROW : LAT_POOL_MALLOC;
 	double us = charge(d, op, size, t0);
@@ -182,9 +238,9 @@ int as_dev_pool_alloc(as_device *d, uint64_t size, uint64_t *addr)
 void as_dev_pool_free(as_device *d, uint64_t addr, uint64_t size)
 {
 	double t0 = d->measured ? as_dev_now_us() : 0;
-	d->ops->pool_free(d, addr);
+	d->ops->pool.free(d, addr);
 	double us = charge(d, LAT_POOL_FREE, size, t0);
-	pool_sync_reserved(d);
+	pool_sync(d);
 	log_call(d, "cudaFreeAsync", LAT_POOL_FREE, size, addr, 0, us);
 }
 
@@ -192,8 +248,8 @@ void as_dev_pool_trim(as_device *d, uint64_t keep)
 {
 	uint64_t before = d->reserved;
 	double t0 = d->measured ? as_dev_now_us() : 0;
-	d->ops->pool_trim(d, keep);
-	pool_sync_reserved(d);
+	d->ops->pool.trim(d, keep);
+	pool_sync(d);
 	if (d->reserved < before) {
 		d->num_free++;
 		/* not a modelled latency: a trim happens only at empty_cache */

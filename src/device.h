@@ -11,22 +11,38 @@ typedef struct as_device as_device;
 
 enum { DEV_OP_ALLOC, DEV_OP_FREE, DEV_OP_MAP, DEV_OP_UNMAP };
 
+/* A physical memory allocation (cuMemCreate's handle on the GPU); the backend's own value. */
+typedef uint64_t as_phys;
+
+/* Optional (a backend with a stream-ordered memory pool, cudaMallocAsync): the pool's calls. */
+typedef struct as_device_pool_ops {
+	int (*open)(as_device *d, uint64_t release_threshold, int reuse);
+	int (*alloc)(as_device *d, uint64_t size, uint64_t *addr);   /* 0 ok, 1 out of memory */
+	void (*free)(as_device *d, uint64_t addr);
+	void (*trim)(as_device *d, uint64_t keep);
+	/* the pool's physical memory where the backend cannot create it through as_dev_phys_create
+	 * (the driver's own pool); NULL when it does (the simulated pool) */
+	uint64_t (*reserved)(as_device *d);
+	int (*check)(as_device *d, char *why, size_t n);            /* optional: the model's invariants */
+} as_device_pool_ops;
+
 typedef struct as_device_ops {
 	const char *name;
+	/* cudaMalloc / cudaFree: physical memory with an address range of its own */
 	int (*alloc)(as_device *d, uint64_t size, uint64_t stream, uint64_t *addr); /* 0 ok, 1 out of memory */
 	void (*free)(as_device *d, uint64_t addr, uint64_t size);
-	int (*reserve)(as_device *d, uint64_t size, uint64_t *addr);                /* virtual range */
+	/* virtual address ranges */
+	int (*reserve)(as_device *d, uint64_t size, uint64_t *addr);
 	void (*unreserve)(as_device *d, uint64_t addr, uint64_t size);
-	int (*map)(as_device *d, uint64_t addr, uint64_t size);                      /* 0 ok, 1 out of memory */
+	/* physical memory (cuMemCreate / cuMemRelease) and its mapping into reserved ranges: map puts n
+	 * handles of size / n bytes each one after another from addr (cuMemMap each, cuMemSetAccess
+	 * once); unmap takes the pages of [addr, addr + size) out again (cuMemUnmap). */
+	int (*create)(as_device *d, uint64_t size, as_phys *h);                      /* 0 ok, 1 out of memory */
+	void (*release)(as_device *d, as_phys h);
+	int (*map)(as_device *d, uint64_t addr, uint64_t size, const as_phys *h, size_t n); /* 0 ok, 1 failed */
 	void (*unmap)(as_device *d, uint64_t addr, uint64_t size);
 	void (*destroy)(as_device *d);
-	/* optional (real GPU only): a stream-ordered memory pool (cudaMallocAsync) */
-	int (*pool_open)(as_device *d, uint64_t release_threshold, int reuse);
-	int (*pool_alloc)(as_device *d, uint64_t size, uint64_t *addr);   /* 0 ok, 1 out of memory */
-	void (*pool_free)(as_device *d, uint64_t addr);
-	void (*pool_trim)(as_device *d, uint64_t keep);
-	uint64_t (*pool_reserved)(as_device *d);
-	int (*pool_check)(as_device *d, char *why, size_t n); /* optional: the model's invariants */
+	as_device_pool_ops pool;
 } as_device_ops;
 
 typedef void (*as_dev_observer)(void *ctx, int op, uint64_t addr, uint64_t size, uint64_t stream);
@@ -49,6 +65,7 @@ struct as_device {
 	FILE *log;                /* --device-log: one row per device call (as_dev_log_header) */
 	uint64_t event;           /* the trace event being replayed, for the log */
 	int pool_used;            /* a pool call was made (the first one pays pool_init) */
+	uint64_t pool_bytes;      /* the pool's physical memory, as pool.reserved last reported it */
 	uint64_t last_event;      /* the event of the previous device call (the model's idle gap) */
 	uint64_t gap;             /* events between it and the current call (0: the first call) */
 	void *priv;
@@ -72,8 +89,22 @@ int as_dev_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *addr);
 void as_dev_free(as_device *d, uint64_t addr, uint64_t size, uint64_t stream);
 int as_dev_reserve(as_device *d, uint64_t size, uint64_t *addr);
 void as_dev_unreserve(as_device *d, uint64_t addr, uint64_t size);
-int as_dev_map(as_device *d, uint64_t addr, uint64_t size, uint64_t stream);
-void as_dev_unmap(as_device *d, uint64_t addr, uint64_t size, uint64_t stream);
+/* Physical memory: the device's reserved bytes change here and only here (a cudaMalloc'd segment,
+ * a created handle, the pool's chunks), so every backend and policy is measured the same way.
+ * Creating or releasing is not a device call by itself: the calls below count as the program sees them. */
+int as_dev_phys_create(as_device *d, uint64_t size, as_phys *h);   /* 0 ok, 1 out of memory or over capacity */
+void as_dev_phys_release(as_device *d, as_phys h, uint64_t size);
+/* Maps n existing handles (size / n bytes each) one after another from addr, and takes them out again:
+ * physical memory mapped a second time (virtual-memory stitching) or moved. Timed and logged as device
+ * calls ("remap", "unmap_only"); reserved bytes do not change (nothing is created or released). */
+int as_dev_phys_map(as_device *d, uint64_t addr, uint64_t size, const as_phys *h, size_t n);
+void as_dev_phys_unmap(as_device *d, uint64_t addr, uint64_t size);
+/* One device call (counted, timed, logged as "map"): creates n pages of page bytes, handles into h[],
+ * and maps them from addr, which lies in a reserved range (expandable segments map a run of pages
+ * this way). 0 ok, 1 out of memory (nothing is left created). */
+int as_dev_map(as_device *d, uint64_t addr, uint64_t page, size_t n, as_phys *h, uint64_t stream);
+/* One device call ("unmap"): unmaps the n pages from addr and releases their handles h[]. */
+void as_dev_unmap(as_device *d, uint64_t addr, uint64_t page, size_t n, const as_phys *h, uint64_t stream);
 void as_device_destroy(as_device *d);
 /* The pool wrappers count calls and time like the others and take reserved bytes from the pool. */
 int as_dev_pool_alloc(as_device *d, uint64_t size, uint64_t *addr);

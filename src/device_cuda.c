@@ -31,7 +31,9 @@ typedef struct cudadev {
 	CUmemAllocationProp prop;
 	CUmemAccessDesc access;
 	idmap segs;    /* cudaMalloc'd address -> size */
-	idmap pages;   /* mapped page address -> handle + 1 */
+	idmap pages;   /* calibrate: mapped page address -> handle + 1 */
+	idmap phys;    /* replay: physical handles created (as_phys -> cuphys) */
+	idmap mapped;  /* replay: mapped granule address -> 1 */
 	idmap vas;     /* reserved range base -> size */
 	pf_reserve reserve;
 	pf_addrfree addrfree;
@@ -150,17 +152,73 @@ static int map_range(cudadev *c, uint64_t addr, uint64_t size, as_cal_result *re
 	return 0;
 }
 
-static int cu_map(as_device *d, uint64_t addr, uint64_t size)
+/* A physical handle of the replay: the policy's page as physical allocations of the granularity, as
+ * map_range makes them (one cuMemCreate per granule). */
+typedef struct cuphys {
+	size_t n;
+	CUmemGenericAllocationHandle h[];
+} cuphys;
+
+static int cu_create(as_device *d, uint64_t size, as_phys *out)
 {
 	cudadev *c = d->priv;
-	if (!c->vmm || addr % c->gran || size % c->gran)
+	if (!c->vmm || !size || size % c->gran)
 		return 1;
-	return map_range(c, addr, size, NULL);
+	size_t n = size / c->gran;
+	cuphys *p = xmalloc(sizeof(*p) + n * sizeof(p->h[0]));
+	for (p->n = 0; p->n < n; p->n++)
+		if (c->create(&p->h[p->n], c->gran, &c->prop, 0) != CUDA_SUCCESS) {
+			while (p->n)
+				c->release(p->h[--p->n]);
+			free(p);
+			return 1;
+		}
+	*out = (as_phys)(uintptr_t)p;
+	idmap_put(&c->phys, *out, p);
+	return 0;
+}
+
+static void cu_release(as_device *d, as_phys h)
+{
+	cudadev *c = d->priv;
+	cuphys *p = idmap_del(&c->phys, h);
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n; i++)
+		c->release(p->h[i]);
+	free(p);
 }
 
 static void cu_unmap(as_device *d, uint64_t addr, uint64_t size)
 {
-	unmap_pages(d->priv, addr, size, NULL);
+	cudadev *c = d->priv;
+	for (uint64_t a = addr; a < addr + size; a += c->gran)
+		if (idmap_del(&c->mapped, a))
+			c->unmap((CUdeviceptr)a, c->gran);
+}
+
+/* The handles one after another from addr (cuMemMap per granule), then access for the whole range. */
+static int cu_map(as_device *d, uint64_t addr, uint64_t size, const as_phys *h, size_t n)
+{
+	cudadev *c = d->priv;
+	if (!c->vmm || !n || addr % c->gran || size % c->gran)
+		return 1;
+	uint64_t a = addr;
+	for (size_t i = 0; i < n; i++) {
+		cuphys *p = idmap_get(&c->phys, h[i]);
+		for (size_t j = 0; p && j < p->n; j++, a += c->gran) {
+			if (c->map((CUdeviceptr)a, c->gran, 0, p->h[j], 0) != CUDA_SUCCESS) {
+				cu_unmap(d, addr, a - addr);
+				return 1;
+			}
+			idmap_put(&c->mapped, a, (void *)1);
+		}
+	}
+	if (a != addr + size || c->setaccess((CUdeviceptr)addr, size, &c->access, 1) != CUDA_SUCCESS) {
+		cu_unmap(d, addr, a - addr);
+		return 1;
+	}
+	return 0;
 }
 
 static int cu_pool_open(as_device *d, uint64_t threshold, int reuse)
@@ -237,6 +295,16 @@ static void cu_destroy(as_device *d)
 		cudaMemPoolDestroy(c->pool);
 		idmap_free(&c->pool_live);
 	}
+	for (size_t i = 0; i < c->mapped.cap; i++)
+		if (idmap_live(&c->mapped, i))
+			c->unmap((CUdeviceptr)c->mapped.keys[i], c->gran);
+	for (size_t i = 0; i < c->phys.cap; i++)
+		if (idmap_live(&c->phys, i)) {
+			cuphys *p = c->phys.vals[i];
+			for (size_t j = 0; j < p->n; j++)
+				c->release(p->h[j]);
+			free(p);
+		}
 	for (size_t i = 0; i < c->pages.cap; i++)
 		if (idmap_live(&c->pages, i)) {
 			c->unmap((CUdeviceptr)c->pages.keys[i], c->gran);
@@ -250,6 +318,8 @@ static void cu_destroy(as_device *d)
 			cudaFree((void *)(uintptr_t)c->segs.keys[i]);
 	cudaDeviceSynchronize();
 	idmap_free(&c->pages);
+	idmap_free(&c->mapped);
+	idmap_free(&c->phys);
 	idmap_free(&c->vas);
 	idmap_free(&c->segs);
 	free(c);
@@ -257,8 +327,19 @@ static void cu_destroy(as_device *d)
 }
 
 static const as_device_ops cuda_ops = {
-	"cuda", cu_alloc, cu_free, cu_reserve, cu_unreserve, cu_map, cu_unmap, cu_destroy,
-	cu_pool_open, cu_pool_alloc, cu_pool_free, cu_pool_trim, cu_pool_reserved, NULL,
+	.name = "cuda",
+	.alloc = cu_alloc, .free = cu_free,
+	.reserve = cu_reserve, .unreserve = cu_unreserve,
+	.create = cu_create, .release = cu_release, .map = cu_map, .unmap = cu_unmap,
+	.destroy = cu_destroy,
+	.pool = {
+		.open = cu_pool_open,
+		.alloc = cu_pool_alloc,
+		.free = cu_pool_free,
+		.trim = cu_pool_trim,
+		.reserved = cu_pool_reserved, /* the driver creates the pool's memory: follow its attribute */
+		.check = NULL,
+	},
 };
 
 static void *entry(const char *name)
@@ -292,6 +373,8 @@ as_device *as_cuda_device_new(int ordinal, uint64_t capacity, as_err *err)
 	c->ordinal = ordinal;
 	idmap_init(&c->segs);
 	idmap_init(&c->pages);
+	idmap_init(&c->phys);
+	idmap_init(&c->mapped);
 	idmap_init(&c->vas);
 	c->reserve = (pf_reserve)entry("cuMemAddressReserve");
 	c->addrfree = (pf_addrfree)entry("cuMemAddressFree");

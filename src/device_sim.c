@@ -43,6 +43,7 @@ typedef struct sim {
 	size_t hhead, hlen, hcap;
 	uint64_t vmm_next;
 	as_simpool *pool;  /* the cuda-async policy's pool (pool_sim.c), once opened */
+	as_phys handles;   /* physical handles created so far */
 } sim;
 
 static int overlaps(sim *s, uint64_t addr, uint64_t size)
@@ -129,9 +130,23 @@ static void sim_unreserve(as_device *d, uint64_t addr, uint64_t size)
 	(void)d; (void)addr; (void)size;
 }
 
-static int sim_map(as_device *d, uint64_t addr, uint64_t size)
+/* Physical memory: handles are numbers; the simulation keeps no pages. */
+static int sim_create(as_device *d, uint64_t size, as_phys *h)
 {
-	(void)d; (void)addr; (void)size;
+	sim *s = d->priv;
+	(void)size;
+	*h = ++s->handles;
+	return 0;
+}
+
+static void sim_release(as_device *d, as_phys h)
+{
+	(void)d; (void)h;
+}
+
+static int sim_map(as_device *d, uint64_t addr, uint64_t size, const as_phys *h, size_t n)
+{
+	(void)d; (void)addr; (void)size; (void)h; (void)n;
 	return 0;
 }
 
@@ -145,7 +160,7 @@ static int sim_pool_open(as_device *d, uint64_t threshold, int reuse)
 	sim *s = d->priv;
 	(void)threshold; (void)reuse; /* the model keeps freed memory until a trim; one stream */
 	if (!s->pool)
-		s->pool = as_simpool_new();
+		s->pool = as_simpool_new(d); /* its chunks are the device's physical memory */
 	return 0;
 }
 
@@ -163,12 +178,6 @@ static void sim_pool_free(as_device *d, uint64_t addr)
 static void sim_pool_trim(as_device *d, uint64_t keep)
 {
 	as_simpool_trim(((sim *)d->priv)->pool, keep);
-}
-
-static uint64_t sim_pool_reserved(as_device *d)
-{
-	sim *s = d->priv;
-	return s->pool ? as_simpool_reserved(s->pool) : 0;
 }
 
 static int sim_pool_check(as_device *d, char *why, size_t n)
@@ -192,8 +201,19 @@ static void sim_destroy(as_device *d)
 }
 
 static const as_device_ops sim_ops = {
-	"sim", sim_alloc, sim_free, sim_reserve, sim_unreserve, sim_map, sim_unmap, sim_destroy,
-	sim_pool_open, sim_pool_alloc, sim_pool_free, sim_pool_trim, sim_pool_reserved, sim_pool_check,
+	.name = "sim",
+	.alloc = sim_alloc, .free = sim_free,
+	.reserve = sim_reserve, .unreserve = sim_unreserve,
+	.create = sim_create, .release = sim_release, .map = sim_map, .unmap = sim_unmap,
+	.destroy = sim_destroy,
+	.pool = {
+		.open = sim_pool_open,
+		.alloc = sim_pool_alloc,
+		.free = sim_pool_free,
+		.trim = sim_pool_trim,
+		.reserved = NULL, /* the pool's chunks are created through as_dev_phys_create */
+		.check = sim_pool_check,
+	},
 };
 
 as_device *as_sim_device_new(uint64_t capacity, int addr_mode)

@@ -43,7 +43,7 @@ int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, a
 	e->dev = dev;
 	e->s.first_oom_event = -1;
 	e->every = 1;
-	if (ops->create(&e->pol, config ? config : "", dev, &e->ctr, err)) {
+	if (as_policy_create(ops, &e->pol, config ? config : "", dev, &e->ctr, err)) {
 		as_engine_free(e); /* the quantile workspaces (found by fuzz_config) */
 		return -1;
 	}
@@ -67,23 +67,17 @@ static void complete_free(as_engine *e, as_live *l)
 	free(l);
 }
 
-/*
- * Cross-stream frees complete either at the start of a malloc (process_events) or inside the
- * out-of-memory flush, whose synchronize completes every pending free before releasing the
- * cache; a snapshot shows both as free_completed entries before the malloc's own entries. When
- * the replay runs the recorded settings, the engine holds such completions back until the next
- * allocation and asks the policy whether that request reaches its flush: then the policy
- * completes them there (flush hook), otherwise they complete before the request.
- */
-static void release_held(void *ctx)
+int as_engine_pending(as_engine *e, uint64_t id)
 {
-	as_engine *e = ctx;
-	for (size_t i = 0; i < e->nheld; i++) {
-		as_live *l = idmap_del(&e->live, e->held[i]);
-		if (l)
-			complete_free(e, l);
-	}
-	e->nheld = 0;
+	as_live *l = idmap_get(&e->live, id);
+	return l && l->free_requested;
+}
+
+void as_engine_complete(as_engine *e, uint64_t id)
+{
+	as_live *l = idmap_del(&e->live, id);
+	if (l)
+		complete_free(e, l);
 }
 
 /* Johnstone & Wilson's fragmentation measures, external fragmentation (sampled every 64 events
@@ -101,32 +95,22 @@ static void update_metrics(as_engine *e)
 		e->peak_event = e->s.events - 1;
 		e->req_at_peak_res = e->requested;
 		e->alloc_at_peak_res = e->allocated;
-		if (e->pol->ops->waste) {
-			as_waste w;
-			e->pol->ops->waste(e->pol, &w);
+		as_waste w;
+		if ((e->pol->ops->flags & AS_CAP_WASTE) && as_policy_query(e->pol, AS_Q_WASTE, &w) == 0) {
 #define X(n, d) e->s.waste_##n = (double)w.n;
 			AS_WASTE_CATEGORIES(X)
 #undef X
 		}
 	}
-	if (e->pol->ops->free_stats && (new_peak || e->s.events % 64 == 0)) {
-		uint64_t largest, total;
-		e->pol->ops->free_stats(e->pol, &largest, &total);
-		double x = total ? 1.0 - (double)largest / (double)total : 0.0;
+	as_q_free_stats fs;
+	if ((e->pol->ops->flags & AS_CAP_FREE_STATS) && (new_peak || e->s.events % 64 == 0) &&
+	    as_policy_query(e->pol, AS_Q_FREE_STATS, &fs) == 0) {
+		double x = fs.total ? 1.0 - (double)fs.largest / (double)fs.total : 0.0;
 		e->ext_sum += x;
 		e->ext_n++;
 		if (x > e->s.frag_external_max)
 			e->s.frag_external_max = x;
 	}
-}
-
-/* Whether the replay runs the recorded settings, found out when first needed: a snapshot stores its
- * settings at the end, and most traces never need them. */
-static int resolving(as_engine *e)
-{
-	if (e->resolve_maybe < 0)
-		e->resolve_maybe = e->probe ? e->probe(e->probe_ctx) : 0;
-	return e->resolve_maybe;
 }
 
 static void timeline_row(as_engine *e, const as_event *ev)
@@ -137,32 +121,12 @@ static void timeline_row(as_engine *e, const as_event *ev)
 
 int as_engine_step(as_engine *e, const as_event *ev, as_err *err)
 {
+	return e->stage ? e->stage->event(e->stage, e, ev, err) : as_engine_apply(e, ev, err);
+}
+
+int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
+{
 	as_live *l;
-	if (e->nheld && ev->type != EV_ALLOC && ev->type < EV_SEG_ALLOC &&
-	    !(ev->type == EV_FREE && e->resolve_maybe > 0) && !(ev->type == EV_EMPTY_CACHE && (ev->flags & EVF_MAYBE)))
-		release_held(e);
-	if (ev->type == EV_ALLOC && e->nheld) {
-		/* all pending frees complete at once, and the request would reach the flush */
-		if (e->npending == e->nheld && e->pol->ops->needs_flush && e->pol->ops->set_flush_hook &&
-		    e->pol->ops->needs_flush(e->pol, ev->size, ev->stream)) {
-			e->pol->ops->set_flush_hook(e->pol, release_held, e);
-			e->maybe_empty = 0; /* the flush explains the releases */
-		} else {
-			release_held(e);
-		}
-	}
-	if (e->maybe_empty && ev->type < EV_SEG_ALLOC && ev->type != EV_EMPTY_CACHE &&
-	    !(ev->type == EV_FREE && e->resolve_maybe > 0)) {
-		/* Resolve an ambiguous release run: an empty_cache() unless this allocation's own
-		 * fallback (GC, oversize release, flush) is what released the memory. Only a replay
-		 * of the recorded settings can ask its policy that; otherwise the run is taken to be
-		 * the recording allocator's own doing (doc/pytorch-policy.md). */
-		e->maybe_empty = 0;
-		if (resolving(e) && (ev->type != EV_ALLOC || !e->pol->ops->explains_release ||
-		    !e->pol->ops->explains_release(e->pol, ev->size, ev->stream, e->run, e->nrun))) {
-			e->pol->ops->empty_cache(e->pol);
-		}
-	}
 	switch (ev->type) {
 	case EV_ALLOC: {
 		e->s.allocs++;
@@ -172,7 +136,8 @@ int as_engine_step(as_engine *e, const as_event *ev, as_err *err)
 		l->free_requested = 0;
 		uint64_t addr;
 		double t0 = op_begin(e);
-		int failed = e->pol->ops->malloc(e->pol, ev->size, ev->stream, &l->handle, &l->block_size, &addr);
+		as_request rq = as_event_request(ev);
+		int failed = e->pol->ops->malloc(e->pol, &rq, &l->handle, &l->block_size, &addr);
 		op_end(e, t0, 1, ev);
 		if (failed) {
 			l->handle = NULL;
@@ -205,41 +170,18 @@ int as_engine_step(as_engine *e, const as_event *ev, as_err *err)
 		if (!l)
 			return as_fail(err, AS_EXIT_SOFTWARE, "internal: free of unknown id %" PRIu64, ev->id);
 		e->s.frees++;
-		if (l->free_requested && resolving(e)) {
-			if (e->nheld == e->capheld) {
-				e->capheld = e->capheld ? e->capheld * 2 : 16;
-				e->held = xrealloc(e->held, e->capheld * sizeof(*e->held));
-			}
-			e->held[e->nheld++] = ev->id;
-			break;
-		}
+		if (l->free_requested && (ev->flags & EVF_DEFER))
+			break; /* completed later by the stage (as_engine_complete) */
 		idmap_del(&e->live, ev->id);
 		complete_free(e, l);
 		break;
 	case EV_EMPTY_CACHE:
-		if (ev->flags & EVF_MAYBE) {
-			if (e->maybe_empty)
-				release_held(e);
-			e->maybe_empty = 1;
-			e->nrun = 0;
-			return 0;
-		}
+		if (ev->flags & EVF_MAYBE)
+			return 0; /* inferred: only a stage can tell whether it happened */
 		e->pol->ops->empty_cache(e->pol);
 		break;
-	case EV_SEG_ALLOC:
-		as_sim_device_hint(e->dev, ev->addr, ev->size);
-		return 0;
-	case EV_SEG_FREE: case EV_SEG_UNMAP:
-		if (e->maybe_empty) {
-			if (e->nrun == e->caprun) {
-				e->caprun = e->caprun ? e->caprun * 2 : 16;
-				e->run = xrealloc(e->run, e->caprun * sizeof(*e->run));
-			}
-			e->run[e->nrun++] = ev->size;
-		}
-		return 0;
-	case EV_SEG_MAP:
-		return 0;
+	case EV_SEG_ALLOC: case EV_SEG_FREE: case EV_SEG_MAP: case EV_SEG_UNMAP:
+		return 0; /* what the recorded allocator did: informational */
 	default:
 		break;
 	}
@@ -267,8 +209,8 @@ int as_engine_step(as_engine *e, const as_event *ev, as_err *err)
 
 void as_engine_finish(as_engine *e)
 {
-	if (e->nheld && e->pol)
-		release_held(e);
+	if (e->stage && e->stage->finish && e->pol)
+		e->stage->finish(e->stage, e);
 	e->s.peak_reserved_bytes = e->dev->peak_reserved;
 	e->s.final_reserved_bytes = e->dev->reserved;
 	e->s.final_allocated_bytes = e->allocated;
@@ -304,63 +246,10 @@ void as_engine_free(as_engine *e)
 	idmap_free(&e->live);
 	as_quant_free(&e->lat_alloc);
 	as_quant_free(&e->lat_free);
-	free(e->run);
-	free(e->held);
+	if (e->stage && e->stage->destroy)
+		e->stage->destroy(e->stage);
+	e->stage = NULL;
 	if (e->pol)
 		e->pol->ops->destroy(e->pol);
 	e->pol = NULL;
-}
-
-/* CSV fields are quoted when they hold a comma, quote or newline (RFC 4180). */
-static void csv_str(FILE *f, const char *s)
-{
-	if (!strpbrk(s, ",\"\n\r")) {
-		fputs(s, f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
-void as_summary_header(FILE *f)
-{
-	fputs("trace,policy,config,capacity_bytes", f);
-#define X(n, d) fputs("," #n, f);
-	AS_SUMMARY_COUNTERS(X)
-#undef X
-	fputs(",first_oom_event,efficiency", f);
-#define X(n, fmt) fputs("," #n, f);
-	AS_SUMMARY_METRICS(X)
-#undef X
-	fputs(",alloc_ns_p50,alloc_ns_p99,alloc_ns_max,free_ns_p50,free_ns_p99,free_ns_max,device_calls,device_time_us,latency_source", f);
-	fputs(",wall_seconds,events_per_second\n", f);
-}
-
-void as_summary_row(FILE *f, const char *trace, const char *policy, const char *config, uint64_t capacity,
-	const as_summary *s)
-{
-	csv_str(f, trace);
-	fputc(',', f);
-	csv_str(f, policy);
-	fputc(',', f);
-	csv_str(f, config);
-	fprintf(f, ",%" PRIu64, capacity);
-#define X(n, d) fprintf(f, ",%" PRIu64, s->n);
-	AS_SUMMARY_COUNTERS(X)
-#undef X
-	double eff = s->peak_reserved_bytes ? (double)s->peak_allocated_bytes / (double)s->peak_reserved_bytes : 0.0;
-	double eps = s->wall_seconds > 0 ? (double)s->events / s->wall_seconds : 0.0;
-	fprintf(f, ",%" PRId64 ",%.6f", s->first_oom_event, eff);
-#define X(n, fmt) fprintf(f, "," fmt, s->n);
-	AS_SUMMARY_METRICS(X)
-#undef X
-	fprintf(f, ",%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%" PRIu64 ",%.3f,%s", s->alloc_ns_p50, s->alloc_ns_p99, s->alloc_ns_max,
-		s->free_ns_p50, s->free_ns_p99, s->free_ns_max, s->device_calls, s->device_time_us,
-		s->latency_source ? s->latency_source : "none");
-	fprintf(f, ",%.6f,%.0f\n", s->wall_seconds, eps);
 }

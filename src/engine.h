@@ -8,44 +8,11 @@
 #include "../policies/policy.h"
 #include <stdio.h>
 
-/* The summary counters, one list (mimalloc-style X-macro): name, description. */
-#define AS_SUMMARY_COUNTERS(X) \
-	X(events, "events replayed") \
-	X(allocs, "allocation requests") \
-	X(frees, "frees") \
-	X(peak_requested_bytes, "peak of live requested bytes") \
-	X(peak_allocated_bytes, "peak of bytes in blocks handed out") \
-	X(peak_reserved_bytes, "peak of bytes obtained from the device") \
-	X(final_allocated_bytes, "allocated bytes at the end") \
-	X(final_reserved_bytes, "reserved bytes at the end") \
-	X(num_device_alloc, "device allocations (cudaMalloc / page maps)") \
-	X(num_device_free, "device frees (cudaFree / page unmaps)") \
-	X(num_alloc_retries, "allocations retried after releasing cache") \
-	X(num_ooms, "requests that failed with out-of-memory")
+#include "columns.h"
 
-/* Derived metrics (doc/metrics.md): name, printf format. */
-#define AS_SUMMARY_METRICS(X) \
-	X(requested_at_peak_reserved, "%.0f") X(wasted_bytes_at_peak, "%.0f") \
-	X(frag_jw1, "%.6f") X(frag_jw2, "%.6f") X(frag_jw3, "%.6f") X(frag_jw4, "%.6f") \
-	X(frag_external_max, "%.6f") X(frag_external_mean, "%.6f") \
-	X(frag_internal_at_peak, "%.0f") \
-	X(waste_rounding, "%.0f") X(waste_unsplit, "%.0f") X(waste_oversize, "%.0f") \
-	X(waste_free_cached, "%.0f") X(waste_pending_free, "%.0f")
-
+/* The summary of a replay: one field per CNT or SUM column of AS_COLUMNS (columns.h). */
 typedef struct as_summary {
-#define X(n, d) uint64_t n;
-	AS_SUMMARY_COUNTERS(X)
-#undef X
-#define X(n, f) double n;
-	AS_SUMMARY_METRICS(X)
-#undef X
-	int64_t first_oom_event;   /* index of the first failed allocation event, -1 if none */
-	/* latency (doc/real-gpu.md): nanoseconds per malloc / free, device calls and their time */
-	double alloc_ns_p50, alloc_ns_p99, alloc_ns_max, free_ns_p50, free_ns_p99, free_ns_max;
-	uint64_t device_calls;
-	double device_time_us;
-	const char *latency_source;  /* "measured", "model" or "none" */
-	double wall_seconds;
+	AS_COLUMNS(AS_COL_FIELD)
 } as_summary;
 
 typedef struct as_live {
@@ -65,12 +32,8 @@ typedef struct as_engine {
 	FILE *timeline;
 	uint64_t every;
 	as_reader *reader;     /* for error positions */
-	int maybe_empty;       /* an EVF_MAYBE empty_cache waits for the next allocation */
-	uint64_t *run;         /* the recorded releases that followed it (sizes, in order) */
-	size_t nrun, caprun;
-	uint64_t *held;        /* completions of cross-stream frees held back (see engine.c) */
-	size_t nheld, capheld;
 	uint64_t npending;     /* frees requested and not yet completed */
+	struct as_stage *stage; /* optional: sees every event before the engine (reconcile.c) */
 	/* metric accumulators */
 	double jw1_sum;
 	uint64_t jw1_n, ext_n, last_reserved_peak;
@@ -80,14 +43,36 @@ typedef struct as_engine {
 	as_quant lat_alloc, lat_free;
 	int host_timing;       /* include the host time of the policy itself (not deterministic) */
 	FILE *latency;         /* --latency: one row per malloc/free */
-	int resolve_maybe;     /* the replay runs the recorded settings: the policy can tell; -1 = ask probe */
-	int (*probe)(void *ctx); /* finds out resolve_maybe when first needed (reads the trace's settings) */
-	void *probe_ctx;
 } as_engine;
 
+/*
+ * A stage between the reader and the engine: with one set, as_engine_step hands it every event,
+ * and it applies them through as_engine_apply and the calls below (src/reconcile.c reconciles a
+ * snapshot's record with the replayed policy this way). The engine itself knows no allocator.
+ */
+typedef struct as_stage {
+	int (*event)(struct as_stage *st, as_engine *e, const as_event *ev, as_err *err);
+	void (*finish)(struct as_stage *st, as_engine *e);   /* at as_engine_finish, before the summary */
+	void (*destroy)(struct as_stage *st);                /* at as_engine_free */
+} as_stage;
+
+/* The request an EV_ALLOC event makes. */
+static inline as_request as_event_request(const as_event *ev)
+{
+	return (as_request){ .id = ev->id, .size = ev->size, .stream = ev->stream, .thread = ev->thread, .time_us = ev->time_us };
+}
+
 int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, as_device *dev, as_err *err);
-/* Applies one event; -1 on an internal error (or a --check failure). */
+/* Applies one event (through the stage, if one is set); -1 on an internal error (or a --check failure). */
 int as_engine_step(as_engine *e, const as_event *ev, as_err *err);
+/* Applies one event directly. EV_FREE with EVF_DEFER counts the free but leaves a free-requested
+ * block with its owner until as_engine_complete; EV_EMPTY_CACHE with EVF_MAYBE and the segment
+ * events are a stage's business and change nothing here. */
+int as_engine_apply(as_engine *e, const as_event *ev, as_err *err);
+/* Whether the allocation id is live with its free requested (and not yet completed). */
+int as_engine_pending(as_engine *e, uint64_t id);
+/* Completes a deferred free: the block returns to the policy. */
+void as_engine_complete(as_engine *e, uint64_t id);
 void as_engine_finish(as_engine *e);
 void as_engine_free(as_engine *e);
 
@@ -103,9 +88,13 @@ typedef struct as_replay_opts {
 	uint64_t every;
 } as_replay_opts;
 
-/* Summary CSV. */
+/* Summary CSV (summary.c, from AS_COLUMNS). */
 void as_summary_header(FILE *f);
 void as_summary_row(FILE *f, const char *trace, const char *policy, const char *config, uint64_t capacity,
 	const as_summary *s);
+/* --stats: summary.NAME,VALUE for every CNT column. */
+void as_summary_stats(FILE *f, const as_summary *s);
+/* 'allocsim columns': the column table of doc/metrics.md (markdown). */
+void as_columns_markdown(FILE *f);
 
 #endif

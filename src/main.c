@@ -15,6 +15,7 @@ static const struct {
 	{ "info", cmd_info, "describe a trace: events, streams, peak live bytes, size histogram" },
 	{ "convert", cmd_convert, "rewrite a trace in allocsim's native format" },
 	{ "policies", cmd_policies, "list the policies with their options" },
+	{ "columns", cmd_columns, "list the summary CSV's columns (the table in doc/metrics.md)" },
 	{ "sweep", cmd_sweep, "replay traces x policies x parameter values in parallel, one CSV row each" },
 	{ "calibrate", cmd_calibrate, "measure the GPU's allocation primitives and fit a latency model" },
 	{ "transfer", cmd_transfer, "measure pageable vs pinned host<->GPU copies and cudaHostAlloc cost" },

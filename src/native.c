@@ -123,6 +123,8 @@ static int native_next(as_reader *r, as_event *ev, as_err *err)
 				ev->time_us = (int64_t)x;
 			else if (!strncmp(tok[i], "addr=", 5) && !as_parse_u64(tok[i] + 5, &x))
 				ev->addr = x;
+			else if (!strncmp(tok[i], "th=", 3) && ev->type <= EV_FREE && !as_parse_u64(tok[i] + 3, &x))
+				ev->thread = x;
 			else
 				return nerr(r, s->lineno, err, "invalid field '%s'", tok[i]);
 		}
@@ -259,6 +261,8 @@ int as_native_writer_event(as_writer *w, const as_event *ev, as_err *err)
 	int n = 0;
 	if (ev->time_us >= 0)
 		n += snprintf(extra + n, sizeof extra - (size_t)n, " t=%" PRId64, ev->time_us);
+	if (ev->thread && ev->type <= EV_FREE)
+		n += snprintf(extra + n, sizeof extra - (size_t)n, " th=%" PRIu64, ev->thread);
 	switch (ev->type) {
 	case EV_ALLOC:
 		if (ev->addr)

@@ -26,6 +26,7 @@
  * cannot express).
  */
 #include "pool_sim.h"
+#include "device.h"
 #include "common.h"
 #include "tree.h"
 #include <stdio.h>
@@ -135,11 +136,15 @@ struct as_simpool {
 	struct chunk_tree idle;  /* the mapped chunks no live allocation touches */
 	uint64_t nidle;
 	uint64_t held;           /* chunks the pool holds: the mapped ones and spare memory */
+	as_device *dev;          /* where the chunks' physical memory comes from (NULL: counted only) */
+	as_phys *mem;            /* the held chunks' physical handles (dev set) */
+	size_t capmem;
 };
 
-as_simpool *as_simpool_new(void)
+as_simpool *as_simpool_new(as_device *dev)
 {
 	as_simpool *p = xcalloc(1, sizeof(*p));
+	p->dev = dev;
 	RB_INIT(&p->holes);
 	RB_INIT(&p->pend);
 	RB_INIT(&p->ready);
@@ -166,7 +171,35 @@ void as_simpool_free(as_simpool *p)
 	idmap_free(&p->mapped);
 	idmap_free(&p->live);
 	as_chunks_free(&p->chunks);
+	free(p->mem); /* the device releases what it created with itself */
 	free(p);
+}
+
+/* The pool takes one more chunk of physical memory from the device. The pool's own limit check
+ * came first, so the device cannot refuse it. */
+static void grow(as_simpool *p)
+{
+	if (p->dev) {
+		if (p->held == p->capmem) {
+			p->capmem = p->capmem ? p->capmem * 2 : 64;
+			p->mem = xrealloc(p->mem, p->capmem * sizeof(*p->mem));
+		}
+		if (as_dev_phys_create(p->dev, AS_POOL_CHUNK, &p->mem[p->held])) {
+			fprintf(stderr, "%s: internal error: the device refused a pool chunk within the pool's limit\n", as_progname);
+			exit(AS_EXIT_SOFTWARE);
+		}
+	}
+	p->held++;
+}
+
+/* The pool gives physical memory back to the device, down to k chunks. */
+static void shrink(as_simpool *p, uint64_t k)
+{
+	while (p->held > k) {
+		p->held--;
+		if (p->dev)
+			as_dev_phys_release(p->dev, p->mem[p->held], AS_POOL_CHUNK);
+	}
 }
 
 static void size_unlink(as_simpool *p, hole *h)
@@ -340,7 +373,7 @@ static void map_range(as_simpool *p, uint64_t a, uint64_t n)
 			if (v)
 				unmap_chunk(p, v);
 			else
-				p->held++;
+				grow(p);
 		}
 		map_chunk(p, k);
 	}
@@ -398,7 +431,7 @@ void as_simpool_trim(as_simpool *p, uint64_t keep)
 		unmap_chunk(p, c);
 	uint64_t k = keep / AS_POOL_CHUNK;
 	if (p->held > k) /* and given back, down to keep */
-		p->held = k > p->mapped.count ? k : p->mapped.count;
+		shrink(p, k > p->mapped.count ? k : p->mapped.count);
 }
 
 uint64_t as_simpool_reserved(const as_simpool *p)

@@ -21,7 +21,10 @@ uint64_t as_chunks_add(as_chunks *c, uint64_t addr, uint64_t size);       /* ret
 void as_chunks_del(as_chunks *c, uint64_t addr, uint64_t size);
 
 typedef struct as_simpool as_simpool;
-as_simpool *as_simpool_new(void);
+struct as_device;
+/* The pool's physical memory comes from dev's physical handles (as_dev_phys_create: the device
+ * counts it as reserved where it is created); dev NULL: the pool only counts its chunks (unit tests). */
+as_simpool *as_simpool_new(struct as_device *dev);
 void as_simpool_free(as_simpool *p);
 /* 0 ok, 1 out of memory (the pool would hold more than limit bytes; 0 = no limit). */
 int as_simpool_alloc(as_simpool *p, uint64_t size, uint64_t limit, uint64_t *addr);

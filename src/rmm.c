@@ -1,4 +1,5 @@
-/* rmm.c - reader for RMM logging_resource_adaptor CSV logs (Thread,Time,Action,Pointer,Size,Stream). */
+/* rmm.c - reader for RMM logging_resource_adaptor CSV logs (Thread,Time,Action,Pointer,Size,Stream);
+ * the Thread column becomes the event's thread (per-thread allocators read it from the request). */
 #include "trace.h"
 #include "idmap.h"
 #include <inttypes.h>
@@ -64,7 +65,10 @@ static int rmm_next(as_reader *r, as_event *ev, as_err *err)
 		ev->pos = s->lineno;
 		ev->index = s->nrec++;
 		ev->time_us = parse_time(f[1]);
-		uint64_t ptr = 0, size = 0, stream = 0;
+		uint64_t ptr = 0, size = 0, stream = 0, thread = 0;
+		if (as_parse_u64(f[0], &thread))
+			return rerr(r, s->lineno, err, "invalid thread", f[0]);
+		ev->thread = thread;
 		if (as_parse_u64(f[3], &ptr) && strcmp(f[3], "") && strcmp(f[3], "(nil)"))
 			return rerr(r, s->lineno, err, "invalid pointer", f[3]);
 		if (as_parse_u64(f[4], &size))

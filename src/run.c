@@ -1,5 +1,7 @@
 /* run.c - one whole replay as a library call. */
 #include "run.h"
+#include "reconcile.h"
+#include "lifetimes.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,8 +35,15 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 		return -1;
 	uint64_t cap = o->capacity ? o->capacity : r->meta.capacity;
 	as_device *dev = as_sim_device_new(cap, o->addr_mode);
-	if (as_engine_init(&e, o->ops, o->config, dev, err) == 0) {
-		e.resolve_maybe = o->recorded ? !strcmp(o->recorded, o->config) : o->resolve_maybe;
+	as_lifetimes lt;
+	as_lifetimes_init(&lt);
+	int ok = as_engine_init(&e, o->ops, o->config, dev, err) == 0;
+	if (ok && as_plan_from_trace(&e, &lt, o->path, err)) {
+		as_engine_free(&e);
+		ok = 0;
+	}
+	if (ok) {
+		as_reconcile_attach(&e, o->recorded ? !strcmp(o->recorded, o->config) : o->resolve_maybe, NULL, NULL);
 		as_event ev;
 		int st;
 		while ((st = as_reader_next(r, &ev, err)) > 0) {
@@ -55,6 +64,7 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 		as_engine_free(&e);
 	}
 	as_device_destroy(dev);
+	as_lifetimes_free(&lt);
 	as_reader_close(r);
 	return rc;
 }

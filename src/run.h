@@ -14,7 +14,7 @@ typedef struct as_run_opts {
 	int addr_mode;
 	int stop_at_oom;
 	const char *recorded;   /* the trace's recorded settings, or NULL if none/unknown */
-	int resolve_maybe;      /* when recorded is NULL: the engine's resolve_maybe (see engine.h) */
+	int resolve_maybe;      /* when recorded is NULL: whether the replay runs the recorded settings (reconcile.h) */
 	as_run_hook hook;       /* optional */
 	void *hook_ctx;
 } as_run_opts;

@@ -6,7 +6,7 @@
 #include <zlib.h>
 
 typedef enum as_ev_type {
-	EV_ALLOC = 0,     /* id, size (requested bytes), stream */
+	EV_ALLOC = 0,     /* id, size (requested bytes), stream, thread */
 	EV_FREE_REQ,      /* id: the caller released it; the block may still be in use by other streams */
 	EV_FREE,          /* id: the block returns to the allocator (PyTorch free_completed) */
 	EV_EMPTY_CACHE,   /* torch.cuda.empty_cache() */
@@ -20,6 +20,7 @@ extern const char *const as_ev_names[EV__COUNT];
 
 #define EVF_OOM 1u   /* this allocation failed with out-of-memory in the recording */
 #define EVF_MAYBE 2u /* EV_EMPTY_CACHE: inferred, unless the next allocation's own fallback explains the release */
+#define EVF_DEFER 4u /* EV_FREE, set by a stage: count the free, complete it later (as_engine_complete) */
 
 typedef struct as_event {
 	as_ev_type type;
@@ -27,6 +28,7 @@ typedef struct as_event {
 	uint64_t id;
 	uint64_t size;    /* requested bytes (alloc) or bytes (segment events) */
 	uint64_t stream;
+	uint64_t thread;  /* the thread that made the request (0 if unknown: a snapshot records none) */
 	uint64_t addr;    /* recorded address (0 if unknown) */
 	int64_t time_us;  /* -1 if unknown */
 	uint64_t pos;     /* line number or byte offset where the event starts */

@@ -4,7 +4,7 @@
 A=$ALLOCSIM
 snap="$T/bert_infer_varlen__default.pickle.gz"
 
-for c in "" replay validate info convert policies; do
+for c in "" replay validate info convert policies columns; do
 	run "$A" $c --help; is "$st" 0 "allocsim $c --help exits 0"
 	contains "$out" "usage: allocsim"; ok $? "allocsim $c --help prints usage"
 	run "$A" $c --version; is "$st $out" "0 allocsim 0.1.0" "allocsim $c --version"
@@ -23,6 +23,26 @@ is "$st" 0 "policies exits 0"
 for w in pytorch bestfit passthrough max_split_size_mb roundup_power2_divisions garbage_collection_threshold expandable_segments max_non_split_rounding_mb granule min_segment per_stream split_threshold; do
 	contains "$out" "$w"; ok $? "policies lists $w"
 done
+
+# columns: one list defines the header, the row, --stats and the table in doc/metrics.md
+run "$A" columns
+is "$st" 0 "columns exits 0"
+is "$out" "$(sed -n '/^<!-- columns: generated/,/^<!-- end of columns -->/p' "$srcdir/doc/metrics.md" | sed '1d;$d')" \
+	"doc/metrics.md's column table is what 'allocsim columns' prints (regenerate it with 'allocsim columns')"
+run "$A" replay -p passthrough --no-timing --stats "$TMP/stats.csv" "$snap"
+is "$(printf '%s\n' "$out" | head -1)" "$(printf '%s\n' "$out" | head -0; "$A" columns | tail -n +3 | cut -d'`' -f2 | paste -sd, -)" \
+	"the CSV header is the column list, in order"
+is "$(col "$out" schema_version)" 2 "the last column is the schema version (2)"
+is "$(grep -c '^summary\.' "$TMP/stats.csv")" 12 "--stats writes the 12 counters as summary.NAME"
+is "$(grep '^summary.allocs,' "$TMP/stats.csv")" "summary.allocs,$(col "$out" allocs)" "--stats and the row agree"
+
+# capabilities, not names: --segments needs a policy that answers for its segment map
+run "$A" replay -p passthrough --segments "$TMP/seg.csv" "$snap"
+is "$st" 64 "--segments with a policy without a segment map is a usage error"
+contains "$errout" "the passthrough policy has no segment map"; ok $? "... naming the policy"
+run "$A" replay -p bestfit --no-timing --segments "$TMP/seg.csv" "$snap"
+is "$st $(awk -F, '$1 == "end" && !s[$2]++ { t += $4 } END { printf "%.0f", t }' "$TMP/seg.csv")" "0 $(col "$out" final_reserved_bytes)" \
+	"bestfit's segment map at the end covers its reserved bytes"
 
 # sizes
 for s in 512:512 64KiB:65536 20MiB:20971520 80GiB:85899345920 1.5GB:1500000000 2.5KiB:2560; do

@@ -76,6 +76,14 @@ printf 'Thread,Time,Action,Pointer,Size,Stream\n1,0,allocate,0x10,5,0x0\n1,0,exp
 printf 'Thread,Time,Action,Pointer,Size,Stream\n1,0,free,0x10,5,0x0\n' > "$TMP/rmmfree.csv"; expect_bad "$TMP/rmmfree.csv" "rmmfree.csv:2: free of a pointer that is not allocated" "rmm free of unknown pointer"
 printf 'Thread,Time,Action,Pointer,Size,Stream\n1,0,allocate,0x10,5q,0x0\n' > "$TMP/rmmnum.csv"; expect_bad "$TMP/rmmnum.csv" "rmmnum.csv:2: invalid size '5q'" "rmm bad number"
 printf 'Thread,Time,Action,Pointer,Size,Stream\n1,0,allocate,0x10\n' > "$TMP/rmmshort.csv"; expect_bad "$TMP/rmmshort.csv" "rmmshort.csv:2: expected 6 fields" "rmm short line"
+printf 'Thread,Time,Action,Pointer,Size,Stream\nmain,0,allocate,0x10,5,0x0\n' > "$TMP/rmmthr.csv"; expect_bad "$TMP/rmmthr.csv" "rmmthr.csv:2: invalid thread 'main'" "rmm thread not a number"
+# the Thread column is kept: convert writes it as th= and reads it back
+printf 'Thread,Time,Action,Pointer,Size,Stream\n7,0,allocate,0x10,5,0x0\n9,1,allocate,0x20,6,0x0\n7,2,free,0x10,5,0x0\n' > "$TMP/rmmthreads.csv"
+run "$A" convert "$TMP/rmmthreads.csv" -o "$TMP/thr.trace"
+is "$(grep -v '^#' "$TMP/thr.trace" | tr '\n' '|')" "a 1 5 0 t=0 th=7 addr=0x10|a 2 6 0 t=1 th=9 addr=0x20|f 1 t=2 th=7|" "rmm: the Thread column becomes th= in the native format"
+run "$A" convert "$TMP/thr.trace" -o "$TMP/thr2.trace"
+is "$(cat "$TMP/thr2.trace")" "$(cat "$TMP/thr.trace")" "native: th= reads back unchanged"
+printf '#allocsim-trace 1\ne th=3\n' > "$TMP/thbad.trace"; expect_bad "$TMP/thbad.trace" "thbad.trace:2: invalid field 'th=3'" "native: th= only on a, r and f records"
 
 # --- missing input ---
 run "$A" info "$TMP/does-not-exist"

@@ -244,7 +244,7 @@ static void test_device_model(void)
  * chunks. */
 static void test_pool_model(void)
 {
-	as_simpool *p = as_simpool_new();
+	as_simpool *p = as_simpool_new(NULL);
 	uint64_t a, b, c, d, e, base;
 	char why[200] = "";
 	ok(as_simpool_alloc(p, 1000, 0, &a) == 0 && as_simpool_alloc(p, 3072, 0, &b) == 0, "pool: two allocations");
@@ -281,7 +281,7 @@ static void test_pool_model(void)
 	 * asks for z (6s MiB) */
 	for (int s = 4; s <= 5; s++) {
 		uint64_t c8, d8, e8, g1, f32, x, y, z;
-		p = as_simpool_new();
+		p = as_simpool_new(NULL);
 		as_simpool_alloc(p, 8 * s * MiB, 0, &c8);
 		as_simpool_alloc(p, 8 * s * MiB, 0, &d8);
 		as_simpool_alloc(p, 8 * s * MiB, 0, &e8);
@@ -302,7 +302,7 @@ static void test_pool_model(void)
 	}
 	{ /* SL2: two idle chunks, a growth needs one: the nearer to it (c's) gives its memory up */
 		uint64_t a32, b32, c32, d32, g1, big, x;
-		p = as_simpool_new();
+		p = as_simpool_new(NULL);
 		as_simpool_alloc(p, 32 * MiB, 0, &a32);
 		as_simpool_alloc(p, 32 * MiB, 0, &b32);
 		as_simpool_alloc(p, 32 * MiB, 0, &c32);
@@ -327,8 +327,44 @@ static void test_pool_model(void)
 	as_chunks_free(&ch);
 }
 
+/* Physical handles: reserved bytes change where physical memory is created and released, not where it
+ * is mapped; a handle can be mapped a second time (stitching); the pool's chunks are handles too. */
+static void test_phys(void)
+{
+	as_device *d = as_sim_device_new(64 * MiB, ADDR_MODEL);
+	as_phys h[3];
+	uint64_t va = 0, va2 = 0;
+	ok(as_dev_reserve(d, 128 * MiB, &va) == 0 && as_dev_reserve(d, 128 * MiB, &va2) == 0 && va2 >= va + 128 * MiB,
+		"phys: two virtual ranges");
+	ok(as_dev_map(d, va, 20 * MiB, 2, h, 0) == 0, "phys: map two 20 MiB pages (creating them)");
+	is_u64(d->reserved, 40 * MiB, "phys: the created pages are reserved");
+	is_u64(d->num_alloc, 1, "phys: one device call for the run of pages");
+	ok(h[0] && h[1] && h[0] != h[1], "phys: one handle per page");
+	ok(as_dev_map(d, va + 40 * MiB, 20 * MiB, 2, h + 2, 0) == 1 && d->reserved == 40 * MiB && d->peak_reserved == 40 * MiB,
+		"phys: 40 MiB more exceeds the 64 MiB capacity: refused, nothing left reserved, no peak");
+	ok(as_dev_phys_map(d, va2, 40 * MiB, h, 2) == 0 && d->reserved == 40 * MiB,
+		"phys: mapping the same handles a second time reserves nothing more");
+	as_dev_phys_unmap(d, va2, 40 * MiB);
+	as_dev_unmap(d, va, 20 * MiB, 2, h, 0);
+	is_u64(d->reserved, 0, "phys: unmapping and releasing returns every byte");
+	ok(as_dev_phys_create(d, 32 * MiB, &h[2]) == 0 && d->reserved == 32 * MiB, "phys: physical memory without a mapping counts");
+	ok(as_dev_phys_create(d, 40 * MiB, &h[1]) == 1, "phys: beyond the capacity it is refused");
+	as_dev_phys_release(d, h[2], 32 * MiB);
+	is_u64(d->reserved, 0, "phys: released");
+	/* the simulated pool's chunks */
+	ok(d->ops->pool.open(d, 0, 1) == 0, "phys: pool opened");
+	uint64_t a;
+	ok(as_dev_pool_alloc(d, 40 * MiB, &a) == 0, "phys: a 40 MiB pool allocation");
+	is_u64(d->reserved, 64 * MiB, "phys: the pool took two 32 MiB chunks of physical memory from the device");
+	as_dev_pool_free(d, a, 40 * MiB);
+	as_dev_pool_trim(d, 0);
+	is_u64(d->reserved, 0, "phys: a trim gives them back");
+	as_device_destroy(d);
+}
+
 int main(void)
 {
+	test_phys();
 	test_pool_model();
 	test_device_model();
 	test_sizes();
