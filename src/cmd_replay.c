@@ -268,7 +268,6 @@ int cmd_replay(int argc, char **argv)
 	as_lifetimes_init(&lt);
 	memset(&e, 0, sizeof e);
 
-	char *recorded = NULL;
 	if (segments && !strcmp(path, "-")) {
 		as_fail(&err, AS_EXIT_USAGE, "--segments needs a file, not standard input (it replays twice)");
 		goto done;
