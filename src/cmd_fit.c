@@ -262,10 +262,10 @@ int cmd_fit(int argc, char **argv)
 	f.o.addr_mode = ADDR_AUTO;
 	as_err err = { 0, "" };
 	char *rec = NULL;
+	cli_catch_signals(); /* from here Ctrl-C/SIGTERM end the fit with 130 (fit_fail) */
 	if (as_recorded_settings(trace, &rec, &err))
-		return cli_report(&err);
+		return cli_interrupted ? fit_fail(&f, &(as_err){ AS_EXIT_INTERRUPTED, "" }) : cli_report(&err);
 	f.o.recorded = rec;
-	cli_catch_signals();
 	int rc;
 	if (is_param) {
 		if (!capacity)

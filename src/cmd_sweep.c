@@ -347,7 +347,7 @@ args_out:
 	recorded = xcalloc(ntr, sizeof(char *));
 	for (size_t t = 0; t < ntr; t++)
 		if (as_recorded_settings(traces[t], &recorded[t], &err)) {
-			rc = cli_report(&err);
+			rc = cli_interrupted ? sweep_interrupted(&of, header, &sw, out) : cli_report(&err);
 			goto done;
 		}
 	size_t idx = 0;
