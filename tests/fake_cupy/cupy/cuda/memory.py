@@ -51,12 +51,18 @@ def _malloc(size):
     return MemoryPointer(Memory(size), 0)
 
 
+_TIE = os.environ.get("FAKE_CUPY_TIE", "id")  # id: id() of the chunk object; oldest; address
+_serial = [0]
+
+
 class _Chunk:
-    __slots__ = ("mem", "offset", "size", "arena", "prev", "next")
+    __slots__ = ("mem", "offset", "size", "arena", "prev", "next", "key")
 
     def __init__(self, mem, offset, size, arena):
         self.mem, self.offset, self.size, self.arena = mem, offset, size, arena
         self.prev = self.next = None
+        _serial[0] += 1
+        self.key = id(self) if _TIE == "id" else _serial[0] if _TIE == "oldest" else mem.ptr + offset
 
     def ptr(self):
         return self.mem.ptr + self.offset
@@ -92,10 +98,10 @@ class _Arena:
             while c.prev is not None and self.try_remove(c.prev):
                 c = c.prev
                 c.merge_next()
-        bisect.insort(self.index, (c.size, id(c), c))
+        bisect.insort(self.index, (c.size, c.key, c))
 
     def try_remove(self, c):
-        i = bisect.bisect_left(self.index, (c.size, id(c)))
+        i = bisect.bisect_left(self.index, (c.size, c.key))
         if i < len(self.index) and self.index[i][2] is c:
             del self.index[i]
             return True
