@@ -2,7 +2,8 @@
 # gpu-cupy.sh - the real CuPy pool's ground truth, on a CUDA machine with CuPy: build allocsim from
 # a 'make dist' tarball (Debian packages of GSL etc. unpacked under $DEPS), replay every native trace
 # in $TRACES through scripts/replay_cupy.py (fresh process each, address logs), again with
-# --perturb on a few, the probes in traces/cupy-probes, and allocsim -p cupy --backend cuda.
+# --perturb on a few, the probes in traces/cupy-probes, a few traces under set_limit, and allocsim -p
+# cupy --backend cuda.
 # usage: DEPS=/path OUT=/out TRACES=/dir [PY=python3] scripts/gpu-cupy.sh TARBALL
 set -u
 tb=$1; : "${DEPS:?}" "${OUT:?}" "${TRACES:?}"
@@ -34,7 +35,20 @@ $PY $here/replay_cupy.py --ptr-log $G/ptr-probes --limit 3072 -o $G/probes-limit
 echo "probe limit rc=$? ${SECONDS}s"
 { cat $G/probes.csv; tail -n +2 $G/probes-limit.csv; } > $OUT/cupy-probes.csv
 { cat $G/perturbed.csv; } > $OUT/cupy-ground-truth-perturbed.csv
-# 4. allocsim with the real GPU
+# 4. real traces under set_limit (free_all_blocks and OOM on real data), some again perturbed
+mkdir -p $G/ptr-limit
+echo "limit,perturb,$(head -1 $G/probes.csv)" > $OUT/cupy-limit.csv
+for x in "gpt2_train_varlen__default 20000000000 0" "gpt2_train_varlen__default 18000000000 0" \
+	"bert_infer_varlen__default 3000000000 0" "bert_infer_varlen__default 2000000000 0" \
+	"resnet50_train__default 6000000000 0" "resnet50_train__default 6000000000 1000" "resnet50_train__default 6000000000 3000" \
+	"gpt2_train_varlen__default 18000000000 1000"; do
+	set -- $x
+	pl=; [ $3 = 0 ] && mkdir -p $G/ptr-limit/$2 && pl="--ptr-log $G/ptr-limit/$2"
+	r=$($PY $here/replay_cupy.py $pl --limit $2 --perturb $3 $TRACES/$1.trace.gz 2>> $G/replay.err | tail -1)
+	echo "$2,$3,$r" >> $OUT/cupy-limit.csv
+done
+echo "limit ${SECONDS}s"
+# 5. allocsim with the real GPU
 rm -rf /tmp/ac && mkdir -p /tmp/ac && tar xzf "$tb" -C /tmp/ac && cd /tmp/ac/allocsim-* || exit 1
 ./configure GSL_CFLAGS="-I$inc" GSL_LIBS="-L$lib -lgsl -lgslcblas -lm" BSD_CFLAGS="-isystem $inc/bsd -DLIBBSD_OVERLAY -I$inc" \
 	BSD_LIBS=" " ZLIB_CFLAGS="-I$inc" ZLIB_LIBS="-L$lib -lz" > $G/configure.log 2>&1 || { tail -20 $G/configure.log; }
@@ -49,5 +63,5 @@ done > $OUT/cupy-backend-cuda.csv 2>&1
 ./allocsim replay --backend cuda -p cupy -c limit:3072 $P/limit.trace >> $OUT/cupy-backend-cuda.csv 2>&1
 echo "backend cuda ${SECONDS}s"
 cut -d, -f1,10,9,13,16 $OUT/cupy-backend-cuda.csv
-(cd $G && tar czf $OUT/cupy-logs.tar.gz ptr ptr-probes replay.err configure.log build.log)
+(cd $G && tar czf $OUT/cupy-logs.tar.gz ptr ptr-probes ptr-limit replay.err configure.log build.log)
 ls -la $OUT; echo "done ${SECONDS}s"

@@ -23,6 +23,12 @@ for c in "" "max_split_size_mb:128" "expandable_segments:True"; do
 done
 run "$A" replay --backend cuda -p passthrough --no-timing "$tr"
 is "$st $(col "$out" num_device_alloc)" "0 $(col "$out" allocs)" "passthrough on the GPU: one cudaMalloc per request"
+# cupy on the GPU: cudaMalloc of exactly the rounded sizes, the same numbers as the simulation
+for t in "$tr" "$T/resnet50_train__default.pickle.gz"; do
+	real=$("$A" replay --backend cuda -p cupy --no-timing "$t"); sim=$("$A" replay -p cupy --no-timing "$t")
+	is "$(col "$real" peak_reserved_bytes) $(col "$real" peak_allocated_bytes) $(col "$real" num_device_alloc) $(col "$real" latency_source)" \
+	   "$(col "$sim" peak_reserved_bytes) $(col "$sim" peak_allocated_bytes) $(col "$sim" num_device_alloc) measured" "cupy: real GPU = simulation ($(basename "$t" .pickle.gz))"
+done
 # cuda-async on a real cudaMallocAsync pool: runs, measured, releases its pool
 before=$(used)
 run "$A" replay --backend cuda -p cuda-async --no-timing "$T/resnet50_train__default.pickle.gz"
