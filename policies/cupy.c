@@ -304,6 +304,8 @@ static int cp_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 		*addr = 0;
 		return 0;
 	}
+	if (n > UINT64_MAX - (CUPY_UNIT - 1))
+		return 1; /* no size_t holds it rounded: no device could either */
 	uint64_t size = (n + CUPY_UNIT - 1) / CUPY_UNIT * CUPY_UNIT;
 	carena *a = arena_get(p, stream);
 	cchunk key = { .size = size, .key = 0 };

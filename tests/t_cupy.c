@@ -84,6 +84,10 @@ static void test_round_size(void)
 		is_u64(bs, got[i], "test_round_size: %" PRIu64 " bytes round to %" PRIu64, req[i], got[i]);
 	}
 	is_u64(t.dev->num_alloc, 4, "each request is its own cudaMalloc of the rounded size (no free chunk)");
+	void *hb;
+	uint64_t bsb, ab;
+	as_request big = { .size = UINT64_MAX - 1, .time_us = -1 };
+	ok(t.p->ops->malloc(t.p, &big, &hb, &bsb, &ab) == 1, "a request that cannot be rounded is out of memory");
 	is_u64(pstat(&t, "total_bytes"), 5 * U, "total_bytes is the sum of the rounded sizes");
 	pool_close(&t);
 }
