@@ -65,6 +65,11 @@ typedef struct as_waste {
 #define AS_CAP_SUMMARY     (1u << 4) /* AS_Q_SUMMARY: a human-readable statistics table (--summary) */
 #define AS_CAP_RECONCILE   (1u << 5) /* AS_Q_EXPLAINS_RELEASE, AS_Q_NEEDS_FLUSH, AS_Q_FLUSH_HOOK (reconcile.c) */
 #define AS_CAP_PLAN        (1u << 6) /* offline: needs AS_Q_PLAN, the whole trace's lifetimes, before the replay */
+/* Properties (no query behind them): */
+#define AS_CAP_NO_INFERRED_EMPTY (1u << 7) /* a snapshot's inferred empty_cache (EVF_MAYBE) never applies: the
+                                            * policy models an allocator other than the recording one, so such a
+                                            * run is the recording allocator's own doing (src/reconcile.c) */
+#define AS_CAP_PROPERTIES  AS_CAP_NO_INFERRED_EMPTY /* the bits that are not queries */
 
 /* The optional queries (curl's connection-filter queries): query(p, AS_Q_..., arg) returns 0 when
  * answered (arg filled), AS_Q_UNKNOWN when the policy does not answer this query. */

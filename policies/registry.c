@@ -34,7 +34,7 @@ const as_policy_ops *as_policy_find(const char *name)
 
 const char *as_cap_name(unsigned bit)
 {
-	static const char *const names[] = { "stats", "segments", "free_stats", "waste", "summary", "reconcile", "plan" };
+	static const char *const names[] = { "stats", "segments", "free_stats", "waste", "summary", "reconcile", "plan", "no_inferred_empty" };
 	return bit < sizeof names / sizeof *names ? names[bit] : NULL;
 }
 

@@ -22,10 +22,14 @@ int cmd_policies(int argc, char **argv)
 	for (size_t i = 0; as_policies[i]; i++) {
 		const as_policy_ops *p = as_policies[i];
 		printf("%s\n    %s\n", p->name, p->summary);
-		if (p->flags) {
-			fputs("    answers:", stdout);
+		/* the queries it answers, then its properties (policy.h's AS_CAP_PROPERTIES) */
+		for (int props = 0; props < 2; props++) {
+			unsigned bits = p->flags & (props ? AS_CAP_PROPERTIES : ~AS_CAP_PROPERTIES);
+			if (!bits)
+				continue;
+			fputs(props ? "    properties:" : "    answers:", stdout);
 			for (unsigned b = 0; as_cap_name(b); b++)
-				if (p->flags & (1u << b))
+				if (bits & (1u << b))
 					printf(" %s", as_cap_name(b));
 			putchar('\n');
 		}

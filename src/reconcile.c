@@ -7,8 +7,10 @@
  * complete either before a malloc or inside its out-of-memory flush, and the segment addresses it
  * obtained. This stage resolves those against the replayed policy through the policy's optional
  * queries (AS_Q_EXPLAINS_RELEASE, AS_Q_NEEDS_FLUSH, AS_Q_FLUSH_HOOK); a policy that does not answer
- * them gets the plain reading (no empty_cache, frees completed before the next request). The engine
- * only applies what the stage hands it (as_engine_apply, as_engine_complete).
+ * them gets the plain reading (no empty_cache, frees completed before the next request). A policy
+ * with AS_CAP_NO_INFERRED_EMPTY (one that models another allocator than the recording one) never
+ * gets an inferred empty_cache. The engine only applies what the stage hands it (as_engine_apply,
+ * as_engine_complete).
  */
 #include "reconcile.h"
 #include "run.h"
@@ -105,6 +107,10 @@ static int rc_event(as_stage *st, as_engine *e, const as_event *ev, as_err *err)
 		break;
 	case EV_EMPTY_CACHE:
 		if (ev->flags & EVF_MAYBE) {
+			/* a policy that is not the recording allocator: the run is not its program's call,
+			 * whatever the settings (nothing to resolve, no probe of the trace's end) */
+			if (e->pol->ops->flags & AS_CAP_NO_INFERRED_EMPTY)
+				return 0;
 			if (r->maybe_empty)
 				release_held(r);
 			r->maybe_empty = 1;

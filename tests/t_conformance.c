@@ -5,6 +5,7 @@
  */
 #include "../src/engine.h"
 #include "../src/lifetimes.h"
+#include "../src/reconcile.h"
 #include "../src/run.h"
 #include "tap.h"
 #include <gsl/gsl_rng.h>
@@ -375,6 +376,57 @@ static uint64_t plan_peak(const as_lifetimes *lt)
 	return peak;
 }
 
+/* ---- reconciliation: an inferred empty_cache (EVF_MAYBE) under the recorded settings ---- */
+
+/* Replays a1, a2 (30 MiB each), free 1, then `at` (the run's start), a recorded segment release, a
+ * phase marker and a3 (30 MiB), through the reconciliation stage of a replay of the recorded settings;
+ * out: device allocations, device frees, reserved bytes before the last frees. */
+static int replay_run(const char *name, const as_event *at, uint64_t out[3])
+{
+	const as_event v[] = {
+		{ .type = EV_ALLOC, .id = 1, .size = 30 * MiB, .time_us = -1 },
+		{ .type = EV_ALLOC, .id = 2, .size = 30 * MiB, .time_us = -1 },
+		{ .type = EV_FREE, .id = 1, .time_us = -1 },
+		*at,
+		{ .type = EV_SEG_FREE, .addr = 0x7f0000000000ULL, .size = 30 * MiB, .time_us = -1 },
+		{ .type = EV_PHASE, .label = "step", .time_us = -1 },
+		{ .type = EV_ALLOC, .id = 3, .size = 30 * MiB, .time_us = -1 },
+	};
+	const as_event tail[] = { { .type = EV_FREE, .id = 2, .time_us = -1 }, { .type = EV_FREE, .id = 3, .time_us = -1 } };
+	as_err err = { 0, "" };
+	as_device *dev = as_sim_device_new(0, ADDR_MODEL);
+	as_engine e;
+	int good = as_engine_init(&e, as_policy_find(name), "", dev, &err) == 0;
+	if (good) {
+		as_reconcile_attach(&e, 1, NULL, NULL);
+		for (size_t i = 0; good && i < sizeof v / sizeof *v; i++)
+			good = !as_engine_step(&e, &v[i], &err);
+		out[0] = dev->num_alloc, out[1] = dev->num_free, out[2] = dev->reserved;
+		for (size_t i = 0; good && i < 2; i++)
+			good = !as_engine_step(&e, &tail[i], &err);
+		as_engine_finish(&e);
+		as_engine_free(&e);
+	}
+	as_device_destroy(dev);
+	return good;
+}
+
+/* A policy with AS_CAP_NO_INFERRED_EMPTY replays the run as if it were not there; any other one, when
+ * the next event is not an allocation its fallback could explain, as a program's empty_cache(). */
+static void test_inferred_empty(const char *name)
+{
+	const as_event maybe = { .type = EV_EMPTY_CACHE, .flags = EVF_MAYBE, .time_us = -1 };
+	const as_event none = { .type = EV_PHASE, .label = "none", .time_us = -1 };
+	const as_event call = { .type = EV_EMPTY_CACHE, .time_us = -1 };
+	uint64_t m[3], n[3], c[3];
+	int good = replay_run(name, &maybe, m) && replay_run(name, &none, n) && replay_run(name, &call, c);
+	int ignores = (as_policy_find(name)->flags & AS_CAP_NO_INFERRED_EMPTY) != 0;
+	const uint64_t *want = ignores ? n : c;
+	ok(good && !memcmp(m, want, sizeof m), "%s: an inferred empty_cache run under the recorded settings is %s "
+		"(device allocs, frees, reserved: %" PRIu64 ",%" PRIu64 ",%" PRIu64 " = %" PRIu64 ",%" PRIu64 ",%" PRIu64 ")",
+		name, ignores ? "ignored (no_inferred_empty)" : "an empty_cache() call", m[0], m[1], m[2], want[0], want[1], want[2]);
+}
+
 static void test_policy(const char *name)
 {
 	size_t n, mid;
@@ -393,6 +445,7 @@ static void test_policy(const char *name)
 		return;
 	}
 	ok(a.good, "%s: %zu random events with check() after each (%s)", name, n, a.why);
+	test_inferred_empty(name);
 	is_u64(a.end_allocated, 0, "%s: everything freed leaves nothing allocated or requested", name);
 	is_u64(a.end_reserved, 0, "%s: empty_cache after freeing everything returns every byte to the device", name);
 	is_u64(a.mid_again_changed, 0, "%s: a second empty_cache releases nothing more", name);
