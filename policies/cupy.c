@@ -356,17 +356,6 @@ static void cp_empty_cache(as_policy *pol)
 	free_all_blocks((cupy_pool *)pol);
 }
 
-/*
- * A snapshot's inferred release runs (empty_cache "maybe", doc/trace-format.md) are the recording
- * allocator's own doing (PyTorch's fallback under its memory cap), not calls of the program, so the
- * pool takes none of them for free_all_blocks: every such run counts as explained. (This is the
- * only way the current interface lets a policy say so; scripts/replay_cupy.py ignores them too.)
- */
-static int cp_explains_release(void)
-{
-	return 1;
-}
-
 static int cp_check(as_policy *pol, as_err *err)
 {
 	cupy_pool *p = (cupy_pool *)pol;
@@ -488,9 +477,6 @@ static int cp_query(as_policy *pol, int what, void *arg)
 	case AS_Q_WASTE:
 		cp_waste(pol, arg);
 		return 0;
-	case AS_Q_EXPLAINS_RELEASE:
-		((as_q_release *)arg)->answer = cp_explains_release();
-		return 0;
 	default:
 		return AS_Q_UNKNOWN;
 	}
@@ -514,7 +500,10 @@ const as_policy_ops as_policy_cupy = {
 	.name = "cupy",
 	.summary = "CuPy 14.2's MemoryPool: 512-byte rounding, best fit per stream arena, split and merge, exact-size cudaMalloc, set_limit",
 	.opts = cp_opts,
-	.flags = AS_CAP_STATS | AS_CAP_SEGMENTS | AS_CAP_FREE_STATS | AS_CAP_WASTE | AS_CAP_RECONCILE,
+	/* A snapshot's inferred release runs (empty_cache `maybe`, doc/trace-format.md) are the recording
+	 * PyTorch allocator's own doing, not calls of the program: CuPy's pool takes none of them for
+	 * free_all_blocks (scripts/replay_cupy.py ignores them too). */
+	.flags = AS_CAP_STATS | AS_CAP_SEGMENTS | AS_CAP_FREE_STATS | AS_CAP_WASTE | AS_CAP_NO_INFERRED_EMPTY,
 	.create = cp_create,
 	.malloc = cp_malloc,
 	.free = cp_free,

@@ -64,6 +64,11 @@ if "${PYTHON:-python3}" -c 'import array, gzip' 2>/dev/null; then
 	is "$st $out" "0 ties=1036 oldest=865 newest=161 age_between=10 lowest_addr=157 highest_addr=794 addr_between=85 ooms=0" \
 		"cupy_ties.py: the real pool took the oldest of equal free chunks in 865 of 1036 ties on resnet50"
 fi
+# an inferred empty_cache (`e maybe`) is PyTorch's own release, never a free_all_blocks of the program,
+# even when the recorded settings equal -c and the run is followed by a phase marker, not an allocation
+printf '#allocsim-trace 1\n#allocator_settings: tie:oldest\na 1 1024 0\na 2 1024 0\nf 1\ne maybe\nX 0x7f0000000000 2097152 0\np step\na 3 1024 0\nf 2\nf 3\n' > "$TMP/maybe.trace"
+is "$(sim "$TMP/maybe.trace" -c tie:oldest),$(col "$(cat "$TMP/sum.csv")" num_device_free)" "2048,2048,2,2048,0,0" \
+	"e maybe before a phase marker under the recorded settings: no free_all_blocks (the freed chunk is reused, no cudaFree)"
 # replay_cupy.py over the Python port of the pool: the same numbers as the policy
 if "${PYTHON:-python3}" -c 'import array, gzip' 2>/dev/null; then
 	for name in seed_example__default bert_infer_varlen__p110_default multistream__default emptycache__default; do
@@ -72,6 +77,8 @@ if "${PYTHON:-python3}" -c 'import array, gzip' 2>/dev/null; then
 		run env FAKE_CUPY_TIE=oldest PYTHONPATH="$srcdir/tests/fake_cupy" "${PYTHON:-python3}" "$srcdir/scripts/replay_cupy.py" "$TMP/$name.trace.gz"
 		is "$(printf '%s\n' "$out" | tail -1 | cut -d, -f2-6)" "$(sim "$f")" "replay_cupy.py over the port of the pool = the policy: $name"
 	done
+	run env FAKE_CUPY_TIE=oldest PYTHONPATH="$srcdir/tests/fake_cupy" "${PYTHON:-python3}" "$srcdir/scripts/replay_cupy.py" "$TMP/maybe.trace"
+	is "$(printf '%s\n' "$out" | tail -1 | cut -d, -f2-6)" "$(sim "$TMP/maybe.trace" -c tie:oldest)" "replay_cupy.py over the port of the pool = the policy: e maybe"
 	run "${PYTHON:-python3}" "$srcdir/scripts/replay_cupy.py" "$TMP/none.trace"
 	is "$st:$errout" "66:replay_cupy.py: $TMP/none.trace: no such file" "replay_cupy.py: a missing trace is exit status 66"
 else
