@@ -6,12 +6,14 @@ extern const as_policy_ops as_policy_passthrough;
 extern const as_policy_ops as_policy_bestfit;
 extern const as_policy_ops as_policy_pytorch;
 extern const as_policy_ops as_policy_cuda_async;
+extern const as_policy_ops as_policy_bfc;
 
 const as_policy_ops *const as_policies[] = {
 	&as_policy_pytorch,
 	&as_policy_bestfit,
 	&as_policy_passthrough,
 	&as_policy_cuda_async,
+	&as_policy_bfc,
 	NULL,
 };
 
