@@ -74,6 +74,13 @@ static void *al(bfc_t *t, uint64_t n, uint64_t *bs, uint64_t *addr)
 	return h;
 }
 
+/* free; a NULL handle (a request that failed) is skipped */
+static void fr(bfc_t *t, void *h)
+{
+	if (h)
+		t->pol->ops->free(t->pol, h);
+}
+
 static void check_stats(bfc_t *t, uint64_t num_allocs, uint64_t in_use, uint64_t peak, uint64_t largest, const char *what)
 {
 	is_u64(st(t, "num_allocs"), num_allocs, "%s: num_allocs", what);
@@ -100,7 +107,7 @@ static void test_no_dups(const char *conf)
 	ok(!overlap, "NoDups (%s): no two of 1023 blocks overlap", conf);
 	check_stats(&t, 1023, 654336, 654336, 1024, "NoDups");
 	for (uint64_t s = 1; s < 1024; s++)
-		t.pol->ops->free(t.pol, h[s]);
+		fr(&t, h[s]);
 	check_stats(&t, 1023, 0, 654336, 1024, "NoDups after the frees");
 	close_bfc(&t);
 }
@@ -112,20 +119,20 @@ static void test_coalescing(void)
 	if (open_bfc(&t, "memory_limit:1GiB,allow_growth:False", 0))
 		return;
 	uint64_t first, again, pool;
-	t.pol->ops->free(t.pol, al(&t, 4096, NULL, &first));
+	fr(&t, al(&t, 4096, NULL, &first));
 	check_stats(&t, 1, 0, 4096, 4096, "ExerciseCoalescing, one block");
 	pool = st(&t, "pool_bytes");
 	for (int i = 0; i < 1024; i++) {
 		void *a = al(&t, 4096, NULL, NULL), *b = al(&t, 8 * MiB, NULL, NULL), *c = al(&t, 16384, NULL, NULL),
 		     *d = al(&t, 40 * MiB, NULL, NULL);
-		t.pol->ops->free(t.pol, a);
-		t.pol->ops->free(t.pol, b);
-		t.pol->ops->free(t.pol, c);
-		t.pol->ops->free(t.pol, d);
+		fr(&t, a);
+		fr(&t, b);
+		fr(&t, c);
+		fr(&t, d);
 	}
 	check_stats(&t, 4097, 0, 4096 + 8 * MiB + 16384 + 40 * MiB, 40 * MiB, "ExerciseCoalescing");
 	is_u64(st(&t, "pool_bytes"), pool, "ExerciseCoalescing: the pool did not grow (one region of 1 GiB)");
-	t.pol->ops->free(t.pol, al(&t, 4096, NULL, &again));
+	fr(&t, al(&t, 4096, NULL, &again));
 	is_u64(again, first, "ExerciseCoalescing: everything coalesced, the next block starts where the first did");
 	close_bfc(&t);
 }
@@ -140,10 +147,10 @@ static void test_small_cases(void)
 	ok(h != NULL && bs == 0, "AllocateZeroBufSize: a 0-byte request holds nothing");
 	is_u64(st(&t, "num_allocs"), 0, "AllocateZeroBufSize: and is not counted");
 	is_u64(st(&t, "pool_bytes"), 0, "AllocateZeroBufSize: and does not extend the pool");
-	t.pol->ops->free(t.pol, h);
+	fr(&t, h);
 	h = al(&t, 4, &bs, NULL);
 	is_u64(bs, 256, "AllocatedVsRequested: 4 bytes hold 256");
-	t.pol->ops->free(t.pol, h);
+	fr(&t, h);
 	close_bfc(&t);
 
 	if (open_bfc(&t, "memory_limit:2MiB", 0))
@@ -151,7 +158,7 @@ static void test_small_cases(void)
 	h = al(&t, 256, NULL, NULL);
 	ok(h != NULL, "TestCustomMemoryLimit: 256 bytes fit a 2 MiB limit");
 	ok(al(&t, 8 * MiB, NULL, NULL) == NULL, "TestCustomMemoryLimit: 8 MiB do not");
-	t.pol->ops->free(t.pol, h);
+	fr(&t, h);
 	close_bfc(&t);
 
 	if (open_bfc(&t, "memory_limit:2GiB", 0))
@@ -179,7 +186,7 @@ static void fill_and_free(bfc_t *t)
 	for (int i = 0; i < 128; i++)
 		h[i] = al(t, 4 * MiB, NULL, NULL);
 	for (int i = 0; i < 127; i++)
-		t->pol->ops->free(t->pol, h[i]);
+		fr(t, h[i]);
 }
 
 static void test_regions(void)
@@ -241,7 +248,7 @@ static void test_jax_probe(void)
 		is_u64(bs, p[i].chunk, "JAX probe: %" PRIu64 " bytes hold %" PRIu64, p[i].n, p[i].chunk);
 		is_u64(st(&t, "pool_bytes") - pool, p[i].pool_growth, "JAX probe: %" PRIu64 " bytes grow the pool by %" PRIu64, p[i].n, p[i].pool_growth);
 		if (h)
-			t.pol->ops->free(t.pol, h);
+			fr(&t, h);
 	}
 	is_u64(st(&t, "largest_free_block_bytes"), 64 * MiB, "JAX probe: the largest free block is the 64 MiB region");
 	close_bfc(&t);
@@ -256,28 +263,28 @@ static void test_split_and_fit(void)
 		return;
 	void *big = al(&t, 512 * MiB, NULL, NULL), *h;
 	void *rest = al(&t, 512 * MiB, NULL, NULL);
-	t.pol->ops->free(t.pol, big);
+	fr(&t, big);
 	h = al(&t, 300 * MiB, &bs, NULL);
 	is_u64(bs, 300 * MiB, "split: 212 MiB left over (>= 128 MiB) are split off a 512 MiB chunk");
-	t.pol->ops->free(t.pol, h);
+	fr(&t, h);
 	h = al(&t, 400 * MiB, &bs, NULL);
 	is_u64(bs, 512 * MiB, "no split: 112 MiB left over (< 128 MiB, chunk < 2 x request) stay with the block");
-	t.pol->ops->free(t.pol, h);
+	fr(&t, h);
 	h = al(&t, 256 * MiB, &bs, NULL);
 	is_u64(bs, 256 * MiB, "split: a chunk of twice the request is split");
-	t.pol->ops->free(t.pol, h);
-	t.pol->ops->free(t.pol, rest);
+	fr(&t, h);
+	fr(&t, rest);
 	close_bfc(&t);
 
 	if (open_bfc(&t, "memory_limit:1GiB,allow_growth:False,fragmentation_fraction:0.5", 0))
 		return;
 	big = al(&t, 512 * MiB, NULL, NULL);
 	rest = al(&t, 512 * MiB, NULL, NULL);
-	t.pol->ops->free(t.pol, big);
+	fr(&t, big);
 	h = al(&t, 300 * MiB, &bs, NULL);
 	is_u64(bs, 512 * MiB, "fragmentation_fraction:0.5: 212 MiB left over are under the 512 MiB cap, no split");
-	t.pol->ops->free(t.pol, h);
-	t.pol->ops->free(t.pol, rest);
+	fr(&t, h);
+	fr(&t, rest);
 	close_bfc(&t);
 
 	if (open_bfc(&t, "memory_limit:1GiB,allow_growth:False", 0))
@@ -286,20 +293,20 @@ static void test_split_and_fit(void)
 	uint64_t sz[6] = { MiB, 64 * 1024, MiB, 64 * 1024, 3 * MiB, 64 * 1024 };
 	for (int i = 0; i < 6; i++)
 		hs[i] = al(&t, sz[i], NULL, &a[i]);
-	t.pol->ops->free(t.pol, hs[2]);
-	t.pol->ops->free(t.pol, hs[0]);
-	t.pol->ops->free(t.pol, hs[4]);
+	fr(&t, hs[2]);
+	fr(&t, hs[0]);
+	fr(&t, hs[4]);
 	h = al(&t, MiB - 1000, &bs, &x);
 	is_u64(x, a[0], "best fit: of two free 1 MiB chunks the lower address serves first");
 	is_u64(bs, MiB, "best fit: the 1 MiB chunk, not the 3 MiB one, nor the large tail");
 	void *h2 = al(&t, 2 * MiB, &bs, &x);
 	is_u64(x, a[4], "best fit: 2 MiB go to the 3 MiB chunk (bin 13), before the tail of the region");
 	is_u64(bs, 3 * MiB, "best fit: and hold all 3 MiB (less than twice the request)");
-	t.pol->ops->free(t.pol, h);
-	t.pol->ops->free(t.pol, h2);
+	fr(&t, h);
+	fr(&t, h2);
 	for (int i = 0; i < 6; i++)
 		if (i != 0 && i != 2 && i != 4)
-			t.pol->ops->free(t.pol, hs[i]);
+			fr(&t, hs[i]);
 	is_u64(st(&t, "largest_free_block_bytes"), 1024 * MiB, "merge: everything freed coalesces into the whole region");
 	close_bfc(&t);
 }
@@ -319,12 +326,13 @@ static void test_backpedal(void)
 	ok(h != NULL, "backpedal: a device of 300 MiB still serves 100 MiB");
 	is_u64(st(&t, "pool_bytes"), want, "backpedal: the region is the first 90%% step under the device's 300 MiB");
 	is_u64(t.dev->num_failed, 12, "backpedal: after 12 failed device allocations");
-	t.pol->ops->free(t.pol, h);
+	fr(&t, h);
 	close_bfc(&t);
 }
 
 int main(void)
 {
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	test_no_dups("memory_limit:1GiB,allow_growth:False");
 	test_no_dups("memory_limit:1GiB");
 	test_coalescing();
