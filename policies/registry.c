@@ -7,6 +7,7 @@ extern const as_policy_ops as_policy_bestfit;
 extern const as_policy_ops as_policy_pytorch;
 extern const as_policy_ops as_policy_cuda_async;
 extern const as_policy_ops as_policy_cupy;
+extern const as_policy_ops as_policy_bfc;
 
 const as_policy_ops *const as_policies[] = {
 	&as_policy_pytorch,
@@ -14,6 +15,7 @@ const as_policy_ops *const as_policies[] = {
 	&as_policy_passthrough,
 	&as_policy_cuda_async,
 	&as_policy_cupy,
+	&as_policy_bfc,
 	NULL,
 };
 

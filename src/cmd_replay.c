@@ -27,7 +27,8 @@ static const char replay_usage[] =
 	"      --segments FILE     write the segment and block map at the reserved peak and at the end\n"
 	"      --check             verify the policy's invariants after every event\n"
 	"      --addresses MODE    auto (recorded segment addresses while the calls agree, default),\n"
-	"                          model (the driver model only) or recorded\n"
+	"                          model (the driver model only), recorded, or ascending (bottom-up,\n"
+	"                          as the driver placed JAX's regions; bfc's default)\n"
 	"      --stop-at-oom       end the replay at the first out-of-memory, as the program would\n"
 	"      --backend NAME      sim (default: the simulated device) or cuda (the real GPU)\n"
 	"      --device N          with --backend cuda: the GPU ordinal (default 0)\n"
@@ -219,7 +220,8 @@ int cmd_replay(int argc, char **argv)
 			if (!strcmp(optarg, "auto")) addr_mode = ADDR_AUTO;
 			else if (!strcmp(optarg, "model")) addr_mode = ADDR_MODEL;
 			else if (!strcmp(optarg, "recorded")) addr_mode = ADDR_RECORDED;
-			else return cli_usage_error("replay", "--addresses: expected auto, model or recorded, not '%s'", optarg);
+			else if (!strcmp(optarg, "ascending")) addr_mode = ADDR_ASCENDING;
+			else return cli_usage_error("replay", "--addresses: expected auto, model, recorded or ascending, not '%s'", optarg);
 			break;
 		case 'N': no_timing = 1; break;
 		case 'O': stop_at_oom = 1; break;

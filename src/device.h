@@ -76,14 +76,18 @@ void as_dev_log_header(FILE *f);
 /* The monotonic clock device calls are timed with, in microseconds. */
 double as_dev_now_us(void);
 
-/* Address assignment of the simulated device. */
-enum { ADDR_AUTO, ADDR_MODEL, ADDR_RECORDED };
+/* Address assignment of the simulated device. ADDR_ASCENDING: bottom-up, as the driver placed the
+ * regions of JAX's BFC allocator (device_sim.c). */
+enum { ADDR_AUTO, ADDR_MODEL, ADDR_RECORDED, ADDR_ASCENDING };
 
 #define AS_H200_TOTAL_MEMORY 150109880320ULL /* totalGlobalMem of the H200 the traces come from */
 as_device *as_sim_device_new(uint64_t capacity, int addr_mode);
 /* A segment the recording's allocator obtained (segment_alloc), in trace order: the simulated
  * device hands out the same address for the same call while the call sequences agree. */
 void as_sim_device_hint(as_device *d, uint64_t addr, uint64_t size);
+/* A policy asks for the placement the driver showed in the process it models (e.g. ADDR_ASCENDING
+ * for bfc); it applies to the simulated device in the default (auto) mode only. */
+void as_sim_device_placement(as_device *d, int mode);
 
 int as_dev_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *addr);
 void as_dev_free(as_device *d, uint64_t addr, uint64_t size, uint64_t stream);

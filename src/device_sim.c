@@ -6,6 +6,10 @@
  * downwards; the model below does the same (highest free range first, 2 MiB granularity).
  * When the trace carries the recorded segment addresses, the device hands out exactly those
  * while its own calls agree with the recording (same sizes in the same order).
+ * In JAX's process (jaxlib 0.11.2, the same driver and GPU; doc/policies.md) the driver placed the
+ * BFC allocator's regions differently: those of 32 MiB and more bottom-up from 0x302000000, each
+ * directly after the last, the smaller ones above them. ADDR_ASCENDING models that (first fit
+ * from the bottom of each of the two ranges).
  */
 #include "device.h"
 #include "pool_sim.h"
@@ -17,6 +21,9 @@
 #define VA_FLOOR 0x100000000000ULL
 #define VMM_BASE 0x000302000000ULL
 #define GRAN     (2ULL << 20)
+#define LOW_BASE  0x000302000000ULL  /* ADDR_ASCENDING: allocations of at least LOW_MIN */
+#define HIGH_BASE VA_TOP             /* ADDR_ASCENDING: the smaller ones */
+#define LOW_MIN   (32ULL << 20)
 
 typedef struct range {
 	uint64_t addr, size;
@@ -82,10 +89,32 @@ static uint64_t model_place(sim *s, uint64_t size)
 	return top - need;
 }
 
+/* Lowest gap at or above base that fits size (rounded to the granularity). */
+static uint64_t ascending_place(sim *s, uint64_t base, uint64_t size)
+{
+	uint64_t need = (size + GRAN - 1) / GRAN * GRAN, at = base;
+	range key = { .addr = base };
+	range *r = RB_NFIND(range_tree, &s->live, &key);
+	range *before = r ? RB_PREV(range_tree, &s->live, r) : RB_MAX(range_tree, &s->live);
+	if (before && before->addr + before->size > at)
+		at = (before->addr + before->size + GRAN - 1) / GRAN * GRAN;
+	for (; r && r->addr < at + need; r = RB_NEXT(range_tree, &s->live, r)) {
+		uint64_t end = (r->addr + r->size + GRAN - 1) / GRAN * GRAN;
+		if (end > at)
+			at = end;
+	}
+	return at;
+}
+
 static int sim_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *addr)
 {
 	sim *s = d->priv;
 	(void)stream;
+	if (s->mode == ADDR_ASCENDING) {
+		*addr = ascending_place(s, size >= LOW_MIN ? LOW_BASE : HIGH_BASE, size);
+		insert(s, *addr, size);
+		return 0;
+	}
 	if (s->following && s->hlen) {
 		hint h = s->hints[s->hhead];
 		if (h.size == size && !overlaps(s, h.addr, size)) {
@@ -222,13 +251,22 @@ as_device *as_sim_device_new(uint64_t capacity, int addr_mode)
 	sim *s = xcalloc(1, sizeof(*s));
 	RB_INIT(&s->live);
 	s->mode = addr_mode;
-	s->following = addr_mode != ADDR_MODEL;
+	s->following = addr_mode == ADDR_AUTO || addr_mode == ADDR_RECORDED;
 	s->vmm_next = VMM_BASE;
 	d->ops = &sim_ops;
 	d->capacity = capacity;
 	d->total_memory = AS_H200_TOTAL_MEMORY;
 	d->priv = s;
 	return d;
+}
+
+void as_sim_device_placement(as_device *d, int mode)
+{
+	sim *s = d->priv;
+	if (d->ops != &sim_ops || s->mode != ADDR_AUTO)
+		return;
+	s->mode = mode;
+	s->following = mode == ADDR_RECORDED;
 }
 
 void as_sim_device_hint(as_device *d, uint64_t addr, uint64_t size)

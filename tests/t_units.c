@@ -379,5 +379,7 @@ int main(void)
 	test_random("bestfit", "per_stream:False,split_threshold:1MiB");
 	test_random("passthrough", "");
 	test_random("cuda-async", "");
+	test_random("bfc", "");
+	test_random("bfc", "allow_growth:False,garbage_collection:True,fragmentation_fraction:0.001");
 	return done_testing();
 }

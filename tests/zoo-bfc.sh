@@ -1,0 +1,59 @@
+#!/bin/sh
+# zoo-bfc.sh - the bfc policy against the real BFC allocator of JAX 0.11.2 on an H200
+# (traces/jax-h200.csv, measured with scripts/replay_jax.py; doc/policies.md): every bundled real
+# trace must give JAX's peak_bytes_in_use, peak_pool_bytes, num_allocs and final
+# largest_free_block_bytes (the policy's --stats keys) under JAX's bytes_limit, and every run
+# measured on the GPU must agree with the others.
+. "${srcdir:-.}/tests/lib.sh"
+G="$srcdir/traces/jax-h200.csv"
+stat() { grep "^$1," "$TMP/s.csv" | cut -d, -f2; }
+# Recordings of one workload under different PyTorch settings make the same requests: group the traces
+# by their allocation and free records; every GPU run of every trace of a group must agree.
+for f in "$T"/*.pickle.gz; do
+	name=$(basename "$f" .pickle.gz)
+	"$ALLOCSIM" convert "$f" -o "$TMP/c.trace" 2>/dev/null
+	echo "$name $(awk '$1 == "a" { print "a", $2, $3 } $1 == "f" { print "f", $2 }' "$TMP/c.trace" | cksum | tr ' ' _)"
+done > "$TMP/groups"
+is "$(wc -l < "$TMP/groups")" 24 "24 bundled real traces"
+for f in "$T"/*.pickle.gz; do
+	name=$(basename "$f" .pickle.gz)
+	group=$(grep "^$name " "$TMP/groups" | cut -d' ' -f2)
+	# trace,run,events,allocs,frees,ooms,peak_bytes_in_use,peak_pool_bytes,num_allocs,largest_free_block_bytes,...,bytes_limit
+	for m in $(grep " $group\$" "$TMP/groups" | cut -d' ' -f1); do grep "^$m," "$G"; done > "$TMP/rows"
+	want=$(cut -d, -f7-10,13 "$TMP/rows" | sort -u)
+	is "$(printf '%s\n' "$want" | grep -c .)" 1 "$name: measured on the H200 ($(grep -c "^$name," "$G") runs; $(wc -l < "$TMP/rows") runs of the $(grep -c " $group\$" "$TMP/groups") traces with these requests, all alike)"
+	limit=${want##*,}
+	run "$ALLOCSIM" replay -p bfc -c "memory_limit:$limit" --capacity "$limit" --check --no-timing --stats "$TMP/s.csv" "$f"
+	is "$st" 0 "$name: replay -p bfc --check exits 0"
+	is "$(stat peak_bytes_in_use),$(stat peak_pool_bytes),$(stat num_allocs),$(stat largest_free_block_bytes),$(stat bytes_limit)" "$want" \
+		"$name: peak_bytes_in_use, peak_pool_bytes, num_allocs, largest_free_block_bytes, bytes_limit equal JAX's"
+	is "$(col "$out" peak_allocated_bytes),$(col "$out" peak_reserved_bytes)" "$(stat peak_bytes_in_use),$(stat peak_pool_bytes)" \
+		"$name: the summary's peak allocated/reserved bytes are BFC's peak_bytes_in_use/peak_pool_bytes"
+done
+# After every allocation and free: JAX's bytes_in_use and pool_bytes (traces/jax-h200-events.csv.xz,
+# run 1 of the six distinct request sequences) are the replay's allocated and reserved bytes.
+for name in $(xz -dc "$srcdir/traces/jax-h200-events.csv.xz" | awk -F, 'NR > 1 && !seen[$1]++ { print $1 }'); do
+	xz -dc "$srcdir/traces/jax-h200-events.csv.xz" | awk -F, -v t="$name" '$1 == t { print $5 "," $6 }' > "$TMP/want"
+	limit=$(grep "^$name,1," "$G" | cut -d, -f13)
+	"$ALLOCSIM" replay -p bfc -c "memory_limit:$limit" --no-timing --timeline "$TMP/tl.csv" -o /dev/null "$T/$name.pickle.gz"
+	awk -F, '$2 == "alloc" || $2 == "free" { print $5 "," $6 }' "$TMP/tl.csv" > "$TMP/got"
+	is "$(wc -l < "$TMP/want"):$(cmp "$TMP/want" "$TMP/got" 2>&1)" "$(wc -l < "$TMP/got"):" \
+		"$name: bytes_in_use and pool_bytes equal JAX's after each of the $(wc -l < "$TMP/want") allocations and frees"
+done
+# The regions' address order decides ties between equal free chunks: with the top-down placement of
+# PyTorch's process instead of the bottom-up one JAX's process got, ResNet-50 comes out different.
+r=resnet50_train__default
+want=$(grep "^$r,1," "$G" | cut -d, -f7)
+run "$ALLOCSIM" replay -p bfc -c "memory_limit:112583507968" --addresses model --no-timing --stats "$TMP/s.csv" "$T/$r.pickle.gz"
+ok "$([ "$st" = 0 ] && [ "$(stat peak_bytes_in_use)" != "$want" ]; echo $?)" "$r: top-down region addresses give another peak_bytes_in_use ($(stat peak_bytes_in_use), JAX $want)"
+run "$ALLOCSIM" replay -p bfc -c "memory_limit:112583507968" --addresses ascending --no-timing --stats "$TMP/s.csv" "$T/$r.pickle.gz"
+is "$(stat peak_bytes_in_use)" "$want" "$r: --addresses ascending (bfc's default) gives JAX's"
+run "$ALLOCSIM" policies
+for o in memory_limit mem_fraction allow_growth garbage_collection fragmentation_fraction empty_cache_releases; do
+	ok "$(printf '%s\n' "$out" | sed -n '/^bfc$/,/^[a-z]/p' | grep -q "^    $o " ; echo $?)" "allocsim policies lists bfc's option $o"
+done
+run "$ALLOCSIM" replay -p bfc -c mem_fraction:1.5 "$T/seed_example__default.pickle.gz"
+is "$st:$errout" "64:allocsim: error: option mem_fraction: expected a fraction from 0 to 1, got '1.5'" "a fraction above 1 is a usage error"
+run "$ALLOCSIM" replay -p bfc -c memory_limit:100 "$T/seed_example__default.pickle.gz"
+is "$st:$errout" "64:allocsim: error: bfc: a memory limit of 100 bytes holds no allocation" "a limit under 256 bytes is a usage error"
+finish
