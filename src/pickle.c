@@ -23,6 +23,8 @@ enum pv_role { ROLE_NONE, ROLE_TRACES, ROLE_DEVTRACE, ROLE_SEGMENTS };
 
 typedef struct pv {
 	unsigned char kind, role;
+	unsigned short depth; /* containers nested inside this value (0 for a scalar) */
+	uint32_t refs;      /* references held by the stack, containers and the memo */
 	int dev;            /* ROLE_DEVTRACE: device ordinal */
 	int64_t i;
 	double f;
@@ -33,12 +35,17 @@ typedef struct pv {
 	uint64_t pos;       /* byte offset where the value starts */
 } pv;
 
-/* Limits that keep a hostile file from taking unbounded memory (documented in the man page). */
+/* Limits that keep a hostile file from taking unbounded memory or stack (doc/reliability.md,
+ * allocsim(1) LIMITS). Values are shared, never copied (a memo GET adds a reference), and every
+ * byte a value holds counts against AS_PICKLE_MAX_BYTES, so memory follows the input's size. */
 #define MAX_STACK   (4u << 20)   /* values on the stack */
-#define MAX_MARKS   4096         /* nesting depth */
+#define MAX_MARKS   4096         /* MARKs open at once */
+#define MAX_DEPTH   128          /* containers inside containers (however they were built) */
 #define MAX_STRING  (1u << 20)   /* one string */
 #define MAX_MEMO    (1u << 26)   /* memo index */
-#define MAX_NODES   (4u << 20)   /* values alive at once (about 300 MiB) */
+#define MAX_BYTES   ((uint64_t)1 << 30) /* bytes held by values, the stack and the memo at once (default) */
+#define MAX_RUN     (1u << 20)   /* consecutive segment_free/segment_unmap entries (see flush_run) */
+#define MEMO_SLOT   32           /* bytes a memo entry costs (idmap key and value at half load) */
 
 typedef struct rec {
 	int action;
@@ -53,8 +60,12 @@ typedef struct pk {
 	size_t sp, scap;
 	size_t marks[MAX_MARKS];
 	size_t nmarks;
-	idmap memo;          /* index -> pv* (scalars and small tuples only) */
+	idmap memo;          /* index -> pv* (shared: one reference each) */
 	uint64_t memo_next;  /* MEMOIZE's next index */
+	uint64_t bytes;      /* bytes held by values, the stack and the memo */
+	uint64_t max_bytes;  /* ... at most (MAX_BYTES unless the caller says) */
+	pv **dead;           /* iterative freeing's work list */
+	size_t ndead, capdead;
 	int ndevtraces;
 	int device;          /* which device trace to replay */
 	int stopped;
@@ -72,67 +83,84 @@ typedef struct pk {
 	int want_segments;
 } pk;
 
-
-/* Values alive in the reader that is running (one reader runs at a time per thread). */
-static _Thread_local uint64_t live_nodes;
-
-static void pv_free(pv *v)
+static uint64_t pv_bytes(const pv *v)
 {
-	if (!v)
-		return;
-	live_nodes--;
-	for (size_t i = 0; i < v->n && v->items; i++)
-		pv_free(v->items[i]);
-	free(v->items);
-	free(v->s);
-	free(v);
+	return sizeof(pv) + (v->s ? v->n + 1 : 0) + v->cap * sizeof(pv *);
 }
 
-static pv *pv_new(int kind, uint64_t pos)
+/* Drops one reference; frees what is no longer referenced without recursion (the nesting
+ * depth is the input's choice), through a work list. */
+static void pv_unref(pk *p, pv *v)
+{
+	if (!v || --v->refs)
+		return;
+	size_t base = p->ndead;
+	if (p->ndead == p->capdead) {
+		p->capdead = p->capdead ? p->capdead * 2 : 64;
+		p->dead = xrealloc(p->dead, p->capdead * sizeof(pv *));
+	}
+	p->dead[p->ndead++] = v;
+	while (p->ndead > base) {
+		pv *d = p->dead[--p->ndead];
+		for (size_t i = 0; d->items && i < d->n; i++) {
+			pv *c = d->items[i];
+			if (--c->refs)
+				continue;
+			if (p->ndead == p->capdead) {
+				p->capdead = p->capdead * 2;
+				p->dead = xrealloc(p->dead, p->capdead * sizeof(pv *));
+			}
+			p->dead[p->ndead++] = c;
+		}
+		p->bytes -= pv_bytes(d);
+		free(d->items);
+		free(d->s);
+		free(d);
+	}
+}
+
+static pv *pv_new(pk *p, int kind, uint64_t pos)
 {
 	pv *v = xcalloc(1, sizeof(*v));
-	live_nodes++;
 	v->kind = (unsigned char)kind;
 	v->pos = pos;
+	v->refs = 1;
+	p->bytes += sizeof(pv);
 	return v;
 }
 
-static pv *pv_copy(const pv *v)
-{
-	pv *c = pv_new(v->kind, v->pos);
-	c->i = v->i;
-	c->f = v->f;
-	c->n = v->n;
-	if (v->s) {
-		c->s = xmalloc(v->n + 1);
-		memcpy(c->s, v->s, v->n + 1);
-	}
-	if (v->items) {
-		c->items = xmalloc(v->n * sizeof(pv *));
-		c->cap = v->n;
-		for (size_t i = 0; i < v->n; i++)
-			c->items[i] = pv_copy(v->items[i]);
-	}
-	return c;
-}
-
-static void pv_push_item(pv *c, pv *item)
-{
-	if (c->n == c->cap) {
-		c->cap = c->cap ? c->cap * 2 : 8;
-		c->items = xrealloc(c->items, c->cap * sizeof(pv *));
-	}
-	c->items[c->n++] = item;
-}
-
+/* Last key wins, as in a Python dict built by the unpickler. */
 static const pv *dict_get(const pv *d, const char *key)
 {
 	if (!d || d->kind != PV_DICT)
 		return NULL;
-	for (size_t i = 0; i + 1 < d->n; i += 2)
-		if (d->items[i]->kind == PV_STR && !strcmp(d->items[i]->s, key))
-			return d->items[i + 1];
+	for (size_t i = d->n & ~(size_t)1; i >= 2; i -= 2)
+		if (d->items[i - 2]->kind == PV_STR && !strcmp(d->items[i - 2]->s, key))
+			return d->items[i - 1];
 	return NULL;
+}
+
+/* Adds item to container c (the item's reference moves into c); callers check too_deep first. */
+static void pv_add(pk *p, pv *c, pv *item)
+{
+	if (c->n == c->cap) {
+		size_t nc = c->cap ? c->cap * 2 : 8;
+		c->items = xrealloc(c->items, nc * sizeof(pv *));
+		p->bytes += (nc - c->cap) * sizeof(pv *);
+		c->cap = nc;
+	}
+	c->items[c->n++] = item;
+	if (item->depth + 1 > c->depth)
+		c->depth = (unsigned short)(item->depth + 1);
+}
+
+/* Whether putting these values into a container would nest containers deeper than MAX_DEPTH. */
+static int too_deep(pv *const *items, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (items[i]->depth + 1 > MAX_DEPTH)
+			return 1;
+	return 0;
 }
 
 static int perr(as_reader *r, uint64_t pos, as_err *err, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -251,6 +279,11 @@ static int translate(as_reader *r, pk *p, const rec *x, as_err *err)
 	/* Releases, and completions of pending frees among them (a flush synchronizes between the
 	 * garbage collector's releases and its own), are classified together. */
 	if (x->action == A_SEG_FREE || x->action == A_SEG_UNMAP || (x->action == A_FREE_DONE && p->nrun)) {
+		/* The run waits for the entry after it (see flush_run), so its length is bounded: a device
+		 * holds far fewer segments (141 GB / 2 MiB = 67,000 on an H200) than MAX_RUN. */
+		if (p->nrun == MAX_RUN)
+			return perr(r, x->pos, err, "trace entry %" PRIu64 ": more than %u segment releases in a row "
+				"(reader limit; a device holds far fewer segments)", x->index, MAX_RUN);
 		if (p->nrun == p->caprun) {
 			p->caprun = p->caprun ? p->caprun * 2 : 16;
 			p->run = xrealloc(p->run, p->caprun * sizeof(rec));
@@ -382,25 +415,25 @@ static int append_items(as_reader *r, pk *p, pv *list, pv **items, size_t n, as_
 			if (list->dev == p->device) {
 				if (trace_entry(r, p, it, err)) {
 					for (size_t j = i; j < n; j++)
-						pv_free(items[j]);
+						pv_unref(p, items[j]);
 					return -1;
 				}
 			} else {
 				p->other_device_entries++;
 			}
-			pv_free(it);
+			pv_unref(p, it);
 		} else if (list->role == ROLE_SEGMENTS && it->kind == PV_DICT) {
 			int rc = segment_entry(r, p, it, err);
-			pv_free(it);
+			pv_unref(p, it);
 			if (rc) {
 				for (size_t j = i + 1; j < n; j++)
-					pv_free(items[j]);
+					pv_unref(p, items[j]);
 				return -1;
 			}
 		} else if (list->role == ROLE_TRACES && it->kind == PV_LIST) {
-			pv_free(it); /* an already consumed device trace */
+			pv_unref(p, it); /* an already consumed device trace */
 		} else {
-			pv_push_item(list, it);
+			pv_add(p, list, it);
 		}
 	}
 	return 0;
@@ -443,18 +476,16 @@ static uint64_t rd_le(as_reader *r, int n)
 
 static int push(as_reader *r, pk *p, pv *v, as_err *err)
 {
-	if (live_nodes > MAX_NODES) {
-		uint64_t pos = v ? v->pos : 0;
-		pv_free(v);
-		return perr(r, pos, err, "pickle holds more than %u values at once (reader memory cap)", MAX_NODES);
-	}
 	if (p->sp == MAX_STACK) {
-		pv_free(v);
-		return perr(r, v ? v->pos : 0, err, "pickle stack exceeds %u values (reader memory cap)", MAX_STACK);
+		uint64_t pos = v->pos;
+		pv_unref(p, v);
+		return perr(r, pos, err, "pickle stack exceeds %u values (reader memory cap)", MAX_STACK);
 	}
 	if (p->sp == p->scap) {
-		p->scap = p->scap ? p->scap * 2 : 1024;
-		p->stack = xrealloc(p->stack, p->scap * sizeof(pv *));
+		size_t nc = p->scap ? p->scap * 2 : 1024;
+		p->stack = xrealloc(p->stack, nc * sizeof(pv *));
+		p->bytes += (nc - p->scap) * sizeof(pv *);
+		p->scap = nc;
 	}
 	p->stack[p->sp++] = v;
 	return 0;
@@ -477,13 +508,15 @@ static int read_string(as_reader *r, pk *p, uint64_t pos, size_t len, int kind, 
 {
 	if (len > MAX_STRING)
 		return perr(r, pos, err, "string of %zu bytes exceeds the reader's 1 MiB limit", len);
-	pv *v = pv_new(kind, pos);
+	pv *v = pv_new(p, kind, pos);
 	v->s = xmalloc(len + 1);
+	p->bytes += len + 1;
 	size_t got = 0;
 	while (got < len) {
 		size_t chunk = len - got > 65536 ? 65536 : len - got;
 		if (need(r, chunk, err)) {
-			pv_free(v);
+			v->n = len;
+			pv_unref(p, v);
 			return -1;
 		}
 		memcpy(v->s + got, r->in.buf + r->in.pos, chunk);
@@ -520,35 +553,37 @@ static void new_list_role(pk *p, pv *l)
 	}
 }
 
+static void memo_set(pk *p, uint64_t idx, pv *v)
+{
+	pv *old = v ? idmap_get(&p->memo, idx) : idmap_del(&p->memo, idx);
+	if (v)
+		idmap_put(&p->memo, idx, v);
+	if (old)
+		pv_unref(p, old);
+	else if (v)
+		p->bytes += MEMO_SLOT;
+	if (old && !v)
+		p->bytes -= MEMO_SLOT;
+}
+
 static int memo_put(pk *p, uint64_t idx)
 {
 	if (idx >= MAX_MEMO)
 		return -1;
 	pv *v = p->stack[p->sp - 1];
-	pv *old = idmap_get(&p->memo, idx);
-	/* Lists and dicts are not kept: snapshots do not refer to a filled one twice, and keeping
-	 * them would make memory grow with the trace. A later GET of one is reported as unsupported.
-	 * Tuples are kept only when flat (no tuple inside), so GETs cannot nest copies exponentially
-	 * (found by fuzz_pickle).
-	 * An empty list is kept (as empty): the snapshot writer shares one empty 'frames' list. */
+	/* The memo shares values (a reference each), so a GET costs nothing however large the value.
+	 * Lists and dicts are not kept: snapshots do not refer to a filled one twice, keeping them
+	 * would make memory grow with the trace, and sharing a container that can still grow would
+	 * let a pickle build a cycle. A later GET of one is reported as unsupported. An empty list is
+	 * remembered as empty (a GET makes a new one): the snapshot writer shares one empty 'frames'
+	 * list. Tuples cannot change once built, so they are shared like scalars. */
 	if (v->kind == PV_LIST && v->n == 0 && !v->role) {
-		idmap_put(&p->memo, idx, pv_copy(v));
-		if (old)
-			pv_free(old);
-		return 0;
-	}
-	int nested = 0;
-	for (size_t i = 0; v->kind == PV_TUPLE && i < v->n; i++)
-		nested |= v->items[i]->kind == PV_TUPLE || v->items[i]->kind == PV_LIST || v->items[i]->kind == PV_DICT;
-	if (v->kind == PV_LIST || v->kind == PV_DICT || (v->kind == PV_TUPLE && (v->n > 16 || nested))) {
-		if (old) {
-			idmap_del(&p->memo, idx);
-			pv_free(old);
-		}
+		memo_set(p, idx, pv_new(p, PV_LIST, v->pos));
+	} else if (v->kind == PV_LIST || v->kind == PV_DICT) {
+		memo_set(p, idx, NULL);
 	} else {
-		idmap_put(&p->memo, idx, pv_copy(v));
-		if (old)
-			pv_free(old);
+		v->refs++;
+		memo_set(p, idx, v);
 	}
 	return 0;
 }
@@ -559,7 +594,10 @@ static int memo_get(as_reader *r, pk *p, uint64_t idx, uint64_t pos, as_err *err
 	if (!v)
 		return perr(r, pos, err, "pickle memo index %" PRIu64 " is undefined or refers to a list/dict "
 			"(shared containers are not used by snapshots and not supported)", idx);
-	return push(r, p, pv_copy(v), err);
+	if (v->kind == PV_LIST)
+		return push(r, p, pv_new(p, PV_LIST, pos), err);
+	v->refs++;
+	return push(r, p, v, err);
 }
 
 static const char *opname(int op)
@@ -586,6 +624,9 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 		if (need(r, 1, err))
 			return -1;
 		uint64_t pos = as_input_tell(&r->in);
+		if (p->bytes > p->max_bytes)
+			return perr(r, pos, err, "pickle values take more than %" PRIu64 " MiB at once (reader memory cap)",
+				p->max_bytes >> 20);
 		int op = r->in.buf[r->in.pos++];
 		pv *v;
 		size_t base = 0;
@@ -621,25 +662,25 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 			p->marks[p->nmarks++] = p->sp;
 			break;
 		case '}': /* EMPTY_DICT */
-			if (push(r, p, pv_new(PV_DICT, pos), err))
+			if (push(r, p, pv_new(p, PV_DICT, pos), err))
 				return -1;
 			break;
 		case ']': /* EMPTY_LIST */
-			v = pv_new(PV_LIST, pos);
+			v = pv_new(p, PV_LIST, pos);
 			new_list_role(p, v);
 			if (push(r, p, v, err))
 				return -1;
 			break;
 		case ')': /* EMPTY_TUPLE */
-			if (push(r, p, pv_new(PV_TUPLE, pos), err))
+			if (push(r, p, pv_new(p, PV_TUPLE, pos), err))
 				return -1;
 			break;
 		case 'N':
-			if (push(r, p, pv_new(PV_NONE, pos), err))
+			if (push(r, p, pv_new(p, PV_NONE, pos), err))
 				return -1;
 			break;
 		case 0x88: case 0x89: /* NEWTRUE, NEWFALSE */
-			v = pv_new(PV_BOOL, pos);
+			v = pv_new(p, PV_BOOL, pos);
 			v->i = op == 0x88;
 			if (push(r, p, v, err))
 				return -1;
@@ -647,7 +688,7 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 		case 'K': case 'M': case 'J': /* BININT1, BININT2, BININT */
 			if (need(r, op == 'K' ? 1 : op == 'M' ? 2 : 4, err))
 				return -1;
-			v = pv_new(PV_INT, pos);
+			v = pv_new(p, PV_INT, pos);
 			if (op == 'J')
 				v->i = (int32_t)(uint32_t)rd_le(r, 4);
 			else
@@ -666,7 +707,7 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 			uint64_t u = rd_le(r, (int)n);
 			if (n && n < 8 && (u >> (8 * n - 1)) & 1)
 				u |= ~0ULL << (8 * n); /* sign-extend */
-			v = pv_new(PV_INT, pos);
+			v = pv_new(p, PV_INT, pos);
 			v->i = (int64_t)u;
 			if (push(r, p, v, err))
 				return -1;
@@ -679,7 +720,7 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 			for (int i = 0; i < 8; i++)
 				u = (u << 8) | r->in.buf[r->in.pos + (size_t)i];
 			r->in.pos += 8;
-			v = pv_new(PV_FLOAT, pos);
+			v = pv_new(p, PV_FLOAT, pos);
 			memcpy(&v->f, &u, 8);
 			if (push(r, p, v, err))
 				return -1;
@@ -722,9 +763,11 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 			size_t k = (size_t)(op - 0x84);
 			if (p->sp < k + mark_base(p))
 				return perr(r, pos, err, "TUPLE%zu with too few values on the stack", k);
-			v = pv_new(PV_TUPLE, pos);
+			if (too_deep(p->stack + p->sp - k, k))
+				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
+			v = pv_new(p, PV_TUPLE, pos);
 			for (size_t i = p->sp - k; i < p->sp; i++)
-				pv_push_item(v, p->stack[i]);
+				pv_add(p, v, p->stack[i]);
 			p->sp -= k;
 			if (push(r, p, v, err))
 				return -1;
@@ -733,9 +776,11 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 		case 't': /* TUPLE */
 			if (pop_mark(r, p, pos, &base, err))
 				return -1;
-			v = pv_new(PV_TUPLE, pos);
+			if (too_deep(p->stack + base, p->sp - base))
+				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
+			v = pv_new(p, PV_TUPLE, pos);
 			for (size_t i = base; i < p->sp; i++)
-				pv_push_item(v, p->stack[i]);
+				pv_add(p, v, p->stack[i]);
 			p->sp = base;
 			if (push(r, p, v, err))
 				return -1;
@@ -743,6 +788,8 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 		case 'a': /* APPEND */
 			if (p->sp < 2 + mark_base(p) || p->stack[p->sp - 2]->kind != PV_LIST)
 				return perr(r, pos, err, "APPEND without a list");
+			if (too_deep(p->stack + p->sp - 1, 1))
+				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
 			p->sp--;
 			if (append_items(r, p, p->stack[p->sp - 1], &p->stack[p->sp], 1, err))
 				return -1;
@@ -752,6 +799,8 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 				return -1;
 			if (base < 1 || p->stack[base - 1]->kind != PV_LIST)
 				return perr(r, pos, err, "APPENDS without a list");
+			if (too_deep(p->stack + base, p->sp - base))
+				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
 			{
 				size_t k = p->sp - base;
 				p->sp = base;
@@ -762,8 +811,10 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 		case 's': /* SETITEM */
 			if (p->sp < 3 + mark_base(p) || p->stack[p->sp - 3]->kind != PV_DICT)
 				return perr(r, pos, err, "SETITEM without a dict");
-			pv_push_item(p->stack[p->sp - 3], p->stack[p->sp - 2]);
-			pv_push_item(p->stack[p->sp - 3], p->stack[p->sp - 1]);
+			if (too_deep(p->stack + p->sp - 2, 2))
+				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
+			pv_add(p, p->stack[p->sp - 3], p->stack[p->sp - 2]);
+			pv_add(p, p->stack[p->sp - 3], p->stack[p->sp - 1]);
 			p->sp -= 2;
 			break;
 		case 'u': /* SETITEMS */
@@ -771,14 +822,16 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 				return -1;
 			if (base < 1 || p->stack[base - 1]->kind != PV_DICT || (p->sp - base) % 2)
 				return perr(r, pos, err, "SETITEMS without a dict or with an odd number of values");
+			if (too_deep(p->stack + base, p->sp - base))
+				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
 			for (size_t i = base; i < p->sp; i++)
-				pv_push_item(p->stack[base - 1], p->stack[i]);
+				pv_add(p, p->stack[base - 1], p->stack[i]);
 			p->sp = base;
 			break;
 		case '0': /* POP */
 			if (p->sp <= mark_base(p))
 				return perr(r, pos, err, "POP on an empty stack");
-			pv_free(p->stack[--p->sp]);
+			pv_unref(p, p->stack[--p->sp]);
 			break;
 		default: {
 			const char *name = opname(op);
@@ -817,17 +870,17 @@ static void pickle_close(as_reader *r)
 	pk *p = r->priv;
 	if (!p)
 		return;
-	/* (live_nodes returns to its value before this reader as its values are freed) */
 	for (size_t i = 0; i < p->sp; i++)
-		pv_free(p->stack[i]);
+		pv_unref(p, p->stack[i]);
 	free(p->stack);
 	for (size_t i = 0; i < p->memo.cap; i++)
 		if (idmap_live(&p->memo, i))
-			pv_free(p->memo.vals[i]);
+			pv_unref(p, p->memo.vals[i]);
 	idmap_free(&p->memo);
 	idmap_free(&p->live);
 	free(p->q);
 	free(p->run);
+	free(p->dead);
 	free(p);
 }
 
@@ -839,6 +892,7 @@ int as_pickle_open(as_reader *r, const as_reader_opts *o, as_err *err)
 	idmap_init(&p->memo);
 	idmap_init(&p->live);
 	p->want_segments = o->want_segments;
+	p->max_bytes = o->max_bytes ? o->max_bytes : MAX_BYTES;
 	r->priv = p;
 	r->ops = &pickle_ops;
 	r->pos_is_line = 0;

@@ -102,6 +102,7 @@ struct as_reader {
 
 typedef struct as_reader_opts {
 	int want_segments;  /* keep the snapshot's end-state segments */
+	uint64_t max_bytes; /* snapshot reader: bytes its values may hold at once (0: the default, 1 GiB) */
 } as_reader_opts;
 
 int as_reader_open(as_reader **out, const char *path, const as_reader_opts *opts, as_err *err);

@@ -68,6 +68,32 @@ run "$A" validate "$srcdir/traces/fixtures/truncated-history.pickle.gz"
 is "$st" 1 "truncated history: validate cannot be exact and says why"
 contains "$out" "history is truncated"; ok $? "truncated history: validate names the truncation"
 
+# --- hostile snapshots: nesting, memo amplification, long runs (doc/reliability.md, reader limits) ---
+# 500,000 nested TUPLE1 (no MARK) in a 500 KB file: refused at the 129th level, no stack overflow
+{ printf '\200\004K\001'; head -c 500000 /dev/zero | tr '\000' '\205'; printf '.'; } > "$TMP/deeptuple.pickle"
+expect_bad "$TMP/deeptuple.pickle" "deeptuple.pickle: byte offset 132: pickle nests containers deeper than 128" "pickle 500,000 nested tuples"
+# 300,000 empty lists appended into each other
+{ printf '\200\004'; head -c 300000 /dev/zero | tr '\000' ']'; head -c 300000 /dev/zero | tr '\000' 'a'; printf '.'; } > "$TMP/deeplist.pickle"
+expect_bad "$TMP/deeplist.pickle" "deeplist.pickle: byte offset 300130: pickle nests containers deeper than 128" "pickle 300,000 nested lists"
+# a 1 MiB string memoized once and fetched 400 times: shared, not copied (400 MiB before)
+{ printf '\200\004}X\000\000\020\000'; head -c 1048576 /dev/zero | tr '\000' 'x'; printf 'q\001'
+  i=0; while [ $i -lt 400 ]; do printf 'h\001'; i=$((i+1)); done; printf '.'; } > "$TMP/memo.pickle"
+if [ -x /usr/bin/time ]; then
+	/usr/bin/time -f %M -o "$TMP/rss" "$A" info "$TMP/memo.pickle" > /dev/null 2> "$TMP/memo.err"; st=$?
+	ok $(( (st == 65 ? 0 : 1) + ($(cat "$TMP/rss" | tail -1) < 150000 ? 0 : 1) )) "pickle memo GETs share a 1 MiB string: exit 65 with $(tail -1 "$TMP/rss") KiB peak (< 150 MiB)"
+else
+	ok 0 "# SKIP no /usr/bin/time"
+fi
+contains "$(cat "$TMP/memo.err")" "pickle STOP with 402 values"; ok $? "pickle memo amplification: the message counts the shared values"
+# 1,048,577 segment_free entries in a row (a 40 KB .gz): the run buffer is bounded
+{ printf '\200\004}(\214\015device_traces]]}(\214\006actionq\001\214\014segment_freeq\002\214\004addrq\003K\020\214\004sizeq\004K\020ua'; } > "$TMP/run.head"
+printf '}(h\001h\002h\003K\020h\004K\020ua' > "$TMP/run.body"
+i=0; while [ $i -lt 20 ]; do cat "$TMP/run.body" "$TMP/run.body" > "$TMP/run.2"; mv "$TMP/run.2" "$TMP/run.body"; i=$((i+1)); done
+cat "$TMP/run.head" "$TMP/run.body" | { cat; printf 'au.'; } | gzip -1 > "$TMP/run.pickle.gz"
+run "$A" info "$TMP/run.pickle.gz"
+is "$st" 65 "pickle 1,048,577 segment releases in a row: exit 65"
+contains "$errout" "run.pickle.gz: byte offset 16777271: trace entry 1048576: more than 1048576 segment releases in a row"; ok $? "pickle long release run: the message names the entry and the limit"
+
 # --- RMM logs ---
 printf 'Thread,Time,Action,Pointer,Size,Stream\n1,08:35:25:516025,allocate,0x7f0000000000,8000000,0x0\n1,08:35:25:516100,allocate,0x7f0001000000,100,0x0\n1,08:35:25:516230,free,0x7f0000000000,8000000,0x0\n1,08:35:25:516300,allocate failure,0x0,999,0x0\n1,08:35:25:516400,deallocate,0x7f0001000000,100,0x0\n' > "$TMP/rmm.csv"
 run "$A" replay -p passthrough --no-timing "$TMP/rmm.csv"

@@ -7,6 +7,8 @@
 #include "../policies/pytorch.h"
 #include <gsl/gsl_rng.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define MiB (1ULL << 20)
 
@@ -362,9 +364,55 @@ static void test_phys(void)
 	as_device_destroy(d);
 }
 
+/* A reader over bytes held in memory (memfd), with the given options. */
+static int open_bytes(as_reader **r, const void *b, size_t n, const as_reader_opts *o, as_err *err)
+{
+	int fd = memfd_create("t_units", 0);
+	if (fd < 0 || write(fd, b, n) != (ssize_t)n || lseek(fd, 0, SEEK_SET))
+		return -1;
+	return as_reader_open_fd(r, fd, "mem.pickle", o, err);
+}
+
+static void test_pickle_limits(void)
+{
+	/* A list of 200,000 references to one memoized int holds 1.6 MB of item pointers for 600 KB of
+	 * input: with a 1 MiB budget the reader stops with 65, naming the offset where it passed it. */
+	size_t n = 200000, len = 0;
+	unsigned char *b = malloc(16 + 3 * n);
+	memcpy(b, "\200\004]K\001q\0010", 8);
+	len = 8;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(b + len, "h\001a", 3);
+		len += 3;
+	}
+	b[len++] = '.';
+	as_reader_opts o = { .max_bytes = 1u << 20 };
+	as_reader *r;
+	as_err err = { 0, "" };
+	as_event ev;
+	int rc = open_bytes(&r, b, len, &o, &err);
+	if (rc == 0) {
+		rc = as_reader_next(r, &ev, &err);
+		as_reader_close(r);
+	}
+	ok(rc < 0 && err.code == 65 && strstr(err.msg, "mem.pickle: byte offset ") &&
+		strstr(err.msg, "pickle values take more than 1 MiB at once (reader memory cap)"),
+		"pickle: the bytes values hold are capped (%s)", err.msg);
+	/* the same input under the default budget gets to STOP (and fails there: a list, not a dict) */
+	as_err_clear(&err);
+	rc = open_bytes(&r, b, len, NULL, &err);
+	if (rc == 0) {
+		rc = as_reader_next(r, &ev, &err);
+		as_reader_close(r);
+	}
+	ok(rc < 0 && strstr(err.msg, "pickle is not a dict"), "pickle: under the default cap the list is read whole (%s)", err.msg);
+	free(b);
+}
+
 int main(void)
 {
 	test_phys();
+	test_pickle_limits();
 	test_pool_model();
 	test_device_model();
 	test_sizes();
