@@ -4,11 +4,12 @@
 #include <string.h>
 
 static const char convert_usage[] =
-	"usage: allocsim convert TRACE -o OUT\n"
+	"usage: allocsim convert [--device N] TRACE -o OUT\n"
 	"\n"
 	"Rewrites TRACE (any readable format, '-' for standard input) in allocsim's native text format\n"
 	"(doc/trace-format.md); OUT is gzip-compressed when its name ends in .gz, '-' is standard output.\n"
-	"The output appears only when the whole input was read without error.\n";
+	"The output appears only when the whole input was read without error. --device N picks the\n"
+	"device of a multi-device snapshot (default: the one device with history).\n";
 
 /* After Ctrl-C/SIGTERM a read cut short by the signal is no data error: report the interruption. */
 static int convert_report(as_err *err)
@@ -22,14 +23,20 @@ static int convert_report(as_err *err)
 
 int cmd_convert(int argc, char **argv)
 {
-	static const struct option lo[] = { { "output", required_argument, 0, 'o' }, { "help", no_argument, 0, 'h' },
+	static const struct option lo[] = { { "output", required_argument, 0, 'o' }, { "device", required_argument, 0, 'D' },
+		{ "help", no_argument, 0, 'h' },
 		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
 	const char *out = NULL;
+	as_reader_opts ro = { 0 };
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
+		case 'D':
+			if (as_reader_opts_device(&ro, optarg))
+				return cli_usage_error("convert", "--device: '%s' is not a device number (0 .. 4095)", optarg);
+			break;
 		case 'h': fputs(convert_usage, stdout); return 0;
 		case 'V': cli_version(); return 0;
 		default: return cli_usage_error("convert", "invalid option");
@@ -50,7 +57,6 @@ int cmd_convert(int argc, char **argv)
 	if (strcmp(path, "-") && as_trace_probe_meta(path, &meta, &err))
 		return cli_report(&err);
 	as_reader *r;
-	as_reader_opts ro = { 0 };
 	if (as_reader_open(&r, path, &ro, &err)) {
 		as_meta_free(&meta);
 		return convert_report(&err);

@@ -8,18 +8,26 @@
 #include <string.h>
 
 static const char info_usage[] =
-	"usage: allocsim info TRACE\n"
+	"usage: allocsim info [--device N] TRACE\n"
 	"\n"
 	"Prints the trace's format and settings, its event counts, streams, time span, the peak of\n"
 	"live requested bytes (a lower bound on what any allocator must reserve) and a histogram of\n"
-	"request sizes in power-of-two buckets.\n";
+	"request sizes in power-of-two buckets. For a snapshot it lists the devices with their history\n"
+	"entries; the counts are for --device N (default: the first device with history).\n";
 
 int cmd_info(int argc, char **argv)
 {
-	static const struct option lo[] = { { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
+	static const struct option lo[] = { { "device", required_argument, 0, 'D' }, { "help", no_argument, 0, 'h' },
+		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
+	as_reader_opts ro = { .any_device = 1 };
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		if (c == 'D') {
+			if (as_reader_opts_device(&ro, optarg))
+				return cli_usage_error("info", "--device: '%s' is not a device number (0 .. 4095)", optarg);
+			continue;
+		}
 		if (c == 'h') {
 			fputs(info_usage, stdout);
 			return 0;
@@ -34,7 +42,7 @@ int cmd_info(int argc, char **argv)
 		return cli_usage_error("info", "expected one TRACE");
 	as_err err = { 0, "" };
 	as_reader *r;
-	if (as_reader_open(&r, argv[optind], NULL, &err))
+	if (as_reader_open(&r, argv[optind], &ro, &err))
 		return cli_report(&err);
 	uint64_t counts[EV__COUNT] = { 0 }, live = 0, peak = 0, ooms = 0;
 	int64_t tmin = INT64_MAX, tmax = INT64_MIN;
@@ -85,6 +93,12 @@ int cmd_info(int argc, char **argv)
 		printf("source: %s\n", m->source);
 	if (m->device[0])
 		printf("device: %s\n", m->device);
+	if (m->device_entries) {
+		printf("devices: %zu\n", m->ndevices);
+		for (size_t d = 0; d < m->ndevices; d++)
+			printf("device_%zu_history_entries: %" PRIu64 "\n", d, m->device_entries[d]);
+		printf("replayed_device: %d\n", m->device_index);
+	}
 	if (m->device_total)
 		printf("device_total_bytes: %" PRIu64 "\n", m->device_total);
 	if (m->capacity)

@@ -31,7 +31,8 @@ static const char replay_usage[] =
 	"                          as the driver placed JAX's regions; bfc's default)\n"
 	"      --stop-at-oom       end the replay at the first out-of-memory, as the program would\n"
 	"      --backend NAME      sim (default: the simulated device) or cuda (the real GPU)\n"
-	"      --device N          with --backend cuda: the GPU ordinal (default 0)\n"
+	"      --device N          the device of a multi-GPU snapshot to replay (default: the one with\n"
+	"                          history); with --backend cuda also the GPU ordinal (default 0)\n"
 	"      --latency FILE      write one row per malloc/free: event,op,bytes,ns,device_us\n"
 	"      --device-log FILE   write one row per device call: call,event,gap,op,model_op,bytes,\n"
 	"                          address,result,us,reserved_bytes (doc/real-gpu.md)\n"
@@ -144,13 +145,13 @@ static void seg_hook(as_engine *e, const as_event *ev, void *ctx)
 
 /* The segment map needs the state at the reserved peak, known only after a first pass: replay
  * again, writing the map after the peak's event and at the end. */
-static int write_segments(const char *path, const as_policy_ops *ops, const char *conf, uint64_t capacity, int addr_mode,
-	int resolve_maybe, uint64_t peak_event, FILE *f, as_err *err)
+static int write_segments(const char *path, const as_reader_opts *ro, const as_policy_ops *ops, const char *conf,
+	uint64_t capacity, int addr_mode, int resolve_maybe, uint64_t peak_event, FILE *f, as_err *err)
 {
 	fputs("moment,segment,segment_address,segment_bytes,stream,pool,expandable,block_offset,block_bytes,state\n", f);
 	seg_pass sp = { { f, "peak", 0 }, peak_event, 0 };
 	as_run_opts o = { .path = path, .ops = ops, .config = conf, .capacity = capacity, .addr_mode = addr_mode,
-		.resolve_maybe = resolve_maybe > 0, .hook = seg_hook, .hook_ctx = &sp };
+		.resolve_maybe = resolve_maybe > 0, .hook = seg_hook, .hook_ctx = &sp, .reader = ro };
 	as_summary s;
 	return as_run(&o, &s, err);
 }
@@ -197,6 +198,7 @@ int cmd_replay(int argc, char **argv)
 	uint64_t capacity = 0, every = 1;
 	int capacity_set = 0, summary = 0, check = 0, addr_mode = ADDR_AUTO, no_timing = 0, stop_at_oom = 0, c;
 	char m[256];
+	as_reader_opts ro = { 0 };
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "p:c:o:h", lo, NULL)) != -1) {
 		switch (c) {
@@ -231,8 +233,8 @@ int cmd_replay(int argc, char **argv)
 			else if (strcmp(optarg, "sim")) return cli_usage_error("replay", "--backend: sim or cuda, not '%s'", optarg);
 			break;
 		case 'D':
-			if (as_parse_u64(optarg, &ordinal) || ordinal > 1024)
-				return cli_usage_error("replay", "--device: '%s' is not a GPU ordinal", optarg);
+			if (as_parse_u64(optarg, &ordinal) || ordinal > 1024 || as_reader_opts_device(&ro, optarg))
+				return cli_usage_error("replay", "--device: '%s' is not a device number (0 .. 1024)", optarg);
 			break;
 		case 'L': latency = optarg; break;
 		case 'M': model_path = optarg; break;
@@ -285,7 +287,7 @@ int cmd_replay(int argc, char **argv)
 	} else {
 		conf = xstrdup(config ? config : "");
 	}
-	if (as_reader_open(&r, path, NULL, &err))
+	if (as_reader_open(&r, path, &ro, &err))
 		goto done;
 	if (!capacity_set && r->meta.capacity)
 		capacity = r->meta.capacity;
@@ -345,7 +347,7 @@ int cmd_replay(int argc, char **argv)
 			"before it began were skipped); results cover the recorded part only\n", as_progname, r->in.path,
 			r->meta.unmatched_frees);
 
-	if (segments && write_segments(path, ops, conf, capacity, addr_mode, as_reconcile_resolved(&e), e.peak_event, gf.fp, &err))
+	if (segments && write_segments(path, &ro, ops, conf, capacity, addr_mode, as_reconcile_resolved(&e), e.peak_event, gf.fp, &err))
 		goto done;
 	if (stats) {
 		fputs("key,value\n", sf.fp);

@@ -19,6 +19,7 @@ static const char validate_usage[] =
 	"  -c, --config STRING     PYTORCH_CUDA_ALLOC_CONF to simulate (default: the recorded settings)\n"
 	"      --capacity SIZE     the allowed memory (set_per_process_memory_fraction x device total)\n"
 	"      --addresses MODE    auto (default), model or recorded; see allocsim replay --help\n"
+	"      --device N          the device of a multi-GPU snapshot (default: the one with history)\n"
 	"  -h, --help              show this help\n";
 
 typedef struct op {
@@ -181,9 +182,10 @@ int cmd_validate(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "config", required_argument, 0, 'c' }, { "capacity", required_argument, 0, 'C' },
-		{ "addresses", required_argument, 0, 'A' }, { "help", no_argument, 0, 'h' },
-		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
+		{ "addresses", required_argument, 0, 'A' }, { "device", required_argument, 0, 'D' },
+		{ "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
+	as_reader_opts ro = { .want_segments = 1 };
 	const char *config = NULL;
 	uint64_t capacity = 0;
 	int addr_mode = ADDR_AUTO, c;
@@ -202,6 +204,10 @@ int cmd_validate(int argc, char **argv)
 			else if (!strcmp(optarg, "recorded")) addr_mode = ADDR_RECORDED;
 			else return cli_usage_error("validate", "--addresses: expected auto, model or recorded");
 			break;
+		case 'D':
+			if (as_reader_opts_device(&ro, optarg))
+				return cli_usage_error("validate", "--device: '%s' is not a device number (0 .. 4095)", optarg);
+			break;
 		case 'h': fputs(validate_usage, stdout); return 0;
 		case 'V': cli_version(); return 0;
 		default: return cli_usage_error("validate", "invalid option");
@@ -219,7 +225,6 @@ int cmd_validate(int argc, char **argv)
 	vstate v;
 	memset(&v, 0, sizeof v);
 	memset(&e, 0, sizeof e);
-	as_reader_opts ro = { .want_segments = 1 };
 
 	if (cli_resolve_config(path, config ? config : "recorded", &conf, &err))
 		goto done;

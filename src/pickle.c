@@ -45,6 +45,7 @@ typedef struct pv {
 #define MAX_MEMO    (1u << 26)   /* memo index */
 #define MAX_BYTES   ((uint64_t)1 << 30) /* bytes held by values, the stack and the memo at once (default) */
 #define MAX_RUN     (1u << 20)   /* consecutive segment_free/segment_unmap entries (see flush_run) */
+#define MAX_DEVICES 4096         /* device lists in 'device_traces' */
 #define MEMO_SLOT   32           /* bytes a memo entry costs (idmap key and value at half load) */
 
 typedef struct rec {
@@ -66,8 +67,14 @@ typedef struct pk {
 	uint64_t max_bytes;  /* ... at most (MAX_BYTES unless the caller says) */
 	pv **dead;           /* iterative freeing's work list */
 	size_t ndead, capdead;
-	int ndevtraces;
-	int device;          /* which device trace to replay */
+	pv *traces;          /* the top-level 'device_traces' list being streamed (a reference) */
+	pv *seglist;         /* the top-level 'segments' list being streamed (a reference) */
+	int ndevtraces;      /* device lists seen in it */
+	uint64_t *dev_entries; /* trace entries per device */
+	int want_device;     /* --device N, or -1: the one device with history */
+	int any_device;      /* with several devices with history and none chosen: take the first */
+	int device;          /* which device trace is replayed (-1 until known) */
+	int *seg_dev;        /* the device of each segment in meta (-1: not recorded) */
 	int stopped;
 	/* event output queue */
 	as_event *q;
@@ -377,8 +384,7 @@ static int segment_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 	uint64_t dev = 0;
 	if (!p->want_segments)
 		return 0;
-	if (!get_u64(d, "device", &dev) && dev != (uint64_t)p->device)
-		return 0;
+	int sdev = get_u64(d, "device", &dev) ? -1 : dev > INT32_MAX ? INT32_MAX : (int)dev;
 	as_snap_segment s;
 	memset(&s, 0, sizeof s);
 	if (get_u64(d, "address", &s.addr) || get_u64(d, "total_size", &s.total_size))
@@ -402,6 +408,8 @@ static int segment_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 		}
 	}
 	m->segments = xrealloc(m->segments, (m->nsegments + 1) * sizeof(*m->segments));
+	p->seg_dev = xrealloc(p->seg_dev, (m->nsegments + 1) * sizeof(int));
+	p->seg_dev[m->nsegments] = sdev;
 	m->segments[m->nsegments++] = s;
 	return 0;
 }
@@ -409,33 +417,183 @@ static int segment_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 /* Items are being appended to list L (which stays on the stack); consume or keep them. */
 static int append_items(as_reader *r, pk *p, pv *list, pv **items, size_t n, as_err *err)
 {
-	for (size_t i = 0; i < n; i++) {
+	size_t i = 0;
+	int rc = 0;
+	for (; i < n && !rc; i++) {
 		pv *it = items[i];
-		if (list->role == ROLE_DEVTRACE && it->kind == PV_DICT) {
-			if (list->dev == p->device) {
-				if (trace_entry(r, p, it, err)) {
-					for (size_t j = i; j < n; j++)
-						pv_unref(p, items[j]);
-					return -1;
-				}
+		if (list->role == ROLE_DEVTRACE) {
+			if (it->kind != PV_DICT) {
+				rc = perr(r, it->pos, err, "device %d's trace entry %" PRIu64 " is not a dict", list->dev,
+					p->dev_entries[list->dev]);
 			} else {
-				p->other_device_entries++;
+				p->dev_entries[list->dev]++;
+				if (p->device < 0 && p->want_device < 0)
+					p->device = list->dev; /* the first device with history, unless another has too */
+				if (list->dev == p->device)
+					rc = trace_entry(r, p, it, err);
+				else
+					p->other_device_entries++;
 			}
-			pv_unref(p, it);
-		} else if (list->role == ROLE_SEGMENTS && it->kind == PV_DICT) {
-			int rc = segment_entry(r, p, it, err);
-			pv_unref(p, it);
-			if (rc) {
-				for (size_t j = i + 1; j < n; j++)
-					pv_unref(p, items[j]);
-				return -1;
-			}
-		} else if (list->role == ROLE_TRACES && it->kind == PV_LIST) {
-			pv_unref(p, it); /* an already consumed device trace */
+		} else if (list->role == ROLE_SEGMENTS) {
+			if (it->kind != PV_DICT)
+				rc = perr(r, it->pos, err, "an item of 'segments' is not a dict");
+			else
+				rc = segment_entry(r, p, it, err);
+		} else if (list->role == ROLE_TRACES) {
+			/* a device's list, already consumed */
+			if (it->kind != PV_LIST || it->role != ROLE_DEVTRACE)
+				rc = perr(r, it->pos, err, "an item of 'device_traces' is not a list of trace entries");
 		} else {
 			pv_add(p, list, it);
+			continue;
 		}
+		pv_unref(p, it);
 	}
+	for (; i < n; i++)
+		pv_unref(p, items[i]);
+	return rc;
+}
+
+/* Whether the string on top of the stack is a key of the top-level dict (stack[0]) with that name:
+ * the dict's own pending items sit directly above it (pickle protocols 2+ write
+ * EMPTY_DICT [MARK] key value ... SETITEM[S]), so a key inside any value is never taken. */
+static int top_key(const pk *p, const char *name)
+{
+	if (p->sp < 2 || p->stack[0]->kind != PV_DICT)
+		return 0;
+	const pv *k = p->stack[p->sp - 1];
+	if (k->kind != PV_STR || strcmp(k->s, name))
+		return 0;
+	size_t at = p->sp - 1;
+	if (!p->nmarks)
+		return at == 1;
+	return p->nmarks == 1 && p->marks[0] == 1 && (at - 1) % 2 == 0;
+}
+
+static uint64_t history_entries(const pk *p)
+{
+	uint64_t n = 0;
+	for (int d = 0; d < p->ndevtraces; d++)
+		n += p->dev_entries[d];
+	return n;
+}
+
+static void drop_segments(pk *p, as_meta *m)
+{
+	for (size_t i = 0; i < m->nsegments; i++)
+		free(m->segments[i].blocks);
+	free(m->segments);
+	m->segments = NULL;
+	m->nsegments = 0;
+}
+
+/* List l is the next device's list of trace entries. */
+static int new_device(as_reader *r, pk *p, pv *l, as_err *err)
+{
+	if (p->ndevtraces == MAX_DEVICES)
+		return perr(r, l->pos, err, "'device_traces' holds more than %d devices (reader limit)", MAX_DEVICES);
+	if (!(p->ndevtraces & (p->ndevtraces - 1)))
+		p->dev_entries = xrealloc(p->dev_entries, (size_t)(p->ndevtraces ? p->ndevtraces * 2 : 1) * sizeof(uint64_t));
+	p->dev_entries[p->ndevtraces] = 0;
+	l->role = ROLE_DEVTRACE;
+	l->dev = p->ndevtraces++;
+	return 0;
+}
+
+/* Consumes the items of a list that was built whole (not streamed): a 'device_traces' or
+ * 'segments' that a pickle made in some other way than the snapshot writer does. */
+static int consume_list(as_reader *r, pk *p, pv *l, int role, as_err *err)
+{
+	pv **items = l->items;
+	size_t n = l->n;
+	p->bytes -= l->cap * sizeof(pv *);
+	l->items = NULL;
+	l->n = l->cap = 0;
+	l->role = (unsigned char)role;
+	int rc = 0;
+	size_t i = 0;
+	for (; i < n && !rc; i++) {
+		pv *it = items[i];
+		if (role == ROLE_TRACES) {
+			if (it->kind != PV_LIST) {
+				rc = perr(r, it->pos, err, "an item of 'device_traces' is not a list of trace entries");
+				break;
+			}
+			if ((rc = new_device(r, p, it, err)))
+				break;
+			rc = consume_list(r, p, it, ROLE_DEVTRACE, err);
+		} else {
+			rc = append_items(r, p, l, &items[i], 1, err);
+			continue; /* append_items dropped the reference */
+		}
+		pv_unref(p, it);
+	}
+	for (; i < n; i++)
+		pv_unref(p, items[i]);
+	free(items);
+	return rc;
+}
+
+/* At STOP: the history is snapshot['device_traces'] of the top-level dict (its last such key), a
+ * list with one list of trace entries per device; say what is missing and how to record it. */
+static int check_history(as_reader *r, pk *p, pv *top, uint64_t pos, as_err *err)
+{
+	as_meta *m = &r->meta;
+	static const char how[] = "record it with torch.cuda.memory._record_memory_history() before the workload "
+		"runs, then torch.cuda.memory._dump_snapshot()";
+	const pv *dt = dict_get(top, "device_traces");
+	const pv *sg = dict_get(top, "segments");
+	if (sg != p->seglist) {
+		drop_segments(p, m);
+		if (sg && sg->kind == PV_LIST && consume_list(r, p, (pv *)sg, ROLE_SEGMENTS, err))
+			return -1;
+	}
+	if (!dt)
+		return perr(r, pos, err, "the snapshot has no allocation history (no 'device_traces', only the end "
+			"state): %s", how);
+	if (dt->kind != PV_LIST)
+		return perr(r, pos, err, "the snapshot's 'device_traces' is not a list (no allocation history): %s", how);
+	if (dt != p->traces) {
+		if (history_entries(p))
+			return perr(r, pos, err, "the snapshot's last 'device_traces' is not the list replayed: a "
+				"pickle Python reads differently from its stream");
+		p->ndevtraces = 0;
+		if (consume_list(r, p, (pv *)dt, ROLE_TRACES, err))
+			return -1;
+	}
+	char list[256];
+	size_t len = 0;
+	int with = 0;
+	list[0] = 0;
+	for (int d = 0; d < p->ndevtraces; d++)
+		if (p->dev_entries[d]) {
+			with++;
+			if (len < sizeof list - 40)
+				len += (size_t)snprintf(list + len, sizeof list - len, "%s%d (%" PRIu64 " entries)",
+					len ? ", " : "", d, p->dev_entries[d]);
+		}
+	if (!with)
+		return perr(r, pos, err, "the snapshot has no allocation history ('device_traces' holds %d empty "
+			"device list%s): %s", p->ndevtraces, p->ndevtraces == 1 ? "" : "s", how);
+	if (p->want_device >= 0 && (p->want_device >= p->ndevtraces || !p->dev_entries[p->want_device]))
+		return perr(r, pos, err, "device %d has no allocation history in this snapshot (devices with "
+			"history: %s)", p->want_device, list);
+	if (p->want_device < 0 && with > 1 && !p->any_device)
+		return perr(r, pos, err, "the snapshot has allocation history on %d devices (%s): choose one with "
+			"--device N", with, list);
+	/* the chosen device's segments only (those without a device field belong to every one) */
+	size_t k = 0;
+	for (size_t i = 0; i < m->nsegments; i++) {
+		if (p->seg_dev[i] < 0 || p->seg_dev[i] == p->device)
+			m->segments[k++] = m->segments[i];
+		else
+			free(m->segments[i].blocks);
+	}
+	m->nsegments = k;
+	m->device_index = p->device;
+	m->ndevices = (size_t)p->ndevtraces;
+	m->device_entries = xmalloc((size_t)p->ndevtraces * sizeof(uint64_t));
+	memcpy(m->device_entries, p->dev_entries, (size_t)p->ndevtraces * sizeof(uint64_t));
 	return 0;
 }
 
@@ -528,29 +686,41 @@ static int read_string(as_reader *r, pk *p, uint64_t pos, size_t len, int kind, 
 	return push(r, p, v, err);
 }
 
-static void new_list_role(pk *p, pv *l)
+static int new_list_role(as_reader *r, pk *p, pv *l, as_err *err)
 {
-	if (!p->sp)
-		return;
-	pv *top = p->stack[p->sp - 1];
-	if (top->kind == PV_STR && !strcmp(top->s, "device_traces")) {
+	if (top_key(p, "device_traces")) {
+		if (p->traces) {
+			/* Python keeps a duplicate key's last value; this one can still be followed unless
+			 * the first has already been replayed. */
+			if (history_entries(p))
+				return perr(r, l->pos, err, "a second 'device_traces' key after a replayed one: Python "
+					"keeps the last, which a streaming reader cannot (remove the duplicate)");
+			pv_unref(p, p->traces);
+		}
+		p->ndevtraces = 0;
 		l->role = ROLE_TRACES;
-	} else if (top->kind == PV_STR && !strcmp(top->s, "segments") && p->sp >= 2 && p->stack[0]->kind == PV_DICT &&
-		   p->sp - 1 == mark_base(p)) {
+		l->refs++;
+		p->traces = l;
+	} else if (top_key(p, "segments")) {
+		if (p->seglist)
+			pv_unref(p, p->seglist);
+		drop_segments(p, &r->meta);
 		l->role = ROLE_SEGMENTS;
-	} else {
-		/* A list pushed above the device_traces list (possibly after other device lists). */
-		for (size_t i = p->sp; i-- > 0;) {
-			pv *v = p->stack[i];
-			if (v->kind == PV_LIST && v->role == ROLE_DEVTRACE)
-				continue;
-			if (v->kind == PV_LIST && v->role == ROLE_TRACES) {
-				l->role = ROLE_DEVTRACE;
-				l->dev = p->ndevtraces++;
-			}
-			break;
+		l->refs++;
+		p->seglist = l;
+	} else if (p->traces) {
+		/* A device's list is an item of the device_traces list: directly above it (APPEND), or
+		 * above the MARK that follows it with earlier device lists in between (APPENDS). */
+		size_t i = p->sp;
+		while (i > 0 && p->stack[i - 1]->kind == PV_LIST && p->stack[i - 1]->role == ROLE_DEVTRACE)
+			i--;
+		if (i > 0 && p->stack[i - 1] == p->traces &&
+		    (mark_base(p) == i || (mark_base(p) < i && p->sp == i))) {
+			if (new_device(r, p, l, err))
+				return -1;
 		}
 	}
+	return 0;
 }
 
 static void memo_set(pk *p, uint64_t idx, pv *v)
@@ -651,6 +821,8 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 				return perr(r, pos, err, "pickle is not a dict: not a PyTorch memory snapshot");
 			if (!dict_get(p->stack[0], "device_traces") && !dict_get(p->stack[0], "segments"))
 				return perr(r, pos, err, "pickle has neither 'segments' nor 'device_traces': not a PyTorch memory snapshot");
+			if (check_history(r, p, p->stack[0], pos, err))
+				return -1;
 			flush_freereq(p);
 			flush_run(p, -1, &r->meta);
 			finish_top(r, p, p->stack[0]);
@@ -667,7 +839,10 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 			break;
 		case ']': /* EMPTY_LIST */
 			v = pv_new(p, PV_LIST, pos);
-			new_list_role(p, v);
+			if (new_list_role(r, p, v, err)) {
+				pv_unref(p, v);
+				return -1;
+			}
 			if (push(r, p, v, err))
 				return -1;
 			break;
@@ -872,6 +1047,8 @@ static void pickle_close(as_reader *r)
 		return;
 	for (size_t i = 0; i < p->sp; i++)
 		pv_unref(p, p->stack[i]);
+	pv_unref(p, p->traces);
+	pv_unref(p, p->seglist);
 	free(p->stack);
 	for (size_t i = 0; i < p->memo.cap; i++)
 		if (idmap_live(&p->memo, i))
@@ -881,6 +1058,8 @@ static void pickle_close(as_reader *r)
 	free(p->q);
 	free(p->run);
 	free(p->dead);
+	free(p->dev_entries);
+	free(p->seg_dev);
 	free(p);
 }
 
@@ -893,6 +1072,9 @@ int as_pickle_open(as_reader *r, const as_reader_opts *o, as_err *err)
 	idmap_init(&p->live);
 	p->want_segments = o->want_segments;
 	p->max_bytes = o->max_bytes ? o->max_bytes : MAX_BYTES;
+	p->want_device = o->has_device ? o->device : -1;
+	p->any_device = o->any_device;
+	p->device = p->want_device;
 	r->priv = p;
 	r->ops = &pickle_ops;
 	r->pos_is_line = 0;

@@ -14,10 +14,21 @@ void as_meta_free(as_meta *m)
 		free(m->segments[i].blocks);
 	free(m->segments);
 	free(m->settings);
+	free(m->device_entries);
 	memset(m, 0, sizeof(*m));
 }
 
 static int reader_start(as_reader *r, as_reader **out, const as_reader_opts *opts, as_err *err);
+
+int as_reader_opts_device(as_reader_opts *o, const char *arg)
+{
+	uint64_t v;
+	if (as_parse_u64(arg, &v) || v >= 4096)
+		return -1;
+	o->has_device = 1;
+	o->device = (int)v;
+	return 0;
+}
 
 int as_reader_open(as_reader **out, const char *path, const as_reader_opts *opts, as_err *err)
 {
@@ -68,6 +79,11 @@ static int reader_start(as_reader *r, as_reader **out, const as_reader_opts *opt
 	}
 	if (rc)
 		goto fail;
+	if (opts->has_device && opts->device != 0 && strcmp(r->meta.format, "pytorch")) {
+		as_fail(err, AS_EXIT_DATAERR, "%s: a %s trace holds one device (0), not device %d", r->in.path,
+			r->meta.format, opts->device);
+		goto fail;
+	}
 	idmap *live = xcalloc(1, sizeof(*live));
 	idmap_init(live);
 	r->live = live;
@@ -154,7 +170,8 @@ int as_trace_probe_meta(const char *path, as_meta *out, as_err *err)
 	as_reader *r;
 	as_event ev;
 	int rc;
-	if (as_reader_open(&r, path, NULL, err))
+	as_reader_opts any = { .any_device = 1 };
+	if (as_reader_open(&r, path, &any, err))
 		return -1;
 	while ((rc = as_reader_next(r, &ev, err)) > 0)
 		;
@@ -164,6 +181,10 @@ int as_trace_probe_meta(const char *path, as_meta *out, as_err *err)
 			out->settings = xstrdup(r->meta.settings);
 		out->segments = NULL;
 		out->nsegments = 0;
+		if (r->meta.device_entries) {
+			out->device_entries = xmalloc(r->meta.ndevices * sizeof(uint64_t));
+			memcpy(out->device_entries, r->meta.device_entries, r->meta.ndevices * sizeof(uint64_t));
+		}
 	}
 	as_reader_close(r);
 	return rc;

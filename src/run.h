@@ -17,6 +17,7 @@ typedef struct as_run_opts {
 	int resolve_maybe;      /* when recorded is NULL: whether the replay runs the recorded settings (reconcile.h) */
 	as_run_hook hook;       /* optional */
 	void *hook_ctx;
+	const as_reader_opts *reader; /* optional: which device of a snapshot (--device) */
 } as_run_opts;
 
 /* Replays a trace; fills *out (timing columns left 0). */

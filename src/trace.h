@@ -62,6 +62,9 @@ typedef struct as_meta {
 	size_t nsegments;
 	as_snap_segment *segments;
 	int history_truncated;
+	int device_index;       /* the device replayed (snapshots: one of several) */
+	size_t ndevices;        /* devices in the trace (snapshots: lists in 'device_traces') */
+	uint64_t *device_entries; /* history entries per device (NULL: one device, not counted) */
 } as_meta;
 
 /* Buffered input over zlib (plain files read through the same gz API). */
@@ -103,9 +106,13 @@ struct as_reader {
 typedef struct as_reader_opts {
 	int want_segments;  /* keep the snapshot's end-state segments */
 	uint64_t max_bytes; /* snapshot reader: bytes its values may hold at once (0: the default, 1 GiB) */
+	int has_device, device; /* replay this device of a multi-device snapshot (--device N) */
+	int any_device;     /* no --device and several devices with history: the first (info), not an error */
 } as_reader_opts;
 
 int as_reader_open(as_reader **out, const char *path, const as_reader_opts *opts, as_err *err);
+/* --device N: which device of a multi-device snapshot to read; -1 for a bad value. */
+int as_reader_opts_device(as_reader_opts *o, const char *arg);
 /* The same over an open descriptor (taken over and closed by the reader); name is for messages. */
 int as_reader_open_fd(as_reader **out, int fd, const char *name, const as_reader_opts *opts, as_err *err);
 int as_reader_next(as_reader *r, as_event *ev, as_err *err);

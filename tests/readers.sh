@@ -94,6 +94,73 @@ run "$A" info "$TMP/run.pickle.gz"
 is "$st" 65 "pickle 1,048,577 segment releases in a row: exit 65"
 contains "$errout" "run.pickle.gz: byte offset 16777271: trace entry 1048576: more than 1048576 segment releases in a row"; ok $? "pickle long release run: the message names the entry and the limit"
 
+# --- which history: snapshot['device_traces'] of the top-level dict, last key wins, one device ---
+pstr() { printf '\214'; printf "\\$(printf %03o ${#1})"; printf '%s' "$1"; }
+pint() { printf "K\\$(printf %03o "$1")"; }
+# pent ACTION ADDR SIZE [KEY VALUE]...: one trace entry dict
+pent() { printf '}('; pstr action; pstr "$1"; pstr addr; pint "$2"; pstr size; pint "$3"; shift 3
+	while [ $# -gt 0 ]; do pstr "$1"; pint "$2"; shift 2; done; printf 'u'; }
+hist() { printf '\200\004}('; pstr segments; printf ']'; pstr device_traces; printf ']'; }
+{ hist; printf ']'; pent alloc 16 200; printf 'aa'; pstr device_traces; printf ']]'; pent alloc 16 100; printf a; pent alloc 32 50; printf 'aau.'; } > "$TMP/dupkey.pickle"
+run "$A" info "$TMP/dupkey.pickle"
+is "$st $(printf '%s\n' "$out" | grep -E '^(alloc_events|peak_live_requested_bytes):' | tr '\n' ' ')" "65 " "pickle: a second 'device_traces' key after a replayed one is refused"
+contains "$errout" "a second 'device_traces' key after a replayed one: Python keeps the last"; ok $? "pickle duplicate device_traces: the message says why"
+{ hist; printf ']a'; pstr device_traces; printf ']]'; pent alloc 16 100; printf a; pent alloc 32 50; printf 'aau.'; } > "$TMP/dupkey2.pickle"
+run "$A" info "$TMP/dupkey2.pickle"
+is "$st $(printf '%s\n' "$out" | grep -E '^(alloc_events|peak_live_requested_bytes):' | tr '\n' ' ')" "0 alloc_events: 2 peak_live_requested_bytes: 150 " "pickle: duplicate 'device_traces' keys: the last one is the history, as in Python"
+{ hist; printf ']'; pent alloc 16 100 size 200; printf 'aau.'; } > "$TMP/dupsize.pickle"
+run "$A" info "$TMP/dupsize.pickle"
+is "$st $(printf '%s\n' "$out" | grep -E '^peak_live_requested_bytes:')" "0 peak_live_requested_bytes: 200" "pickle: a trace entry's duplicate key takes the last value, as in Python"
+{ printf '\200\004}('; pstr segments; printf ']'; pstr other; printf '}'; pstr device_traces; printf ']]'; pent alloc 16 200; printf 'aasu.'; } > "$TMP/nested.pickle"
+expect_bad "$TMP/nested.pickle" "nested.pickle: byte offset 78: the snapshot has no allocation history (no 'device_traces', only the end state): record it with torch.cuda.memory._record_memory_history()" "pickle 'device_traces' nested in another key is not the history"
+{ printf '\200\004}('; pstr segments; printf ']u.'; } > "$TMP/nohist.pickle"
+expect_bad "$TMP/nohist.pickle" "nohist.pickle: byte offset 16: the snapshot has no allocation history (no 'device_traces'" "pickle snapshot without history"
+{ hist; printf ']au.'; } > "$TMP/emptyhist.pickle"
+expect_bad "$TMP/emptyhist.pickle" "the snapshot has no allocation history ('device_traces' holds 1 empty device list)" "pickle snapshot with an empty history"
+{ printf '\200\004}('; pstr device_traces; pint 1; printf 'u.'; } > "$TMP/notlist.pickle"
+expect_bad "$TMP/notlist.pickle" "notlist.pickle: byte offset 22: the snapshot's 'device_traces' is not a list" "pickle 'device_traces' that is not a list"
+{ hist; printf ']'; pint 7; printf 'aau.'; } > "$TMP/notdict.pickle"
+expect_bad "$TMP/notdict.pickle" "notdict.pickle: byte offset 32: device 0's trace entry 0 is not a dict" "pickle trace entry that is not a dict"
+# history on device 1 only (device 0's list empty): the default is device 1; --device 0 says so
+{ hist; printf ']a]'; pent alloc 16 100; printf 'aau.'; } > "$TMP/dev1.pickle"
+run "$A" info "$TMP/dev1.pickle"
+is "$st $(printf '%s\n' "$out" | grep -E '^(devices|device_._history_entries|replayed_device|alloc_events):' | tr '\n' ' ')" \
+	"0 devices: 2 device_0_history_entries: 0 device_1_history_entries: 1 replayed_device: 1 alloc_events: 1 " "pickle history on device 1 only: info lists the devices and reads device 1"
+run "$A" replay --no-timing --device 0 "$TMP/dev1.pickle"
+is "$st" 65 "pickle history on device 1 only: --device 0 exits 65"
+contains "$errout" "dev1.pickle: byte offset 71: device 0 has no allocation history in this snapshot (devices with history: 1 (1 entries))"; ok $? "pickle --device 0 without history: the message lists the devices with history"
+{ hist; printf '(]'; pent alloc 16 100; printf 'a]'; pent alloc 16 40; printf a; pent alloc 32 60; printf 'aeu.'; } > "$TMP/dev2.pickle"
+run "$A" replay --no-timing "$TMP/dev2.pickle"
+is "$st" 65 "pickle history on two devices, no --device: exit 65"
+contains "$errout" "the snapshot has allocation history on 2 devices (0 (1 entries), 1 (2 entries)): choose one with --device N"; ok $? "pickle two devices: the message says how to choose"
+run "$A" replay --no-timing --device 1 -p passthrough "$TMP/dev2.pickle"
+is "$st $(col "$out" allocs) $(col "$out" peak_requested_bytes)" "0 2 100" "pickle --device 1 replays device 1's history"
+run "$A" replay --no-timing --device 0 -p passthrough "$TMP/dev2.pickle"
+is "$st $(col "$out" allocs) $(col "$out" peak_requested_bytes)" "0 1 100" "pickle --device 0 replays device 0's history"
+run "$A" convert --device 1 "$TMP/dev2.pickle" -o "$TMP/dev2.trace"
+is "$st $(grep -c '^a ' "$TMP/dev2.trace")" "0 2" "convert --device 1 writes device 1's history"
+run "$A" info --device 7 "$TMP/dev2.pickle"
+is "$st" 65 "info --device 7 of a two-device snapshot exits 65"
+run "$A" replay --device 1 "$TMP/ok.trace"
+contains "$errout" "ok.trace: a native trace holds one device (0), not device 1"; ok $? "--device 1 on a native trace is refused"
+# a real snapshot moved to cuda:1 (an empty list for device 0): validate reads device 1 and stays exact
+py=${PYTHON:-/usr/bin/python3}; [ -x "$py" ] || py=$(command -v python3)
+if [ -n "$py" ]; then
+	"$py" -c 'import pickle,gzip,sys
+d = pickle.loads(gzip.decompress(open(sys.argv[1], "rb").read()))
+d["device_traces"] = [[], d["device_traces"][0]]
+d["segments"] = [dict(s, device=1) for s in d["segments"]]
+sys.stdout.buffer.write(gzip.compress(pickle.dumps(d, protocol=4)))' "$T/seed_example__default.pickle.gz" > "$TMP/moved.pickle.gz"
+	run "$A" validate "$TMP/moved.pickle.gz"
+	is "$st" 0 "a snapshot moved to cuda:1: validate reads device 1"
+	contains "$out" ": exact ("; ok $? "a snapshot moved to cuda:1: exact, as the original ($out)"
+	contains "$out" "exact (0 device"; ok $((1 - $?)) "a snapshot moved to cuda:1: validate compares real device calls, not none"
+	run "$A" validate --device 0 "$TMP/moved.pickle.gz"
+	is "$st" 65 "a snapshot moved to cuda:1: validate --device 0 exits 65 (no history there)"
+else
+	for i in 1 2 3 4; do ok 0 "# SKIP no python3"; done
+fi
+
 # --- RMM logs ---
 printf 'Thread,Time,Action,Pointer,Size,Stream\n1,08:35:25:516025,allocate,0x7f0000000000,8000000,0x0\n1,08:35:25:516100,allocate,0x7f0001000000,100,0x0\n1,08:35:25:516230,free,0x7f0000000000,8000000,0x0\n1,08:35:25:516300,allocate failure,0x0,999,0x0\n1,08:35:25:516400,deallocate,0x7f0001000000,100,0x0\n' > "$TMP/rmm.csv"
 run "$A" replay -p passthrough --no-timing "$TMP/rmm.csv"
