@@ -53,16 +53,15 @@ int cmd_convert(int argc, char **argv)
 	if (as_outputs_check(&out, 1, &path, 1, &err))
 		return cli_report(&err);
 	cli_catch_signals(); /* Ctrl-C/SIGTERM: the temporary output is removed, exit 130 */
-	/* Snapshots store their settings at the end: read them first so the header can carry them. */
-	if (strcmp(path, "-") && as_trace_probe_meta(path, &meta, &err))
-		return cli_report(&err);
 	as_reader *r;
-	if (as_reader_open(&r, path, &ro, &err)) {
-		as_meta_free(&meta);
+	if (as_reader_open(&r, path, &ro, &err))
+		return convert_report(&err);
+	/* Snapshots store their settings at the end: read them first (a second pass over the same data,
+	 * standard input included) so the header can carry them. */
+	if (as_reader_probe_meta(r, &meta, &err)) {
+		as_reader_close(r);
 		return convert_report(&err);
 	}
-	if (!strcmp(path, "-"))
-		meta = (as_meta){ 0 }, snprintf(meta.source, sizeof meta.source, "%s", r->meta.source);
 	if (!meta.source[0])
 		snprintf(meta.source, sizeof meta.source, "%s", r->meta.format);
 	as_writer *w = as_native_writer_open(out, &meta, &err);

@@ -83,23 +83,16 @@ int cli_load_model(const char *path, as_lat_model *m, int *have, as_err *err)
 	return 0;
 }
 
-int cli_resolve_config(const char *path, const char *config, char **out, as_err *err)
+int cli_resolve_config(const as_reader *r, const char *config, char **out, as_err *err)
 {
 	if (config && strcmp(config, "recorded")) {
 		*out = xstrdup(config);
 		return 0;
 	}
-	if (!strcmp(path, "-"))
-		return as_fail(err, AS_EXIT_USAGE, "-c recorded needs a file, not standard input (the settings are stored at the end of a snapshot)");
-	as_meta m;
-	if (as_trace_probe_meta(path, &m, err))
+	if (as_reader_recorded_settings(r, out, err))
 		return -1;
-	if (!m.has_settings) {
-		as_meta_free(&m);
-		return as_fail(err, AS_EXIT_DATAERR, "%s: the trace records no allocator settings; pass -c explicitly", path);
-	}
-	*out = xstrdup(m.settings ? m.settings : "");
-	as_meta_free(&m);
+	if (!*out)
+		return as_fail(err, AS_EXIT_DATAERR, "%s: the trace records no allocator settings; pass -c explicitly", r->in.path);
 	return 0;
 }
 
@@ -145,12 +138,12 @@ static void seg_hook(as_engine *e, const as_event *ev, void *ctx)
 
 /* The segment map needs the state at the reserved peak, known only after a first pass: replay
  * again, writing the map after the peak's event and at the end. */
-static int write_segments(const char *path, const as_reader_opts *ro, const as_policy_ops *ops, const char *conf,
+static int write_segments(const as_reader *src, const as_reader_opts *ro, const as_policy_ops *ops, const char *conf,
 	uint64_t capacity, int addr_mode, int resolve_maybe, uint64_t peak_event, FILE *f, as_err *err)
 {
 	fputs("moment,segment,segment_address,segment_bytes,stream,pool,expandable,block_offset,block_bytes,state\n", f);
 	seg_pass sp = { { f, "peak", 0 }, peak_event, 0 };
-	as_run_opts o = { .path = path, .ops = ops, .config = conf, .capacity = capacity, .addr_mode = addr_mode,
+	as_run_opts o = { .path = src->in.path, .source = src, .ops = ops, .config = conf, .capacity = capacity, .addr_mode = addr_mode,
 		.resolve_maybe = resolve_maybe > 0, .hook = seg_hook, .hook_ctx = &sp, .reader = ro };
 	as_summary s;
 	return as_run(&o, &s, err);
@@ -272,23 +265,19 @@ int cmd_replay(int argc, char **argv)
 	as_lifetimes_init(&lt);
 	memset(&e, 0, sizeof e);
 
-	if (segments && !strcmp(path, "-")) {
-		as_fail(&err, AS_EXIT_USAGE, "--segments needs a file, not standard input (it replays twice)");
-		goto done;
-	}
 	cli_catch_signals(); /* from here: an output FIFO's open waits for its reader */
 	if (open_outputs(ofs, opaths, sizeof opaths / sizeof opaths[0], path, &err))
 		goto done;
 	if (summary && out && as_outfile_open(&po, "-", &err))
 		goto done;
+	if (as_reader_open(&r, path, &ro, &err))
+		goto done;
 	if (config && !strcmp(config, "recorded")) {
-		if (cli_resolve_config(path, config, &conf, &err))
+		if (cli_resolve_config(r, config, &conf, &err))
 			goto done;
 	} else {
 		conf = xstrdup(config ? config : "");
 	}
-	if (as_reader_open(&r, path, &ro, &err))
-		goto done;
 	if (!capacity_set && r->meta.capacity)
 		capacity = r->meta.capacity;
 	if (use_cuda) {
@@ -307,7 +296,7 @@ int cmd_replay(int argc, char **argv)
 	engine_ok = 1;
 	/* Which settings were recorded decides how ambiguous empty_cache() inferences resolve; a
 	 * snapshot's are read (a second pass) only if such a case comes up. */
-	as_reconcile_for_trace(&e, &r->meta, path, conf);
+	as_reconcile_for_trace(&e, r, conf);
 	if (as_plan_from_trace(&e, &lt, path, &err)) /* an offline policy reads the trace once first */
 		goto done;
 	e.check = check;
@@ -347,7 +336,7 @@ int cmd_replay(int argc, char **argv)
 			"before it began were skipped); results cover the recorded part only\n", as_progname, r->in.path,
 			r->meta.unmatched_frees);
 
-	if (segments && write_segments(path, &ro, ops, conf, capacity, addr_mode, as_reconcile_resolved(&e), e.peak_event, gf.fp, &err))
+	if (segments && write_segments(r, &ro, ops, conf, capacity, addr_mode, as_reconcile_resolved(&e), e.peak_event, gf.fp, &err))
 		goto done;
 	if (stats) {
 		fputs("key,value\n", sf.fp);

@@ -226,9 +226,9 @@ int cmd_validate(int argc, char **argv)
 	memset(&v, 0, sizeof v);
 	memset(&e, 0, sizeof e);
 
-	if (cli_resolve_config(path, config ? config : "recorded", &conf, &err))
-		goto done;
 	if (as_reader_open(&r, path, &ro, &err))
+		goto done;
+	if (cli_resolve_config(r, config ? config : "recorded", &conf, &err))
 		goto done;
 	if (strcmp(r->meta.format, "pytorch") && strcmp(r->meta.format, "native")) {
 		as_fail(&err, AS_EXIT_USAGE, "%s: validate needs a trace with recorded device calls (a PyTorch snapshot)", path);
@@ -240,7 +240,7 @@ int cmd_validate(int argc, char **argv)
 	if (as_engine_init(&e, as_policy_find("pytorch"), conf, dev, &err))
 		goto done;
 	engine_ok = 1;
-	as_reconcile_attach(&e, as_recorded_matches(path, conf), NULL, NULL);
+	as_reconcile_attach(&e, as_reader_recorded_matches(r, conf), NULL, NULL);
 	as_event ev;
 	while (!v.diverged && (rc = as_reader_next(r, &ev, &err)) > 0) {
 		v.cur_index = ev.index;

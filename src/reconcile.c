@@ -23,7 +23,8 @@ typedef struct as_reconcile {
 	int resolve;           /* the replay runs the recorded settings; -1 = ask probe */
 	int (*probe)(void *ctx);
 	void *probe_ctx;
-	char *path, *conf;     /* as_reconcile_for_trace's probe */
+	const as_reader *rd;   /* as_reconcile_for_trace's probe: a second pass over this reader's data */
+	char *conf;
 	int maybe_empty;       /* an EVF_MAYBE empty_cache waits for the next allocation */
 	uint64_t *run;         /* the recorded releases that followed it (sizes, in order) */
 	size_t nrun, caprun;
@@ -145,7 +146,7 @@ static void rc_destroy(as_stage *st)
 	as_reconcile *r = (as_reconcile *)st;
 	free(r->run);
 	free(r->held);
-	free(r->path);
+
 	free(r->conf);
 	free(r);
 }
@@ -166,18 +167,20 @@ void as_reconcile_attach(as_engine *e, int resolve, int (*probe)(void *ctx), voi
 static int probe_recorded(void *ctx)
 {
 	as_reconcile *r = ctx;
-	return as_recorded_matches(r->path, r->conf);
+	return as_reader_recorded_matches(r->rd, r->conf);
 }
 
-void as_reconcile_for_trace(as_engine *e, const as_meta *m, const char *path, const char *conf)
+void as_reconcile_for_trace(as_engine *e, const as_reader *rd, const char *conf)
 {
+	const as_meta *m = &rd->meta;
 	if (m->has_settings) {
 		as_reconcile_attach(e, !strcmp(m->settings ? m->settings : "", conf), NULL, NULL);
-	} else if (!strcmp(m->format, "pytorch") && strcmp(path, "-")) {
+	} else if (!strcmp(m->format, "pytorch")) {
+		/* standard input and FIFOs too: the reader reads its (spooled) data again */
 		as_reconcile_attach(e, -1, probe_recorded, NULL);
 		as_reconcile *r = (as_reconcile *)e->stage;
 		r->probe_ctx = r;
-		r->path = xstrdup(path);
+		r->rd = rd;
 		r->conf = xstrdup(conf);
 	} else {
 		as_reconcile_attach(e, 0, NULL, NULL);

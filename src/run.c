@@ -31,7 +31,7 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 	as_reader *r;
 	as_engine e;
 	int rc = -1;
-	if (as_reader_open(&r, o->path, o->reader, err))
+	if (o->source ? as_reader_reopen(o->source, o->reader, &r, err) : as_reader_open(&r, o->path, o->reader, err))
 		return -1;
 	uint64_t cap = o->capacity ? o->capacity : r->meta.capacity;
 	as_device *dev = as_sim_device_new(cap, o->addr_mode);

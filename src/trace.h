@@ -67,9 +67,16 @@ typedef struct as_meta {
 	uint64_t *device_entries; /* history entries per device (NULL: one device, not counted) */
 } as_meta;
 
-/* Buffered input over zlib (plain files read through the same gz API). */
+/* Buffered input, gzip-transparent. It reads with pread at its own offset from a seekable file: a
+ * pipe, FIFO or terminal is first copied to an unlinked temporary file, so every input can be read
+ * again from its start (as_input_reopen) and gives the same result however it arrives. */
 typedef struct as_input {
-	gzFile gz;
+	int fd;           /* a regular file (or the spool of a non-seekable input) */
+	uint64_t raw_off; /* the next file byte to read */
+	int gzip;         /* 1: gzip members, inflated; 0: plain */
+	int zdone;        /* the current gzip member has ended */
+	z_stream zs;
+	unsigned char *raw;
 	char *path;
 	unsigned char *buf;
 	size_t len, pos;
@@ -79,6 +86,8 @@ typedef struct as_input {
 
 int as_input_open(as_input *in, const char *path, as_err *err);
 int as_input_open_fd(as_input *in, int fd, const char *name, as_err *err);
+/* A second, independent input over the same data, from its start. */
+int as_input_reopen(const as_input *src, as_input *in, as_err *err);
 void as_input_close(as_input *in);
 /* Ensure at least n bytes are buffered (fewer at end of input); returns bytes available. */
 size_t as_input_fill(as_input *in, size_t n, as_err *err);
@@ -120,6 +129,15 @@ void as_reader_close(as_reader *r);
 void as_meta_free(as_meta *m);
 /* Reads a whole trace to collect the metadata only (for -c recorded when settings come last). */
 int as_trace_probe_meta(const char *path, as_meta *out, as_err *err);
+/* The same for the data an open reader reads (a second pass from its start, never a reopen by name,
+ * so standard input and FIFOs work). */
+int as_reader_probe_meta(const as_reader *r, as_meta *out, as_err *err);
+/* The recorded settings of r's trace: *out NULL when none; -1 on a read error. */
+int as_reader_recorded_settings(const as_reader *r, char **out, as_err *err);
+/* Whether r's trace recorded exactly these settings (0 when unknown or unreadable). */
+int as_reader_recorded_matches(const as_reader *r, const char *conf);
+/* A second reader over r's data from its start. */
+int as_reader_reopen(const as_reader *r, const as_reader_opts *opts, as_reader **out, as_err *err);
 
 /* Format-specific constructors (called by as_reader_open after detection). */
 int as_native_open(as_reader *r, const as_reader_opts *o, as_err *err);

@@ -161,6 +161,26 @@ else
 	for i in 1 2 3 4; do ok 0 "# SKIP no python3"; done
 fi
 
+# --- the same snapshot from a file, standard input (a file or a pipe) and a FIFO: identical results ---
+mkfifo "$TMP/fifo"
+for t in "$srcdir/traces/captured/emptycache__default.pickle.gz" "$T/gpt2_train_varlen__p110_default.pickle.gz"; do
+	b=$(basename "$t" .pickle.gz)
+	want=$("$A" replay --no-timing "$t" | tail -1 | cut -d, -f2-)
+	is "$("$A" replay --no-timing - < "$t" | tail -1 | cut -d, -f2-)" "$want" "$b: standard input redirected from the file replays identically"
+	is "$(cat "$t" | "$A" replay --no-timing - | tail -1 | cut -d, -f2-)" "$want" "$b: standard input from a pipe replays identically"
+	( cat "$t" > "$TMP/fifo" & )
+	is "$(timeout 60 "$A" replay --no-timing "$TMP/fifo" 2>&1 | tail -1 | cut -d, -f2-)" "$want" "$b: a FIFO replays identically (no second open)"
+	want=$("$A" replay --no-timing -c recorded "$t" | tail -1 | cut -d, -f2-)
+	is "$(cat "$t" | "$A" replay --no-timing -c recorded - | tail -1 | cut -d, -f2-)" "$want" "$b: -c recorded from a pipe"
+done
+t="$srcdir/traces/captured/emptycache__default.pickle.gz"
+is "$(cat "$t" | "$A" validate - | sed 's/^[^:]*://')" "$("$A" validate "$t" | sed 's/^[^:]*://')" "validate from a pipe: the same verdict as from the file"
+"$A" replay --no-timing --segments "$TMP/seg1.csv" -o /dev/null "$t"
+cat "$t" | "$A" replay --no-timing --segments "$TMP/seg2.csv" -o /dev/null -
+ok "$(cmp -s "$TMP/seg1.csv" "$TMP/seg2.csv"; echo $?)" "replay --segments from a pipe (two passes over the spooled input) writes the same map"
+cat "$t" | "$A" convert - -o "$TMP/piped.trace"
+is "$(grep '^#allocator_settings' "$TMP/piped.trace")" "#allocator_settings: " "convert from a pipe carries the recorded settings (read at the end of the snapshot)"
+
 # --- RMM logs ---
 printf 'Thread,Time,Action,Pointer,Size,Stream\n1,08:35:25:516025,allocate,0x7f0000000000,8000000,0x0\n1,08:35:25:516100,allocate,0x7f0001000000,100,0x0\n1,08:35:25:516230,free,0x7f0000000000,8000000,0x0\n1,08:35:25:516300,allocate failure,0x0,999,0x0\n1,08:35:25:516400,deallocate,0x7f0001000000,100,0x0\n' > "$TMP/rmm.csv"
 run "$A" replay -p passthrough --no-timing "$TMP/rmm.csv"
