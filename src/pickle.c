@@ -44,7 +44,7 @@ typedef struct pv {
 #define MAX_STRING  (1u << 20)   /* one string */
 #define MAX_MEMO    (1u << 26)   /* memo index */
 #define MAX_BYTES   ((uint64_t)1 << 30) /* bytes held by values, the stack and the memo at once (default) */
-#define MAX_RUN     (1u << 20)   /* consecutive segment_free/segment_unmap entries (see flush_run) */
+#define MAX_RUN     (1u << 18)   /* consecutive segment_free/segment_unmap entries (see flush_run) */
 #define MAX_DEVICES 4096         /* device lists in 'device_traces' */
 #define MEMO_SLOT   32           /* bytes a memo entry costs (idmap key and value at half load) */
 
@@ -162,10 +162,10 @@ static void pv_add(pk *p, pv *c, pv *item)
 }
 
 /* Whether putting these values into a container would nest containers deeper than MAX_DEPTH. */
-static int too_deep(pv *const *items, size_t n)
+static int too_deep(const pk *p, size_t from, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		if (items[i]->depth + 1 > MAX_DEPTH)
+	for (size_t i = from; i < from + n; i++)
+		if (p->stack[i]->depth + 1 > MAX_DEPTH)
 			return 1;
 	return 0;
 }
@@ -938,7 +938,7 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 			size_t k = (size_t)(op - 0x84);
 			if (p->sp < k + mark_base(p))
 				return perr(r, pos, err, "TUPLE%zu with too few values on the stack", k);
-			if (too_deep(p->stack + p->sp - k, k))
+			if (too_deep(p, p->sp - k, k))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
 			v = pv_new(p, PV_TUPLE, pos);
 			for (size_t i = p->sp - k; i < p->sp; i++)
@@ -951,7 +951,7 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 		case 't': /* TUPLE */
 			if (pop_mark(r, p, pos, &base, err))
 				return -1;
-			if (too_deep(p->stack + base, p->sp - base))
+			if (too_deep(p, base, p->sp - base))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
 			v = pv_new(p, PV_TUPLE, pos);
 			for (size_t i = base; i < p->sp; i++)
@@ -963,7 +963,7 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 		case 'a': /* APPEND */
 			if (p->sp < 2 + mark_base(p) || p->stack[p->sp - 2]->kind != PV_LIST)
 				return perr(r, pos, err, "APPEND without a list");
-			if (too_deep(p->stack + p->sp - 1, 1))
+			if (too_deep(p, p->sp - 1, 1))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
 			p->sp--;
 			if (append_items(r, p, p->stack[p->sp - 1], &p->stack[p->sp], 1, err))
@@ -974,7 +974,7 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 				return -1;
 			if (base < 1 || p->stack[base - 1]->kind != PV_LIST)
 				return perr(r, pos, err, "APPENDS without a list");
-			if (too_deep(p->stack + base, p->sp - base))
+			if (too_deep(p, base, p->sp - base))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
 			{
 				size_t k = p->sp - base;
@@ -986,7 +986,7 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 		case 's': /* SETITEM */
 			if (p->sp < 3 + mark_base(p) || p->stack[p->sp - 3]->kind != PV_DICT)
 				return perr(r, pos, err, "SETITEM without a dict");
-			if (too_deep(p->stack + p->sp - 2, 2))
+			if (too_deep(p, p->sp - 2, 2))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
 			pv_add(p, p->stack[p->sp - 3], p->stack[p->sp - 2]);
 			pv_add(p, p->stack[p->sp - 3], p->stack[p->sp - 1]);
@@ -997,7 +997,7 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 				return -1;
 			if (base < 1 || p->stack[base - 1]->kind != PV_DICT || (p->sp - base) % 2)
 				return perr(r, pos, err, "SETITEMS without a dict or with an odd number of values");
-			if (too_deep(p->stack + base, p->sp - base))
+			if (too_deep(p, base, p->sp - base))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
 			for (size_t i = base; i < p->sp; i++)
 				pv_add(p, p->stack[base - 1], p->stack[i]);

@@ -11,7 +11,10 @@ for f in "$srcdir"/tests/fuzz-findings/*/*; do
 	case "$target" in
 	native) if [ "$(head -c 15 "$f")" = "#allocsim-trace" ]; then cp "$f" "$in"; else { printf '#allocsim-trace 1\n'; cat "$f"; } > "$in"; fi ;;
 	rmm) if [ "$(head -c 6 "$f")" = "Thread" ]; then cp "$f" "$in"; else { printf 'Thread,Time,Action,Pointer,Size,Stream\n'; cat "$f"; } > "$in"; fi ;;
-	pickle) if [ "$(head -c 1 "$f" | od -An -tx1 | tr -d ' ')" = 80 ]; then cp "$f" "$in"; else { printf '\200\004'; cat "$f"; } > "$in"; fi ;;
+	pickle) case "$(head -c 1 "$f" | od -An -tx1 | tr -d ' ')" in # whole pickles, plain or gzip'd (fuzz_pickle.c)
+		80|1f) cp "$f" "$in" ;;
+		*) { printf '\200\004'; cat "$f"; } > "$in" ;;
+		esac ;;
 	config)
 		run timeout 20 "$A" replay -c "$(cat "$f")" "$T/seed_example__default.pickle.gz"
 		ok $([ "$st" = 0 ] || [ "$st" = 64 ]; echo $?) "config/$(basename "$f"): exit $st (0 or 64)"

@@ -85,14 +85,14 @@ else
 	ok 0 "# SKIP no /usr/bin/time"
 fi
 contains "$(cat "$TMP/memo.err")" "pickle STOP with 402 values"; ok $? "pickle memo amplification: the message counts the shared values"
-# 1,048,577 segment_free entries in a row (a 40 KB .gz): the run buffer is bounded
+# 262,145 segment_free entries in a row (a 25 KB .gz): the run buffer is bounded
 { printf '\200\004}(\214\015device_traces]]}(\214\006actionq\001\214\014segment_freeq\002\214\004addrq\003K\020\214\004sizeq\004K\020ua'; } > "$TMP/run.head"
 printf '}(h\001h\002h\003K\020h\004K\020ua' > "$TMP/run.body"
-i=0; while [ $i -lt 20 ]; do cat "$TMP/run.body" "$TMP/run.body" > "$TMP/run.2"; mv "$TMP/run.2" "$TMP/run.body"; i=$((i+1)); done
+i=0; while [ $i -lt 18 ]; do cat "$TMP/run.body" "$TMP/run.body" > "$TMP/run.2"; mv "$TMP/run.2" "$TMP/run.body"; i=$((i+1)); done
 cat "$TMP/run.head" "$TMP/run.body" | { cat; printf 'au.'; } | gzip -1 > "$TMP/run.pickle.gz"
 run "$A" info "$TMP/run.pickle.gz"
-is "$st" 65 "pickle 1,048,577 segment releases in a row: exit 65"
-contains "$errout" "run.pickle.gz: byte offset 16777271: trace entry 1048576: more than 1048576 segment releases in a row"; ok $? "pickle long release run: the message names the entry and the limit"
+is "$st" 65 "pickle 262,145 segment releases in a row: exit 65"
+contains "$errout" "run.pickle.gz: byte offset 4194359: trace entry 262144: more than 262144 segment releases in a row"; ok $? "pickle long release run: the message names the entry and the limit"
 
 # --- which history: snapshot['device_traces'] of the top-level dict, last key wins, one device ---
 pstr() { printf '\214'; printf "\\$(printf %03o ${#1})"; printf '%s' "$1"; }
