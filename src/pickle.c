@@ -21,18 +21,25 @@
 enum pv_kind { PV_NONE, PV_BOOL, PV_INT, PV_FLOAT, PV_STR, PV_BYTES, PV_TUPLE, PV_LIST, PV_DICT };
 enum pv_role { ROLE_NONE, ROLE_TRACES, ROLE_DEVTRACE, ROLE_SEGMENTS };
 
+#define INLINE_STR 16 /* strings shorter than this live in the value itself (and are interned) */
+
 typedef struct pv {
 	unsigned char kind, role;
+	unsigned char kid, aid; /* PV_STR: what it is as a trace entry's key, as an action (0: not yet known) */
+	unsigned char embedded; /* placed in a container: may no longer change (no cycles) */
 	unsigned short depth; /* containers nested inside this value (0 for a scalar) */
-	uint32_t refs;      /* references held by the stack, containers and the memo */
+	uint32_t refs;      /* references held by the stack, containers, the memo and the string table */
 	int dev;            /* ROLE_DEVTRACE: device ordinal */
+	uint64_t memo_at;   /* 1 + the memo index of its last PUT (0: none) */
 	int64_t i;
 	double f;
-	char *s;            /* PV_STR/PV_BYTES, NUL-terminated */
+	char *s;            /* PV_STR/PV_BYTES, NUL-terminated (inl when short) */
 	size_t n;           /* string length, or item count */
 	size_t cap;
-	struct pv **items;  /* tuple/list items; dict: key, value, key, value ... */
+	struct pv **items;  /* tuple/list items; dict: key, value, key, value ... (kept in the pool) */
 	uint64_t pos;       /* byte offset where the value starts */
+	struct pv *next;    /* in the pool of free values */
+	char inl[INLINE_STR];
 } pv;
 
 /* Limits that keep a hostile file from taking unbounded memory or stack (doc/reliability.md,
@@ -46,7 +53,8 @@ typedef struct pv {
 #define MAX_BYTES   ((uint64_t)1 << 30) /* bytes held by values, the stack and the memo at once (default) */
 #define MAX_RUN     (1u << 18)   /* consecutive segment_free/segment_unmap entries (see flush_run) */
 #define MAX_DEVICES 4096         /* device lists in 'device_traces' */
-#define MEMO_SLOT   32           /* bytes a memo entry costs (idmap key and value at half load) */
+#define MEMO_SLOT   32           /* bytes a sparse memo entry costs (idmap key and value at half load) */
+#define MEMO_DENSE  65536        /* the flat memo array grows to cover an index up to this far past 2x its entries */
 
 typedef struct rec {
 	int action;
@@ -61,7 +69,12 @@ typedef struct pk {
 	size_t sp, scap;
 	size_t marks[MAX_MARKS];
 	size_t nmarks;
-	idmap memo;          /* index -> pv* (shared: one reference each) */
+	pv **memo;           /* index -> pv*, a flat array for the dense indices the pickler writes */
+	size_t memocap, memocount;
+	idmap memo_sparse;   /* indices beyond the flat array (a hostile pickle's) */
+	pv *pool;            /* freed values, reused (with their item arrays) */
+	pv **strtab;         /* interned short strings (one reference each) */
+	size_t strcap, strcount;
 	uint64_t memo_next;  /* MEMOIZE's next index */
 	uint64_t bytes;      /* bytes held by values, the stack and the memo */
 	uint64_t max_bytes;  /* ... at most (MAX_BYTES unless the caller says) */
@@ -90,9 +103,11 @@ typedef struct pk {
 	int want_segments;
 } pk;
 
+static void memo_forget(pk *p, pv *v);
+
 static uint64_t pv_bytes(const pv *v)
 {
-	return sizeof(pv) + (v->s ? v->n + 1 : 0) + v->cap * sizeof(pv *);
+	return sizeof(pv) + (v->s && v->s != v->inl ? v->n + 1 : 0) + v->cap * sizeof(pv *);
 }
 
 /* Drops one reference; frees what is no longer referenced without recursion (the nesting
@@ -109,7 +124,7 @@ static void pv_unref(pk *p, pv *v)
 	p->dead[p->ndead++] = v;
 	while (p->ndead > base) {
 		pv *d = p->dead[--p->ndead];
-		for (size_t i = 0; d->items && i < d->n; i++) {
+		for (size_t i = 0; d->kind >= PV_TUPLE && i < d->n; i++) {
 			pv *c = d->items[i];
 			if (--c->refs)
 				continue;
@@ -120,19 +135,42 @@ static void pv_unref(pk *p, pv *v)
 			p->dead[p->ndead++] = c;
 		}
 		p->bytes -= pv_bytes(d);
-		free(d->items);
-		free(d->s);
-		free(d);
+		if (d->s != d->inl)
+			free(d->s);
+		if (d->cap > 64) {
+			free(d->items);
+			d->items = NULL;
+			d->cap = 0;
+		}
+		d->next = p->pool;
+		p->pool = d;
 	}
 }
 
+/* A new value (one reference, the caller's), from the pool when it has one: a snapshot's trace entries
+ * come and go by the million, each a dict of a dozen values. */
 static pv *pv_new(pk *p, int kind, uint64_t pos)
 {
-	pv *v = xcalloc(1, sizeof(*v));
+	pv *v = p->pool;
+	if (v) {
+		p->pool = v->next;
+	} else {
+		v = xmalloc(sizeof(*v));
+		v->items = NULL;
+		v->cap = 0;
+	}
 	v->kind = (unsigned char)kind;
-	v->pos = pos;
+	v->role = v->kid = v->aid = v->embedded = 0;
+	v->depth = 0;
 	v->refs = 1;
-	p->bytes += sizeof(pv);
+	v->dev = 0;
+	v->memo_at = 0;
+	v->i = 0;
+	v->f = 0;
+	v->s = NULL;
+	v->n = 0;
+	v->pos = pos;
+	p->bytes += sizeof(pv) + v->cap * sizeof(pv *);
 	return v;
 }
 
@@ -157,6 +195,7 @@ static void pv_add(pk *p, pv *c, pv *item)
 		c->cap = nc;
 	}
 	c->items[c->n++] = item;
+	item->embedded = 1;
 	if (item->depth + 1 > c->depth)
 		c->depth = (unsigned short)(item->depth + 1);
 }
@@ -166,6 +205,19 @@ static int too_deep(const pk *p, size_t from, size_t n)
 {
 	for (size_t i = from; i < from + n; i++)
 		if (p->stack[i]->depth + 1 > MAX_DEPTH)
+			return 1;
+	return 0;
+}
+
+/* Values are shared (the memo hands out references), so a container could be put inside itself;
+ * that cannot happen when a container never changes once placed in another, and never holds
+ * itself. Snapshots (and pickle.dump of acyclic data) fill every container before placing it. */
+static int cycle(const pk *p, const pv *c, size_t from, size_t n)
+{
+	if (c->embedded)
+		return 1;
+	for (size_t i = from; i < from + n; i++)
+		if (p->stack[i] == c)
 			return 1;
 	return 0;
 }
@@ -433,12 +485,14 @@ static int append_items(as_reader *r, pk *p, pv *list, pv **items, size_t n, as_
 					rc = trace_entry(r, p, it, err);
 				else
 					p->other_device_entries++;
+				memo_forget(p, it);
 			}
 		} else if (list->role == ROLE_SEGMENTS) {
 			if (it->kind != PV_DICT)
 				rc = perr(r, it->pos, err, "an item of 'segments' is not a dict");
 			else
 				rc = segment_entry(r, p, it, err);
+			memo_forget(p, it);
 		} else if (list->role == ROLE_TRACES) {
 			/* a device's list, already consumed */
 			if (it->kind != PV_LIST || it->role != ROLE_DEVTRACE)
@@ -662,10 +716,70 @@ static int pop_mark(as_reader *r, pk *p, uint64_t pos, size_t *base, as_err *err
 	return 0;
 }
 
+static uint64_t str_hash(const char *b, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)b[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/* The interned string with these bytes (a new reference), or NULL after adding v (given) to the table.
+ * Short strings repeat in a snapshot: keys, actions, 'N/A' in every trace entry. */
+static pv *intern(pk *p, const char *b, size_t n, pv *v)
+{
+	if (p->strcount * 2 >= p->strcap) {
+		size_t nc = p->strcap ? p->strcap * 2 : 1024;
+		pv **t = xcalloc(nc, sizeof(pv *));
+		for (size_t i = 0; i < p->strcap; i++)
+			if (p->strtab[i]) {
+				size_t j = str_hash(p->strtab[i]->s, p->strtab[i]->n) & (nc - 1);
+				while (t[j])
+					j = (j + 1) & (nc - 1);
+				t[j] = p->strtab[i];
+			}
+		free(p->strtab);
+		p->bytes += (nc - p->strcap) * sizeof(pv *);
+		p->strtab = t;
+		p->strcap = nc;
+	}
+	size_t j = str_hash(b, n) & (p->strcap - 1);
+	for (; p->strtab[j]; j = (j + 1) & (p->strcap - 1)) {
+		pv *s = p->strtab[j];
+		if (s->n == n && !memcmp(s->s, b, n)) {
+			s->refs++;
+			return s;
+		}
+	}
+	if (v) {
+		v->refs++;
+		p->strtab[j] = v;
+		p->strcount++;
+	}
+	return NULL;
+}
+
 static int read_string(as_reader *r, pk *p, uint64_t pos, size_t len, int kind, as_err *err)
 {
 	if (len > MAX_STRING)
 		return perr(r, pos, err, "string of %zu bytes exceeds the reader's 1 MiB limit", len);
+	if (len < INLINE_STR) {
+		if (need(r, len, err))
+			return -1;
+		const char *b = (const char *)r->in.buf + r->in.pos;
+		pv *v = kind == PV_STR ? intern(p, b, len, NULL) : NULL;
+		if (!v) {
+			v = pv_new(p, kind, pos);
+			v->s = v->inl;
+			memcpy(v->s, b, len);
+			v->s[len] = 0;
+			v->n = len;
+			if (kind == PV_STR)
+				intern(p, b, len, v);
+		}
+		r->in.pos += len;
+		return push(r, p, v, err);
+	}
 	pv *v = pv_new(p, kind, pos);
 	v->s = xmalloc(len + 1);
 	p->bytes += len + 1;
@@ -723,51 +837,74 @@ static int new_list_role(as_reader *r, pk *p, pv *l, as_err *err)
 	return 0;
 }
 
+static pv *memo_at(const pk *p, uint64_t idx)
+{
+	if (idx < p->memocap && p->memo[idx])
+		return p->memo[idx];
+	return p->memo_sparse.count ? idmap_get(&p->memo_sparse, idx) : NULL;
+}
+
+/* Sets (v: one reference moves in) or clears (v NULL) memo slot idx. */
 static void memo_set(pk *p, uint64_t idx, pv *v)
 {
-	pv *old = v ? idmap_get(&p->memo, idx) : idmap_del(&p->memo, idx);
-	if (v)
-		idmap_put(&p->memo, idx, v);
+	pv *old = NULL;
+	if (p->memo_sparse.count && (old = idmap_del(&p->memo_sparse, idx)))
+		p->bytes -= MEMO_SLOT;
+	if (idx >= p->memocap && v && idx < 2 * p->memocount + MEMO_DENSE) {
+		size_t nc = p->memocap ? p->memocap : 1024;
+		while (nc <= idx)
+			nc *= 2;
+		p->memo = xrealloc(p->memo, nc * sizeof(pv *));
+		memset(p->memo + p->memocap, 0, (nc - p->memocap) * sizeof(pv *));
+		p->bytes += (nc - p->memocap) * sizeof(pv *);
+		p->memocap = nc;
+	}
+	if (idx < p->memocap) {
+		if (p->memo[idx]) {
+			old = p->memo[idx];
+			p->memocount--;
+		}
+		p->memo[idx] = v;
+		if (v)
+			p->memocount++;
+	} else if (v) {
+		idmap_put(&p->memo_sparse, idx, v);
+		p->bytes += MEMO_SLOT;
+	}
 	if (old)
 		pv_unref(p, old);
-	else if (v)
-		p->bytes += MEMO_SLOT;
-	if (old && !v)
-		p->bytes -= MEMO_SLOT;
 }
 
 static int memo_put(pk *p, uint64_t idx)
 {
 	if (idx >= MAX_MEMO)
 		return -1;
+	/* The memo shares values (a reference each), so a GET costs nothing however large the value;
+	 * containers are shared too, as Python does (frames shared between trace entries), with cycles
+	 * refused (see cycle()). A trace entry leaves the memo when it is turned into events. */
 	pv *v = p->stack[p->sp - 1];
-	/* The memo shares values (a reference each), so a GET costs nothing however large the value.
-	 * Lists and dicts are not kept: snapshots do not refer to a filled one twice, keeping them
-	 * would make memory grow with the trace, and sharing a container that can still grow would
-	 * let a pickle build a cycle. A later GET of one is reported as unsupported. An empty list is
-	 * remembered as empty (a GET makes a new one): the snapshot writer shares one empty 'frames'
-	 * list. Tuples cannot change once built, so they are shared like scalars. */
-	if (v->kind == PV_LIST && v->n == 0 && !v->role) {
-		memo_set(p, idx, pv_new(p, PV_LIST, v->pos));
-	} else if (v->kind == PV_LIST || v->kind == PV_DICT) {
-		memo_set(p, idx, NULL);
-	} else {
-		v->refs++;
-		memo_set(p, idx, v);
-	}
+	v->refs++;
+	v->memo_at = idx + 1;
+	memo_set(p, idx, v);
 	return 0;
 }
 
 static int memo_get(as_reader *r, pk *p, uint64_t idx, uint64_t pos, as_err *err)
 {
-	pv *v = idmap_get(&p->memo, idx);
+	pv *v = memo_at(p, idx);
 	if (!v)
-		return perr(r, pos, err, "pickle memo index %" PRIu64 " is undefined or refers to a list/dict "
-			"(shared containers are not used by snapshots and not supported)", idx);
-	if (v->kind == PV_LIST)
-		return push(r, p, pv_new(p, PV_LIST, pos), err);
+		return perr(r, pos, err, "pickle memo index %" PRIu64 " is undefined (or a trace entry already "
+			"replayed, which snapshots do not refer to again)", idx);
 	v->refs++;
 	return push(r, p, v, err);
+}
+
+/* A trace entry or segment turned into events leaves the memo, so memory does not grow with the
+ * trace (the snapshot writer memoizes every dict). */
+static void memo_forget(pk *p, pv *v)
+{
+	if (v->memo_at && v->refs > 1 && memo_at(p, v->memo_at - 1) == v)
+		memo_set(p, v->memo_at - 1, NULL);
 }
 
 static const char *opname(int op)
@@ -963,6 +1100,9 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 		case 'a': /* APPEND */
 			if (p->sp < 2 + mark_base(p) || p->stack[p->sp - 2]->kind != PV_LIST)
 				return perr(r, pos, err, "APPEND without a list");
+			if (cycle(p, p->stack[p->sp - 2], p->sp - 1, 1))
+				return perr(r, pos, err, "pickle changes a list already placed in a container, or puts it in "
+					"itself (self-referencing data, not supported)");
 			if (too_deep(p, p->sp - 1, 1))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
 			p->sp--;
@@ -974,6 +1114,9 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 				return -1;
 			if (base < 1 || p->stack[base - 1]->kind != PV_LIST)
 				return perr(r, pos, err, "APPENDS without a list");
+			if (cycle(p, p->stack[base - 1], base, p->sp - base))
+				return perr(r, pos, err, "pickle changes a list already placed in a container, or puts it in "
+					"itself (self-referencing data, not supported)");
 			if (too_deep(p, base, p->sp - base))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
 			{
@@ -986,6 +1129,9 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 		case 's': /* SETITEM */
 			if (p->sp < 3 + mark_base(p) || p->stack[p->sp - 3]->kind != PV_DICT)
 				return perr(r, pos, err, "SETITEM without a dict");
+			if (cycle(p, p->stack[p->sp - 3], p->sp - 2, 2))
+				return perr(r, pos, err, "pickle changes a dict already placed in a container, or puts it in "
+					"itself (self-referencing data, not supported)");
 			if (too_deep(p, p->sp - 2, 2))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
 			pv_add(p, p->stack[p->sp - 3], p->stack[p->sp - 2]);
@@ -997,6 +1143,9 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 				return -1;
 			if (base < 1 || p->stack[base - 1]->kind != PV_DICT || (p->sp - base) % 2)
 				return perr(r, pos, err, "SETITEMS without a dict or with an odd number of values");
+			if (cycle(p, p->stack[base - 1], base, p->sp - base))
+				return perr(r, pos, err, "pickle changes a dict already placed in a container, or puts it in "
+					"itself (self-referencing data, not supported)");
 			if (too_deep(p, base, p->sp - base))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
 			for (size_t i = base; i < p->sp; i++)
@@ -1050,10 +1199,22 @@ static void pickle_close(as_reader *r)
 	pv_unref(p, p->traces);
 	pv_unref(p, p->seglist);
 	free(p->stack);
-	for (size_t i = 0; i < p->memo.cap; i++)
-		if (idmap_live(&p->memo, i))
-			pv_unref(p, p->memo.vals[i]);
-	idmap_free(&p->memo);
+	for (size_t i = 0; i < p->memocap; i++)
+		pv_unref(p, p->memo[i]);
+	free(p->memo);
+	for (size_t i = 0; i < p->memo_sparse.cap; i++)
+		if (idmap_live(&p->memo_sparse, i))
+			pv_unref(p, p->memo_sparse.vals[i]);
+	idmap_free(&p->memo_sparse);
+	for (size_t i = 0; i < p->strcap; i++)
+		pv_unref(p, p->strtab[i]);
+	free(p->strtab);
+	while (p->pool) {
+		pv *v = p->pool;
+		p->pool = v->next;
+		free(v->items);
+		free(v);
+	}
 	idmap_free(&p->live);
 	free(p->q);
 	free(p->run);
@@ -1068,7 +1229,7 @@ static const struct as_reader_ops pickle_ops = { "pytorch", pickle_next, pickle_
 int as_pickle_open(as_reader *r, const as_reader_opts *o, as_err *err)
 {
 	pk *p = xcalloc(1, sizeof(*p));
-	idmap_init(&p->memo);
+	idmap_init(&p->memo_sparse);
 	idmap_init(&p->live);
 	p->want_segments = o->want_segments;
 	p->max_bytes = o->max_bytes ? o->max_bytes : MAX_BYTES;

@@ -143,6 +143,11 @@ run "$A" info --device 7 "$TMP/dev2.pickle"
 is "$st" 65 "info --device 7 of a two-device snapshot exits 65"
 run "$A" replay --device 1 "$TMP/ok.trace"
 contains "$errout" "ok.trace: a native trace holds one device (0), not device 1"; ok $? "--device 1 on a native trace is refused"
+# containers shared through the memo (as the snapshot writer shares frames), but never a cycle
+printf '\200\004]q\001h\001a.' > "$TMP/self.pickle"
+expect_bad "$TMP/self.pickle" "self.pickle: byte offset 7: pickle changes a list already placed in a container, or puts it in itself" "pickle list appended to itself"
+printf '\200\004]q\001]h\001a0h\001K\001a.' > "$TMP/cyc.pickle"
+expect_bad "$TMP/cyc.pickle" "cyc.pickle: byte offset 14: pickle changes a list already placed in a container" "pickle list changed after it was placed in another"
 # a real snapshot moved to cuda:1 (an empty list for device 0): validate reads device 1 and stays exact
 py=${PYTHON:-/usr/bin/python3}; [ -x "$py" ] || py=$(command -v python3)
 if [ -n "$py" ]; then
@@ -157,8 +162,21 @@ sys.stdout.buffer.write(gzip.compress(pickle.dumps(d, protocol=4)))' "$T/seed_ex
 	contains "$out" "exact (0 device"; ok $((1 - $?)) "a snapshot moved to cuda:1: validate compares real device calls, not none"
 	run "$A" validate --device 0 "$TMP/moved.pickle.gz"
 	is "$st" 65 "a snapshot moved to cuda:1: validate --device 0 exits 65 (no history there)"
+	# stack frames shared between trace entries and blocks (memoized dicts, fetched again)
+	"$py" -c 'import pickle,gzip,sys
+d = pickle.loads(gzip.decompress(open(sys.argv[1], "rb").read()))
+fr = [{"filename": "train.py", "line": i, "name": "f%d" % i} for i in range(5)]
+for j, e in enumerate(d["device_traces"][0]):
+    e["frames"] = [fr[j % 5], fr[(j + 1) % 5]]
+for s in d["segments"]:
+    for b in s["blocks"]:
+        b["frames"] = [fr[0]]
+sys.stdout.buffer.write(gzip.compress(pickle.dumps(d, protocol=4)))' "$T/seed_example__default.pickle.gz" > "$TMP/frames.pickle.gz"
+	is "$("$A" replay --no-timing "$TMP/frames.pickle.gz" | tail -1 | cut -d, -f2-)" "$("$A" replay --no-timing "$T/seed_example__default.pickle.gz" | tail -1 | cut -d, -f2-)" "a snapshot whose entries share frame dicts replays as the one without frames"
+	run "$A" validate "$TMP/frames.pickle.gz"
+	contains "$out" ": exact ("; ok $? "a snapshot with shared frames validates exact"
 else
-	for i in 1 2 3 4; do ok 0 "# SKIP no python3"; done
+	for i in 1 2 3 4 5 6; do ok 0 "# SKIP no python3"; done
 fi
 
 # --- the same snapshot from a file, standard input (a file or a pipe) and a FIFO: identical results ---
