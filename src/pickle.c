@@ -394,6 +394,44 @@ static int get_u64(const pv *d, const char *key, uint64_t *out)
 	return 0;
 }
 
+static int u64_of(const pv *v, uint64_t *out)
+{
+	if (!v || (v->kind != PV_INT && v->kind != PV_BOOL) || v->i < 0)
+		return -1;
+	*out = (uint64_t)v->i;
+	return 0;
+}
+
+/* What a string is as a trace entry's key, found once per (interned, shared) string. */
+enum { K_OTHER = 1, K_ACTION, K_ADDR, K_SIZE, K_STREAM, K_TIME };
+static int key_id(pv *k)
+{
+	if (!k->kid) {
+		static const char *const names[] = { "action", "addr", "size", "stream", "time_us" };
+		k->kid = K_OTHER;
+		for (int i = 0; i < 5; i++)
+			if (!strcmp(k->s, names[i]))
+				k->kid = (unsigned char)(K_ACTION + i);
+	}
+	return k->kid;
+}
+
+/* ... and as an action: 1 + A_*, or A_OTHER + 1 (recorded but not replayed), A_OTHER + 2 (unknown). */
+static int action_id(pv *a)
+{
+	if (!a->aid) {
+		static const char *const names[] = { "alloc", "free_requested", "free_completed", "segment_alloc",
+			"segment_free", "segment_map", "segment_unmap", "oom" };
+		a->aid = A_OTHER + 2;
+		for (int i = 0; i < 8; i++)
+			if (!strcmp(a->s, names[i]))
+				a->aid = (unsigned char)(i + 1);
+		if (!strcmp(a->s, "snapshot") || !strcmp(a->s, "annotate") || !strcmp(a->s, "user_defined"))
+			a->aid = A_OTHER + 1;
+	}
+	return a->aid;
+}
+
 static int trace_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 {
 	rec x;
@@ -401,28 +439,37 @@ static int trace_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 	x.pos = d->pos;
 	x.index = p->nentries++;
 	x.time_us = -1;
-	const pv *a = dict_get(d, "action");
+	/* one pass over the items; a later duplicate key wins, as in Python */
+	pv *a = NULL;
+	const pv *size = NULL, *addr = NULL, *stream = NULL, *time = NULL;
+	for (size_t i = 0; i + 1 < d->n; i += 2) {
+		pv *k = d->items[i], *v = d->items[i + 1];
+		if (k->kind != PV_STR)
+			continue;
+		switch (key_id(k)) {
+		case K_ACTION: a = v; break;
+		case K_ADDR: addr = v; break;
+		case K_SIZE: size = v; break;
+		case K_STREAM: stream = v; break;
+		case K_TIME: time = v; break;
+		default: break;
+		}
+	}
 	if (!a || a->kind != PV_STR)
 		return perr(r, d->pos, err, "trace entry %" PRIu64 " has no 'action' string", x.index);
-	static const char *const names[] = { "alloc", "free_requested", "free_completed", "segment_alloc",
-		"segment_free", "segment_map", "segment_unmap", "oom" };
-	x.action = A_OTHER;
-	for (int i = 0; i < 8; i++)
-		if (!strcmp(a->s, names[i]))
-			x.action = i;
-	if (x.action == A_OTHER) {
-		if (strcmp(a->s, "snapshot") && strcmp(a->s, "annotate") && strcmp(a->s, "user_defined"))
-			return perr(r, d->pos, err, "trace entry %" PRIu64 ": unknown action '%.60s'", x.index, a->s);
+	x.action = action_id(a) - 1;
+	if (x.action == A_OTHER + 1)
+		return perr(r, d->pos, err, "trace entry %" PRIu64 ": unknown action '%.60s'", x.index, a->s);
+	if (x.action == A_OTHER)
 		return 0;
-	}
-	if (get_u64(d, "size", &x.size))
+	if (u64_of(size, &x.size))
 		return perr(r, d->pos, err, "trace entry %" PRIu64 " (%s) has no valid 'size'", x.index, a->s);
-	if (x.action != A_OOM && get_u64(d, "addr", &x.addr))
+	if (x.action != A_OOM && u64_of(addr, &x.addr))
 		return perr(r, d->pos, err, "trace entry %" PRIu64 " (%s) has no valid 'addr'", x.index, a->s);
-	if (get_u64(d, "stream", &x.stream))
+	if (u64_of(stream, &x.stream))
 		x.stream = 0;
 	uint64_t t;
-	if (!get_u64(d, "time_us", &t) && t <= INT64_MAX)
+	if (!u64_of(time, &t) && t <= INT64_MAX)
 		x.time_us = (int64_t)t;
 	if ((x.action == A_ALLOC || x.action == A_OOM) && (x.size == 0 || x.size >= AS_MAX_REQUEST))
 		return perr(r, d->pos, err, "trace entry %" PRIu64 ": %s of %" PRIu64 " bytes (must be 1 .. 2^60-1)",
@@ -667,8 +714,10 @@ static void finish_top(as_reader *r, pk *p, const pv *top)
 
 /* ---- the opcode interpreter ----------------------------------------------------------- */
 
-static int need(as_reader *r, size_t n, as_err *err)
+static inline int need(as_reader *r, size_t n, as_err *err)
 {
+	if (r->in.len - r->in.pos >= n)
+		return 0;
 	if (as_input_fill(&r->in, n, err) < n) {
 		if (r->in.error)
 			return -1;
