@@ -73,6 +73,7 @@ typedef struct pk {
 	size_t memocap, memocount;
 	idmap memo_sparse;   /* indices beyond the flat array (a hostile pickle's) */
 	pv *pool;            /* freed values, reused (with their item arrays) */
+	pv *small[256];      /* BININT1 values, shared (one reference each) */
 	pv **strtab;         /* interned short strings (one reference each) */
 	size_t strcap, strcount;
 	uint64_t memo_next;  /* MEMOIZE's next index */
@@ -735,7 +736,7 @@ static uint64_t rd_le(as_reader *r, int n)
 	return v;
 }
 
-static int push(as_reader *r, pk *p, pv *v, as_err *err)
+static int push_slow(as_reader *r, pk *p, pv *v, as_err *err)
 {
 	if (p->sp == MAX_STACK) {
 		uint64_t pos = v->pos;
@@ -750,6 +751,15 @@ static int push(as_reader *r, pk *p, pv *v, as_err *err)
 	}
 	p->stack[p->sp++] = v;
 	return 0;
+}
+
+static inline int push(as_reader *r, pk *p, pv *v, as_err *err)
+{
+	if (p->sp < p->scap) {
+		p->stack[p->sp++] = v;
+		return 0;
+	}
+	return push_slow(r, p, v, err);
 }
 
 static size_t mark_base(pk *p)
@@ -1046,14 +1056,26 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 			if (push(r, p, v, err))
 				return -1;
 			break;
-		case 'K': case 'M': case 'J': /* BININT1, BININT2, BININT */
-			if (need(r, op == 'K' ? 1 : op == 'M' ? 2 : 4, err))
+		case 'K': /* BININT1: 0..255, shared like CPython's small ints */
+			if (need(r, 1, err))
+				return -1;
+			n = r->in.buf[r->in.pos++];
+			if (!(v = p->small[n])) {
+				v = p->small[n] = pv_new(p, PV_INT, pos);
+				v->i = (int64_t)n;
+			}
+			v->refs++;
+			if (push(r, p, v, err))
+				return -1;
+			break;
+		case 'M': case 'J': /* BININT2, BININT */
+			if (need(r, op == 'M' ? 2 : 4, err))
 				return -1;
 			v = pv_new(p, PV_INT, pos);
 			if (op == 'J')
 				v->i = (int32_t)(uint32_t)rd_le(r, 4);
 			else
-				v->i = (int64_t)rd_le(r, op == 'K' ? 1 : 2);
+				v->i = (int64_t)rd_le(r, 2);
 			if (push(r, p, v, err))
 				return -1;
 			break;
@@ -1257,6 +1279,8 @@ static void pickle_close(as_reader *r)
 	idmap_free(&p->memo_sparse);
 	for (size_t i = 0; i < p->strcap; i++)
 		pv_unref(p, p->strtab[i]);
+	for (size_t i = 0; i < 256; i++)
+		pv_unref(p, p->small[i]);
 	free(p->strtab);
 	while (p->pool) {
 		pv *v = p->pool;
