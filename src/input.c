@@ -224,7 +224,7 @@ static size_t produce(as_input *in, unsigned char *dst, size_t room, as_err *err
 		int zr = inflate(&in->zs, Z_NO_FLUSH);
 		if (zr == Z_STREAM_END) {
 			in->zdone = 1;
-		} else if (zr != Z_OK && zr != Z_BUF_ERROR) {
+		} else if (zr != Z_OK && !(zr == Z_BUF_ERROR && !in->zs.avail_in)) {
 			in->error = in->eof = 1;
 			as_fail(err, AS_EXIT_DATAERR, "%s: corrupt compressed data near byte %llu: %s", in->path,
 				(unsigned long long)(in->offset + in->len + (room - in->zs.avail_out)),

@@ -54,7 +54,7 @@ typedef struct pv {
 #define MAX_RUN     (1u << 18)   /* consecutive segment_free/segment_unmap entries (see flush_run) */
 #define MAX_DEVICES 4096         /* device lists in 'device_traces' */
 #define MEMO_SLOT   32           /* bytes a sparse memo entry costs (idmap key and value at half load) */
-#define MEMO_DENSE  65536        /* the flat memo array grows to cover an index up to this far past 2x its entries */
+#define MEMO_DENSE  65536        /* the flat memo array covers indices below 2x the PUTs so far plus this */
 
 typedef struct rec {
 	int action;
@@ -71,6 +71,7 @@ typedef struct pk {
 	size_t nmarks;
 	pv **memo;           /* index -> pv*, a flat array for the dense indices the pickler writes */
 	size_t memocap, memocount;
+	uint64_t nputs;      /* PUTs so far: the flat array covers indices up to 2x this (+ MEMO_DENSE) */
 	idmap memo_sparse;   /* indices beyond the flat array (a hostile pickle's) */
 	pv *pool;            /* freed values, reused (with their item arrays) */
 	pv *small[256];      /* BININT1 values, shared (one reference each) */
@@ -909,7 +910,7 @@ static void memo_set(pk *p, uint64_t idx, pv *v)
 	pv *old = NULL;
 	if (p->memo_sparse.count && (old = idmap_del(&p->memo_sparse, idx)))
 		p->bytes -= MEMO_SLOT;
-	if (idx >= p->memocap && v && idx < 2 * p->memocount + MEMO_DENSE) {
+	if (idx >= p->memocap && v && idx < 2 * p->nputs + MEMO_DENSE) {
 		size_t nc = p->memocap ? p->memocap : 1024;
 		while (nc <= idx)
 			nc *= 2;
@@ -942,6 +943,7 @@ static int memo_put(pk *p, uint64_t idx)
 	 * containers are shared too, as Python does (frames shared between trace entries), with cycles
 	 * refused (see cycle()). A trace entry leaves the memo when it is turned into events. */
 	pv *v = p->stack[p->sp - 1];
+	p->nputs++;
 	v->refs++;
 	v->memo_at = idx + 1;
 	memo_set(p, idx, v);
