@@ -26,6 +26,7 @@ static const char fit_usage[] =
 	"      --values LIST       (fit param) values to try (default: the option's own, where it has\n"
 	"                          one, e.g. pytorch's max_split_size_mb: none,20..2048:x2)\n"
 	"      --objective NAME    (fit param) peak_reserved (default) or num_device_alloc\n"
+	"      --device N          the device of a multi-GPU snapshot (default: the one with history)\n"
 	"  -h, --help              show this help\n";
 
 typedef struct fitctx {
@@ -217,9 +218,11 @@ int cmd_fit(int argc, char **argv)
 		{ "policy", required_argument, 0, 'p' }, { "config", required_argument, 0, 'c' },
 		{ "capacity", required_argument, 0, 'C' }, { "exact", no_argument, 0, 'E' },
 		{ "samples", required_argument, 0, 'N' }, { "values", required_argument, 0, 'v' },
-		{ "objective", required_argument, 0, 'b' }, { "help", no_argument, 0, 'h' },
+		{ "objective", required_argument, 0, 'b' }, { "device", required_argument, 0, 'D' },
+		{ "help", no_argument, 0, 'h' },
 		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
+	as_reader_opts ro = { 0 };
 	const char *policy = "pytorch", *config = "", *values = NULL, *objective = "peak_reserved";
 	uint64_t capacity = 0, samples = 8;
 	int exact = 0, c;
@@ -240,6 +243,10 @@ int cmd_fit(int argc, char **argv)
 			break;
 		case 'v': values = optarg; break;
 		case 'b': objective = optarg; break;
+		case 'D':
+			if (as_reader_opts_device(&ro, optarg))
+				return cli_usage_error("fit", "--device: '%s' is not a device number (0 .. 4095)", optarg);
+			break;
 		case 'h': fputs(fit_usage, stdout); return 0;
 		case 'V': cli_version(); return 0;
 		default: return cli_usage_error("fit", "invalid option");
@@ -260,6 +267,7 @@ int cmd_fit(int argc, char **argv)
 	f.o.path = trace;
 	f.o.config = config;
 	f.o.addr_mode = ADDR_AUTO;
+	f.o.reader = &ro;
 	as_err err = { 0, "" };
 	char *rec = NULL;
 	cli_catch_signals(); /* from here Ctrl-C/SIGTERM end the fit with 130 (fit_fail) */

@@ -29,6 +29,7 @@ static const char sweep_usage[] =
 	"      --resume            keep the rows already in FILE and run only the missing ones\n"
 	"      --shard K/N         run only the runs whose index is K-1 modulo N\n"
 	"      --stop-at-oom       end each replay at its first out-of-memory\n"
+	"      --device N          the device of multi-GPU snapshots (default: the one with history)\n"
 	"      --timing            fill wall_seconds and events_per_second\n"
 	"  -h, --help              show this help\n";
 
@@ -55,6 +56,7 @@ typedef struct sweep {
 	size_t njobs, next, done, torun, active;
 	pthread_mutex_t mu;
 	int timing, stop_at_oom;
+	as_reader_opts ro;   /* --device */
 	size_t nparams;
 	as_err err;
 } sweep;
@@ -91,7 +93,7 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&sw->mu);
 
 		as_run_opts o = { .path = j->trace, .ops = j->ops, .config = j->config, .capacity = j->capacity,
-			.addr_mode = ADDR_AUTO, .stop_at_oom = sw->stop_at_oom, .recorded = j->recorded };
+			.addr_mode = ADDR_AUTO, .stop_at_oom = sw->stop_at_oom, .recorded = j->recorded, .reader = &sw->ro };
 		as_summary s;
 		as_err err = { 0, "" };
 		struct timespec t0, t1;
@@ -238,9 +240,10 @@ int cmd_sweep(int argc, char **argv)
 		{ "capacity", required_argument, 0, 'C' }, { "jobs", required_argument, 0, 'j' },
 		{ "output", required_argument, 0, 'o' }, { "resume", no_argument, 0, 'R' },
 		{ "shard", required_argument, 0, 'S' }, { "timing", no_argument, 0, 'T' },
-		{ "stop-at-oom", no_argument, 0, 'O' }, { "help", no_argument, 0, 'h' },
-		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
+		{ "stop-at-oom", no_argument, 0, 'O' }, { "device", required_argument, 0, 'D' },
+		{ "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
+	as_reader_opts ro = { 0 };
 	const char **traces = NULL;
 	const as_policy_ops **pols = NULL;
 	param *params = NULL;
@@ -296,6 +299,12 @@ int cmd_sweep(int argc, char **argv)
 			break;
 		case 'T': timing = 1; break;
 		case 'O': stop_at_oom = 1; break;
+		case 'D':
+			if (as_reader_opts_device(&ro, optarg)) {
+				rc = cli_usage_error("sweep", "--device: '%s' is not a device number (0 .. 4095)", optarg);
+				goto args_out;
+			}
+			break;
 		case 'h': fputs(sweep_usage, stdout); return 0;
 		case 'V': cli_version(); return 0;
 		default: { rc = cli_usage_error("sweep", "invalid option"); goto args_out; }
@@ -333,6 +342,7 @@ args_out:
 	pthread_mutex_init(&sw.mu, NULL);
 	sw.timing = timing;
 	sw.stop_at_oom = stop_at_oom;
+	sw.ro = ro;
 	sw.nparams = npar;
 	size_t ncomb = 1;
 	for (size_t k = 0; k < npar; k++) {

@@ -139,6 +139,12 @@ run "$A" replay --no-timing --device 0 -p passthrough "$TMP/dev2.pickle"
 is "$st $(col "$out" allocs) $(col "$out" peak_requested_bytes)" "0 1 100" "pickle --device 0 replays device 0's history"
 run "$A" convert --device 1 "$TMP/dev2.pickle" -o "$TMP/dev2.trace"
 is "$st $(grep -c '^a ' "$TMP/dev2.trace")" "0 2" "convert --device 1 writes device 1's history"
+run "$A" sweep -t "$TMP/dev2.pickle" -p passthrough --device 1
+is "$st $(col "$out" allocs) $(col "$out" peak_requested_bytes)" "0 2 100" "sweep --device 1 replays device 1's history"
+run "$A" fit capacity -p passthrough --device 0 "$TMP/dev2.pickle"
+is "$st $(printf '%s\n' "$out" | tail -1)" "0 2097152" "fit capacity --device 0 fits device 0's history"
+run "$A" sweep -t "$TMP/dev2.pickle" -p passthrough
+is "$st" 65 "sweep of a two-device snapshot without --device exits 65"
 run "$A" info --device 7 "$TMP/dev2.pickle"
 is "$st" 65 "info --device 7 of a two-device snapshot exits 65"
 run "$A" replay --device 1 "$TMP/ok.trace"
@@ -193,8 +199,8 @@ for t in "$srcdir/traces/captured/emptycache__default.pickle.gz" "$T/gpt2_train_
 done
 t="$srcdir/traces/captured/emptycache__default.pickle.gz"
 is "$(cat "$t" | "$A" validate - | sed 's/^[^:]*://')" "$("$A" validate "$t" | sed 's/^[^:]*://')" "validate from a pipe: the same verdict as from the file"
-"$A" replay --no-timing --segments "$TMP/seg1.csv" -o /dev/null "$t"
-cat "$t" | "$A" replay --no-timing --segments "$TMP/seg2.csv" -o /dev/null -
+"$A" replay --no-timing --segments "$TMP/seg1.csv" -o "$TMP/segrow1.csv" "$t"
+cat "$t" | "$A" replay --no-timing --segments "$TMP/seg2.csv" -o "$TMP/segrow2.csv" -
 ok "$(cmp -s "$TMP/seg1.csv" "$TMP/seg2.csv"; echo $?)" "replay --segments from a pipe (two passes over the spooled input) writes the same map"
 cat "$t" | "$A" convert - -o "$TMP/piped.trace"
 is "$(grep '^#allocator_settings' "$TMP/piped.trace")" "#allocator_settings: " "convert from a pipe carries the recorded settings (read at the end of the snapshot)"
