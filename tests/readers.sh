@@ -205,6 +205,19 @@ ok "$(cmp -s "$TMP/seg1.csv" "$TMP/seg2.csv"; echo $?)" "replay --segments from 
 cat "$t" | "$A" convert - -o "$TMP/piped.trace"
 is "$(grep '^#allocator_settings' "$TMP/piped.trace")" "#allocator_settings: " "convert from a pipe carries the recorded settings (read at the end of the snapshot)"
 
+# --- gzip handled by the reader itself (zlib inflate over pread): members, trailing bytes, corruption ---
+gzip -dc "$T/seed_example__default.pickle.gz" > "$TMP/seed.pickle"
+half=$(( $(wc -c < "$TMP/seed.pickle") / 2 ))
+{ head -c $half "$TMP/seed.pickle" | gzip -1; tail -c +$((half + 1)) "$TMP/seed.pickle" | gzip -9; } > "$TMP/members.pickle.gz"
+want=$("$A" replay --no-timing "$TMP/seed.pickle" | tail -1 | cut -d, -f2-)
+is "$("$A" replay --no-timing "$TMP/members.pickle.gz" | tail -1 | cut -d, -f2-)" "$want" "gzip: two concatenated members read as one stream"
+{ gzip -c "$TMP/seed.pickle"; printf 'trailing'; } > "$TMP/trail.pickle.gz"
+is "$("$A" replay --no-timing "$TMP/trail.pickle.gz" | tail -1 | cut -d, -f2-)" "$want" "gzip: bytes after the last member that are not gzip are ignored, as gzip -d does"
+gzip -c "$TMP/seed.pickle" > "$TMP/crc.pickle.gz"
+sz=$(wc -c < "$TMP/crc.pickle.gz")
+{ head -c $((sz - 8)) "$TMP/crc.pickle.gz"; printf '\001\002\003\004'; tail -c 4 "$TMP/crc.pickle.gz"; } > "$TMP/crc2.pickle.gz"
+expect_bad "$TMP/crc2.pickle.gz" "crc2.pickle.gz: corrupt compressed data near byte" "gzip with a wrong CRC"
+
 # --- RMM logs ---
 printf 'Thread,Time,Action,Pointer,Size,Stream\n1,08:35:25:516025,allocate,0x7f0000000000,8000000,0x0\n1,08:35:25:516100,allocate,0x7f0001000000,100,0x0\n1,08:35:25:516230,free,0x7f0000000000,8000000,0x0\n1,08:35:25:516300,allocate failure,0x0,999,0x0\n1,08:35:25:516400,deallocate,0x7f0001000000,100,0x0\n' > "$TMP/rmm.csv"
 run "$A" replay -p passthrough --no-timing "$TMP/rmm.csv"
