@@ -39,6 +39,16 @@ static uint64_t rnd(gbuf *g)
 
 static uint64_t below(gbuf *g, uint64_t n) { return n ? rnd(g) % n : 0; }
 
+/* A size up to max, log-uniform: mostly small (fast inputs), now and then the limit's order. */
+static uint64_t lsize(gbuf *g, uint64_t max)
+{
+	int bits = 0;
+	while (bits < 63 && ((uint64_t)1 << bits) < max)
+		bits++;
+	uint64_t v = below(g, (uint64_t)1 << below(g, (uint64_t)bits + 1));
+	return v > max ? max : v;
+}
+
 static void put(gbuf *g, const void *p, size_t n)
 {
 	if (g->n + n > g->cap) {
@@ -146,7 +156,7 @@ static void gen_history(gbuf *g, size_t budget)
 	get(g, K_DT);
 	op(g, ']');
 	int ndev = 1 + (int)below(g, 3);
-	size_t n = 1 + below(g, budget);
+	size_t n = 1 + budget;
 	int kind = (int)below(g, 4);
 	for (int d = 0; d < ndev; d++) {
 		op(g, ']');
@@ -212,7 +222,7 @@ static void gen_memo(gbuf *g, size_t gets)
 	op(g, 0x80);
 	op(g, 4);
 	op(g, '}');
-	size_t len = below(g, 4) == 0 ? (1u << 20) + below(g, 2) : below(g, 1u << 20);
+	size_t len = below(g, 8) == 0 ? (1u << 20) + below(g, 2) : lsize(g, 1u << 20);
 	op(g, 'X');
 	u32(g, (uint32_t)len);
 	for (size_t i = 0; i < len; i++)
@@ -270,9 +280,9 @@ size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max, unsigned 
 	if (below(&g, 3))
 		return LLVMFuzzerMutate(data, size, max);
 	switch (below(&g, 3)) {
-	case 0: gen_history(&g, below(&g, 4) ? 2000 : 300000); break;
-	case 1: gen_deep(&g, below(&g, 2) ? below(&g, 300) : 100000 + below(&g, 400000)); break;
-	default: gen_memo(&g, below(&g, 300000)); break;
+	case 0: gen_history(&g, lsize(&g, 300000)); break;
+	case 1: gen_deep(&g, lsize(&g, 500000)); break;
+	default: gen_memo(&g, lsize(&g, 300000)); break;
 	}
 	return finish(&g, data, max);
 }
