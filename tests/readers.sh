@@ -205,6 +205,19 @@ ok "$(cmp -s "$TMP/seg1.csv" "$TMP/seg2.csv"; echo $?)" "replay --segments from 
 cat "$t" | "$A" convert - -o "$TMP/piped.trace"
 is "$(grep '^#allocator_settings' "$TMP/piped.trace")" "#allocator_settings: " "convert from a pipe carries the recorded settings (read at the end of the snapshot)"
 
+# --- real snapshots from the H200 (traces/fixtures, scripts/record-reader-fixtures.py) ---
+# recorded with _record_memory_history()'s defaults: stack frames on every entry, shared through the memo
+f="$srcdir/traces/fixtures/default-history-frames.pickle.gz"
+run "$A" replay -c recorded --no-timing "$f"
+is "$st $(col "$out" peak_reserved_bytes) $(col "$out" peak_allocated_bytes) $(col "$out" num_alloc_retries)" "0 836763648 733145088 0" \
+	"a real snapshot with stack frames: peak reserved and allocated bytes equal PyTorch's memory_stats()"
+run "$A" validate "$f"
+is "$st $out" "0 $f: exact (54 device calls, 54 end-state segments)" "a real snapshot with stack frames validates exact"
+# dumped without _record_memory_history(): end state only
+run "$A" replay --no-timing "$srcdir/traces/fixtures/no-history.pickle.gz"
+is "$st" 65 "a real snapshot without history: exit 65"
+contains "$errout" "no-history.pickle.gz: byte offset 929: the snapshot has no allocation history ('device_traces' holds 1 empty device list): record it with torch.cuda.memory._record_memory_history() before the workload runs"; ok $? "a real snapshot without history: the message says how to record one"
+
 # --- gzip handled by the reader itself (zlib inflate over pread): members, trailing bytes, corruption ---
 gzip -dc "$T/seed_example__default.pickle.gz" > "$TMP/seed.pickle"
 half=$(( $(wc -c < "$TMP/seed.pickle") / 2 ))
