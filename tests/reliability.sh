@@ -48,4 +48,14 @@ mkfifo "$TMP/pipe"
 "$A" replay -p passthrough --timeline "$TMP/tl.csv" -o "$TMP/out.csv" - < "$TMP/pipe" & pid=$!
 sleep 0.5; kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
 ok "$([ ! -e "$TMP/out.csv" ] && [ ! -e "$TMP/tl.csv" ]; echo $?)" "a killed replay leaves neither the summary nor the timeline under its final name"
+# cuda-async: the pool model's cost does not depend on the bytes asked for (a legal 2^60-1 byte
+# request walked its 2^35 chunks: minutes per event, and SIGTERM waited for it)
+printf '#allocsim-trace 1\na 1 1152921504606846975 0\na 2 1000 0\nf 2\na 3 576460752303423488 0\n' > "$TMP/huge.trace"
+run timeout 20 "$A" replay -p cuda-async --no-timing --check "$TMP/huge.trace"
+is "$st,$(col "$out" num_ooms),$(col "$out" peak_reserved_bytes)" "0,2,33554432" "cuda-async: 2^60-byte requests past the device are out of memory at once"
+run timeout 20 "$A" replay -p cuda-async --no-timing --check --capacity 1048576TiB "$TMP/huge.trace"
+is "$st,$(col "$out" num_ooms),$(col "$out" peak_reserved_bytes)" "0,2,1152921504606846976" "cuda-async: a 2^60-byte pool on a 2^60-byte capacity"
+printf '#allocsim-trace 1\na 1 100000000000000 0\na 2 1000 0\nf 1\na 3 300000000000000 0\na 4 200000000000000 0\nf 3\ne\na 5 1000 0\na 6 500000000000000 0\n' > "$TMP/huge2.trace"
+run timeout 20 "$A" replay -p cuda-async --no-timing --check --capacity 16384TiB "$TMP/huge2.trace"
+is "$st,$(col "$out" peak_reserved_bytes),$(col "$out" num_device_alloc)" "0,700000111689728,5" "cuda-async: 100-500 TB blocks, freed, trimmed and taken again"
 finish
