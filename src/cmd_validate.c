@@ -105,8 +105,10 @@ static void collect(void *ctx, const as_seg_view *s)
 	d->n = s->nblocks;
 	d->sizes = xmalloc(s->nblocks * sizeof(uint64_t) + 1);
 	d->states = xmalloc(s->nblocks * sizeof(int) + 1);
-	memcpy(d->sizes, s->block_sizes, s->nblocks * sizeof(uint64_t));
-	memcpy(d->states, s->block_states, s->nblocks * sizeof(int));
+	if (s->nblocks) { /* a segment may have no blocks: then the pointers may be NULL */
+		memcpy(d->sizes, s->block_sizes, s->nblocks * sizeof(uint64_t));
+		memcpy(d->states, s->block_states, s->nblocks * sizeof(int));
+	}
 }
 
 static int segv_cmp(const void *pa, const void *pb)
@@ -156,8 +158,10 @@ static int compare_end_state(const as_meta *m, as_policy *pol, char *msg, size_t
 			d->states[k] = s->blocks[k].state;
 		}
 	}
-	qsort(sim.v, sim.n, sizeof(segv), segv_cmp);
-	qsort(rec.v, rec.n, sizeof(segv), segv_cmp);
+	if (sim.n > 1) /* sim.v is NULL when the simulation holds no segment: qsort may not get it */
+		qsort(sim.v, sim.n, sizeof(segv), segv_cmp);
+	if (rec.n > 1)
+		qsort(rec.v, rec.n, sizeof(segv), segv_cmp);
 	int bad = 0;
 	if (sim.n != rec.n) {
 		snprintf(msg, len, "end state: the snapshot has %zu segments, the simulation %zu", rec.n, sim.n);

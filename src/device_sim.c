@@ -68,7 +68,8 @@ static void insert(sim *s, uint64_t addr, uint64_t size)
 	range *r = xcalloc(1, sizeof(*r));
 	r->addr = addr;
 	r->size = size;
-	RB_INSERT(range_tree, &s->live, r);
+	if (RB_INSERT(range_tree, &s->live, r)) /* a range at that address is live (cannot happen: sizes are >= 1) */
+		free(r);
 }
 
 /* Highest gap below VA_TOP that fits size (rounded to the granularity). Recorded segments may lie

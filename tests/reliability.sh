@@ -58,4 +58,16 @@ is "$st,$(col "$out" num_ooms),$(col "$out" peak_reserved_bytes)" "0,2,115292150
 printf '#allocsim-trace 1\na 1 100000000000000 0\na 2 1000 0\nf 1\na 3 300000000000000 0\na 4 200000000000000 0\nf 3\ne\na 5 1000 0\na 6 500000000000000 0\n' > "$TMP/huge2.trace"
 run timeout 20 "$A" replay -p cuda-async --no-timing --check --capacity 16384TiB "$TMP/huge2.trace"
 is "$st,$(col "$out" peak_reserved_bytes),$(col "$out" num_device_alloc)" "0,700000111689728,5" "cuda-async: 100-500 TB blocks, freed, trimmed and taken again"
+# validate on a trace whose simulation holds no segment at the end: qsort got NULL (UBSan)
+printf '#allocsim-trace 1\ne\n' > "$TMP/empty.trace"
+run "$A" validate -c "" "$TMP/empty.trace"
+is "$st: $out" "0: $TMP/empty.trace: exact (0 device calls, 0 end-state segments)" "validate: a trace without segments is exact (no NULL to qsort)"
+# bestfit min_segment:2^64-1 rounded to zero-byte segments, --check failed and a segment leaked (ASan)
+printf '#allocsim-trace 1\na 1 1000 0\na 2 3000 0\nf 1\n' > "$TMP/s.trace"
+for o in min_segment:18446744073709551615 granule:2305843009213693952 segment_round:9223372036854775808; do
+	run "$A" replay -p bestfit -c "$o" --check "$TMP/s.trace"
+	is "$st: $errout" "64: allocsim: error: option ${o%%:*}: at most 1024 PiB (2^60 bytes), got '${o#*:}'" "bestfit $o is refused (it overflowed)"
+done
+run "$A" replay -p bestfit -c min_segment:1048576TiB --check --no-timing "$TMP/s.trace"
+is "$st,$(col "$out" num_ooms)" "0,2" "bestfit min_segment:2^60 is a segment too large for the device, not a zero-byte one"
 finish
