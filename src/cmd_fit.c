@@ -230,7 +230,7 @@ int cmd_fit(int argc, char **argv)
 		case 'p': policy = optarg; break;
 		case 'c': config = optarg; break;
 		case 'C':
-			if (as_parse_size(optarg, &capacity, m, sizeof m))
+			if (as_parse_capacity(optarg, &capacity, m, sizeof m))
 				return cli_usage_error("fit", "--capacity: %s", m);
 			break;
 		case 'E': exact = 1; break;

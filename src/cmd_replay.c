@@ -203,7 +203,7 @@ int cmd_replay(int argc, char **argv)
 		case 'p': policy = optarg; break;
 		case 'c': config = optarg; break;
 		case 'C':
-			if (as_parse_size(optarg, &capacity, m, sizeof m))
+			if (as_parse_capacity(optarg, &capacity, m, sizeof m))
 				return cli_usage_error("replay", "--capacity: %s", m);
 			capacity_set = 1;
 			break;

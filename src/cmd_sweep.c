@@ -281,7 +281,7 @@ int cmd_sweep(int argc, char **argv)
 		}
 		case 'c': base = optarg; break;
 		case 'C':
-			if (as_parse_size(optarg, &capacity, m, sizeof m))
+			if (as_parse_capacity(optarg, &capacity, m, sizeof m))
 				{ rc = cli_usage_error("sweep", "--capacity: %s", m); goto args_out; }
 			break;
 		case 'j':
@@ -371,7 +371,7 @@ args_out:
 					if (!strcmp(j->pvals[k], "none"))
 						continue;
 					if (!strcmp(params[k].name, "capacity")) {
-						if (as_parse_size(j->pvals[k], &j->capacity, m, sizeof m)) {
+						if (as_parse_capacity(j->pvals[k], &j->capacity, m, sizeof m)) {
 							rc = cli_usage_error("sweep", "--param capacity: %s", m);
 							goto done;
 						}

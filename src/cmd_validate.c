@@ -197,7 +197,7 @@ int cmd_validate(int argc, char **argv)
 		switch (c) {
 		case 'c': config = optarg; break;
 		case 'C':
-			if (as_parse_size(optarg, &capacity, m, sizeof m))
+			if (as_parse_capacity(optarg, &capacity, m, sizeof m))
 				return cli_usage_error("validate", "--capacity: %s", m);
 			break;
 		case 'A':

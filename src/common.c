@@ -66,17 +66,41 @@ char *xstrdup(const char *s)
 	return memcpy(xmalloc(n), s, n);
 }
 
-int as_parse_u64(const char *s, uint64_t *out)
+/* Written out rather than strtoull: strtoull's base 0 reads "0100" as octal and its base 10 takes
+ * signs and leading spaces. */
+static int parse_digits(const char *s, unsigned base, uint64_t *out)
 {
-	char *end;
-	if (!s || !*s || *s == '-' || *s == '+' || isspace((unsigned char)*s))
+	uint64_t v = 0;
+	if (!s || !*s)
 		return -1;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || *end)
-		return -1;
+	for (; *s; s++) {
+		unsigned d;
+		if (*s >= '0' && *s <= '9')
+			d = (unsigned)(*s - '0');
+		else if (base == 16 && *s >= 'a' && *s <= 'f')
+			d = (unsigned)(*s - 'a' + 10);
+		else if (base == 16 && *s >= 'A' && *s <= 'F')
+			d = (unsigned)(*s - 'A' + 10);
+		else
+			return -1;
+		if (v > (UINT64_MAX - d) / base)
+			return -1;
+		v = v * base + d;
+	}
 	*out = v;
 	return 0;
+}
+
+int as_parse_u64(const char *s, uint64_t *out)
+{
+	return parse_digits(s, 10, out);
+}
+
+int as_parse_num(const char *s, uint64_t *out)
+{
+	if (s && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		return parse_digits(s + 2, 16, out);
+	return parse_digits(s, 10, out);
 }
 
 static const struct {
@@ -142,6 +166,17 @@ int as_parse_size(const char *s, uint64_t *out, char *msg, size_t msglen)
 	}
 	snprintf(msg, msglen, "unknown unit '%s' in size '%s' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)", p, s);
 	return -1;
+}
+
+int as_parse_capacity(const char *s, uint64_t *out, char *msg, size_t msglen)
+{
+	if (as_parse_size(s, out, msg, msglen))
+		return -1;
+	if (!*out) {
+		snprintf(msg, msglen, "a capacity of 0 bytes holds nothing (leave the option out for the device's whole memory)");
+		return -1;
+	}
+	return 0;
 }
 
 void as_format_size(uint64_t b, char *buf, size_t len)

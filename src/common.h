@@ -37,9 +37,15 @@ char *xstrdup(const char *s);
 
 /* Sizes: "512", "64KiB", "20MiB", "1.5GB"; returns 0 or -1 with a message. */
 int as_parse_size(const char *s, uint64_t *out, char *msg, size_t msglen);
+/* A capacity: a size of at least 1 byte (0 once meant "no limit"; leaving the option out says that). */
+int as_parse_capacity(const char *s, uint64_t *out, char *msg, size_t msglen);
 /* Formats bytes as PyTorch's format_size does ("2.00 MiB"). */
 void as_format_size(uint64_t bytes, char *buf, size_t len);
-int as_parse_u64(const char *s, uint64_t *out); /* decimal or 0x hex, whole string, no overflow */
+/* Whole-string unsigned numbers without overflow, signs or spaces: decimal only (leading zeros are
+ * decimal: "0100" is 100, "08" is 8, as PyTorch reads its settings), or with as_parse_num also
+ * 0x-prefixed hex where a format documents it (native traces, RMM pointers and streams). */
+int as_parse_u64(const char *s, uint64_t *out);
+int as_parse_num(const char *s, uint64_t *out);
 
 extern const char *as_progname;
 

@@ -35,6 +35,8 @@ static int set_meta(as_reader *r, const char *key, const char *val, uint64_t lin
 		char why[200];
 		if (as_parse_size(val, &v, why, sizeof why))
 			return nerr(r, line, err, "invalid size '%s' in header", val);
+		if (!v)
+			return nerr(r, line, err, "%s of 0 bytes in header (leave the line out when unknown)", key);
 		if (key[0] == 'd')
 			m->device_total = v;
 		else
@@ -101,7 +103,7 @@ static int native_next(as_reader *r, as_event *ev, as_err *err)
 			ev->label = tok[1];
 		} else {
 			for (int i = 1; i < npos; i++)
-				if (as_parse_u64(tok[i], &v[i - 1]))
+				if (as_parse_num(tok[i], &v[i - 1]))
 					return nerr(r, s->lineno, err, "invalid number '%s'", tok[i]);
 		}
 		if (ev->type >= EV_SEG_ALLOC) {
@@ -119,9 +121,9 @@ static int native_next(as_reader *r, as_event *ev, as_err *err)
 				ev->flags |= EVF_OOM;
 			else if (!strcmp(tok[i], "maybe") && ev->type == EV_EMPTY_CACHE)
 				ev->flags |= EVF_MAYBE;
-			else if (!strncmp(tok[i], "t=", 2) && !as_parse_u64(tok[i] + 2, &x) && x <= INT64_MAX)
+			else if (!strncmp(tok[i], "t=", 2) && !as_parse_num(tok[i] + 2, &x) && x <= INT64_MAX)
 				ev->time_us = (int64_t)x;
-			else if (!strncmp(tok[i], "addr=", 5) && !as_parse_u64(tok[i] + 5, &x))
+			else if (!strncmp(tok[i], "addr=", 5) && !as_parse_num(tok[i] + 5, &x))
 				ev->addr = x;
 			else if (!strncmp(tok[i], "th=", 3) && ev->type <= EV_FREE && !as_parse_u64(tok[i] + 3, &x))
 				ev->thread = x;
@@ -153,13 +155,14 @@ int as_native_open(as_reader *r, const as_reader_opts *o, as_err *err)
 	s->lineno = 1;
 	if (rc <= 0)
 		return -1;
-	unsigned ver = 0;
-	char extra;
-	if (sscanf(s->line, "#allocsim-trace %u%c", &ver, &extra) != 1)
+	/* "#allocsim-trace VERSION", the version in decimal digits (sscanf's %u wrapped 2^32+1 to 1) */
+	const char *vs = s->line + 15;
+	uint64_t ver;
+	if (*vs != ' ' || !vs[1] || vs[1 + strspn(vs + 1, "0123456789")])
 		return nerr(r, 1, err, "bad header line '%s' (expected '#allocsim-trace 1')", s->line);
-	if (ver != NATIVE_VERSION)
-		return as_fail(err, AS_EXIT_DATAERR, "%s:1: unsupported trace format version %u (this allocsim reads version %d)",
-			r->in.path, ver, NATIVE_VERSION);
+	if (as_parse_u64(vs + 1, &ver) || ver != NATIVE_VERSION)
+		return as_fail(err, AS_EXIT_DATAERR, "%s:1: unsupported trace format version %s (this allocsim reads version %d)",
+			r->in.path, vs + 1, NATIVE_VERSION);
 	for (;;) {
 		rc = as_input_line(&r->in, &s->line, &s->cap, err);
 		if (rc < 0)

@@ -70,4 +70,46 @@ for o in min_segment:18446744073709551615 granule:2305843009213693952 segment_ro
 done
 run "$A" replay -p bestfit -c min_segment:1048576TiB --check --no-timing "$TMP/s.trace"
 is "$st,$(col "$out" num_ooms)" "0,2" "bestfit min_segment:2^60 is a segment too large for the device, not a zero-byte one"
+# numbers are decimal everywhere, leading zeros included ("0100" was octal 64, "08" an error); hex
+# only with 0x where the format says so (native traces, RMM pointers and streams)
+printf '#allocsim-trace 1\na 08 0100 0\na 0x10 0x1000 010\nf 08\n' > "$TMP/zeros.trace"
+run "$A" replay --no-timing "$TMP/zeros.trace"
+is "$st,$(col "$out" allocs),$(col "$out" peak_requested_bytes)" "0,2,4196" "native: 0100 is 100, 08 is 8, 0x1000 is 4096"
+printf 'Thread,Time,Action,Pointer,Size,Stream\n1,0010,allocate,0x1000,0100,010\n1,11,free,0x1000,0100,010\n' > "$TMP/zeros.csv"
+run "$A" replay --no-timing "$TMP/zeros.csv"
+is "$st,$(col "$out" peak_requested_bytes)" "0,100" "rmm: size 0100 is 100"
+run "$A" replay -c roundup_power2_divisions:010 "$TMP/zeros.trace"
+is "$st: $errout" "64: allocsim: error: For roundups, the divisions has to be power of 2 " "-c: 010 is ten (not octal 8), not a power of two"
+run "$A" replay --no-timing -c roundup_power2_divisions:08 "$TMP/zeros.trace"
+is "$st,$(col "$out" config)" "0,roundup_power2_divisions:08" "-c: 08 is eight"
+for v in 0x40 +64 -1 1e3 64x; do
+	run "$A" replay -c "max_split_size_mb:$v" "$TMP/zeros.trace"
+	is "$st" 64 "-c max_split_size_mb:'$v' is not a decimal number"
+done
+{ echo '#allocsim-trace 1'; for i in 1 2 3 4 5 6 7 8 9; do echo "a $i 10 0"; done; } > "$TMP/nine.trace"
+run "$A" replay --every 010 --timeline "$TMP/tl.csv" --no-timing "$TMP/nine.trace"
+is "$st,$(wc -l < "$TMP/tl.csv")" "0,2" "--every 010 is ten (octal 8 made two rows of nine events)"
+# the native version: decimal digits only, and no wrap-around (2^32+1 read as 1)
+for v in 4294967297 18446744073709551617 01x "+1" "-1" ""; do
+	printf '#allocsim-trace %s\na 1 10 0\n' "$v" > "$TMP/ver.trace"
+	run "$A" replay "$TMP/ver.trace"
+	case "$v" in 4294967297|18446744073709551617) m="$TMP/ver.trace:1: unsupported trace format version $v (this allocsim reads version 1)";;
+	*) m="$TMP/ver.trace:1: bad header line '#allocsim-trace $v' (expected '#allocsim-trace 1')";; esac
+	is "$st: $errout" "65: allocsim: error: $m" "native version '$v' is refused"
+done
+printf '#allocsim-trace 01\na 1 10 0\n' > "$TMP/ver.trace"
+run "$A" replay "$TMP/ver.trace"
+is "$st" 0 "native version 01 is 1"
+# --capacity 0 meant "no limit": now a usage error in every command that takes it
+for c in "replay" "validate" "fit param max_split_size_mb" "sweep --param max_split_size_mb=100"; do
+	run "$A" $c --capacity 0 -- "$TMP/zeros.trace"
+	[ "${c%% *}" = sweep ] && run "$A" $c --capacity 0 -t "$TMP/zeros.trace"
+	is "$st: $errout" "64: allocsim ${c%% *}: --capacity: a capacity of 0 bytes holds nothing (leave the option out for the device's whole memory)
+Try 'allocsim ${c%% *} --help'." "${c%% *} --capacity 0 is refused"
+done
+run "$A" sweep --param capacity=0,1GiB -t "$TMP/zeros.trace"
+is "$st" 64 "sweep --param capacity=0 is refused"
+printf '#allocsim-trace 1\n#capacity: 0\na 1 10 0\n' > "$TMP/cap0.trace"
+run "$A" replay "$TMP/cap0.trace"
+is "$st: $errout" "65: allocsim: error: $TMP/cap0.trace:2: capacity of 0 bytes in header (leave the line out when unknown)" "native #capacity: 0 is refused"
 finish
