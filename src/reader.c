@@ -1,6 +1,7 @@
 /* reader.c - format detection and the consistency checks every reader's events go through. */
 #include "trace.h"
 #include "idmap.h"
+#include "tracecheck.h"
 #include <inttypes.h>
 #include <string.h>
 #include <stdlib.h>
@@ -71,6 +72,7 @@ static int reader_start(as_reader *r, as_reader **out, const as_reader_opts *opt
 	idmap *live = xcalloc(1, sizeof(*live));
 	idmap_init(live);
 	r->live = live;
+	r->check = as_tracecheck_new(r->time_unordered);
 	*out = r;
 	return 0;
 fail:
@@ -91,7 +93,7 @@ static int bad_event(as_reader *r, const as_event *ev, as_err *err, const char *
 
 int as_reader_next(as_reader *r, as_event *ev, as_err *err)
 {
-	char msg[160];
+	char msg[240];
 	if (r->finished)
 		return 0;
 	int rc = r->ops->next(r, ev, err);
@@ -131,6 +133,8 @@ int as_reader_next(as_reader *r, as_event *ev, as_err *err)
 	default:
 		break;
 	}
+	if (as_tracecheck_event(r->check, ev, msg, sizeof msg))
+		return bad_event(r, ev, err, msg);
 	return 1;
 }
 
@@ -144,6 +148,7 @@ void as_reader_close(as_reader *r)
 		idmap_free(r->live);
 		free(r->live);
 	}
+	as_tracecheck_free(r->check);
 	as_input_close(&r->in);
 	as_meta_free(&r->meta);
 	free(r);

@@ -79,7 +79,7 @@ static int rmm_next(as_reader *r, as_event *ev, as_err *err)
 		if (ev->time_us == -2)
 			return rerr(r, s->lineno, err, "invalid time (expected HH:MM:SS:microseconds or microseconds)", f[1]);
 		uint64_t ptr = 0, size = 0, stream = 0, thread = 0;
-		if (as_parse_u64(f[0], &thread))
+		if (as_parse_num(f[0], &thread))
 			return rerr(r, s->lineno, err, "invalid thread", f[0]);
 		ev->thread = thread;
 		if (as_parse_num(f[3], &ptr) && strcmp(f[3], "") && strcmp(f[3], "(nil)"))
@@ -133,6 +133,7 @@ int as_rmm_open(as_reader *r, const as_reader_opts *o, as_err *err)
 	r->priv = s;
 	r->ops = &rmm_ops;
 	r->pos_is_line = 1;
+	r->time_unordered = 1; /* the logger can write two threads' lines out of order */
 	snprintf(r->meta.format, sizeof r->meta.format, "rmm");
 	snprintf(r->meta.source, sizeof r->meta.source, "rmm-log");
 	int rc = as_input_line(&r->in, &s->line, &s->cap, err);

@@ -112,4 +112,53 @@ is "$st" 64 "sweep --param capacity=0 is refused"
 printf '#allocsim-trace 1\n#capacity: 0\na 1 10 0\n' > "$TMP/cap0.trace"
 run "$A" replay "$TMP/cap0.trace"
 is "$st: $errout" "65: allocsim: error: $TMP/cap0.trace:2: capacity of 0 bytes in header (leave the line out when unknown)" "native #capacity: 0 is refused"
+# times, recorded addresses and segment sizes (doc/trace-format.md, Checks): each was accepted
+bad_trace() { # FILE LINE MESSAGE: exit 65 and FILE:LINE: MESSAGE
+	run "$A" replay "$1"
+	is "$st: $errout" "65: allocsim: error: $1:$2: $3" "$3"
+}
+printf '#allocsim-trace 1\na 1 10 0 t=10\na 2 10 0 t=5\n' > "$TMP/back.trace"
+bad_trace "$TMP/back.trace" 3 "time goes backwards: 5 us after 10 us"
+printf '#allocsim-trace 1\na 1 10 0 t=10\np x\nf 1 t=10\na 3 10 0\nf 3 t=11\n' > "$TMP/fwd.trace"
+run "$A" replay "$TMP/fwd.trace"; is "$st" 0 "equal times and records without a time are fine"
+printf '#allocsim-trace 1\na 1 4096 0 addr=0x10000\na 2 16 0 addr=0x10ff0\n' > "$TMP/ovl.trace"
+bad_trace "$TMP/ovl.trace" 3 "allocation 2 at 0x10ff0 (16 bytes) overlaps live allocation 1 at 0x10000 (4096 bytes)"
+printf '#allocsim-trace 1\na 1 4096 0 addr=0x10000\na 2 16 0 addr=0xfff1\n' > "$TMP/ovl2.trace"
+bad_trace "$TMP/ovl2.trace" 3 "allocation 2 at 0xfff1 (16 bytes) overlaps live allocation 1 at 0x10000 (4096 bytes)"
+printf '#allocsim-trace 1\na 1 4096 0 addr=0x10000\nr 1\na 2 16 0 addr=0x10000\n' > "$TMP/ovl3.trace"
+bad_trace "$TMP/ovl3.trace" 4 "allocation 2 at 0x10000 (16 bytes) overlaps live allocation 1 at 0x10000 (4096 bytes)"
+printf '#allocsim-trace 1\na 1 4096 0 addr=0x10000\na 2 16 0 addr=0xfff0\na 3 16 0 addr=0x11000\nf 1\na 4 4096 0 addr=0x10000\n' > "$TMP/adj.trace"
+run "$A" replay "$TMP/adj.trace"; is "$st" 0 "adjacent allocations, and an address used again after its free, are fine"
+printf '#allocsim-trace 1\na 1 4096 0 addr=0xfffffffffffff001\n' > "$TMP/wrap.trace"
+bad_trace "$TMP/wrap.trace" 2 "allocation 1 at 0xfffffffffffff001 of 4096 bytes runs past the 64-bit address space"
+printf '#allocsim-trace 1\nS 0x200000 2097152 0\nS 0x3fffff 2097152 0\n' > "$TMP/sovl.trace"
+bad_trace "$TMP/sovl.trace" 3 "segment_alloc at 0x3fffff (2097152 bytes) overlaps the live segment at 0x200000 (2097152 bytes)"
+printf '#allocsim-trace 1\nS 0x200000 2097152 0\nX 0x200000 4194304 0\n' > "$TMP/sfree.trace"
+bad_trace "$TMP/sfree.trace" 3 "segment_free of 4194304 bytes at 0x200000, but the segment there has 2097152 bytes"
+for r in "S 0x200000 0 0" "M 0x200000 1152921504606846976 0" "U 0xffffffffffe00001 2097152 0"; do
+	printf '#allocsim-trace 1\n%s\n' "$r" > "$TMP/seg.trace"
+	case "$r" in S*) m="segment_alloc of 0 bytes (must be 1 .. 2^60-1)";; M*) m="segment_map of 1152921504606846976 bytes (must be 1 .. 2^60-1)";;
+	*) m="segment_unmap at 0xffffffffffe00001 of 2097152 bytes runs past the 64-bit address space";; esac
+	bad_trace "$TMP/seg.trace" 2 "$m"
+done
+printf '#allocsim-trace 1\nS 0x200000 2097152 0\nX 0x200000 2097152 0\nS 0x200000 2097152 0\nX 0x800000 2097152 0\n' > "$TMP/sok.trace"
+run "$A" replay "$TMP/sok.trace"; is "$st" 0 "a segment freed and allocated again; a free of a segment from before the history"
+# RMM: times may go backwards (the logger can write two threads' lines out of order); addresses not
+printf 'Thread,Time,Action,Pointer,Size,Stream\n1,20,allocate,0x1000,100,0\n2,10,allocate,0x2000,100,0\n' > "$TMP/rb.csv"
+run "$A" replay "$TMP/rb.csv"; is "$st" 0 "rmm: a time before the previous line's is accepted"
+printf 'Thread,Time,Action,Pointer,Size,Stream\n1,20,allocate,0x1000,100,0\n2,10,allocate,0x1010,100,0\n' > "$TMP/ro.csv"
+bad_trace "$TMP/ro.csv" 3 "allocation 2 at 0x1010 (100 bytes) overlaps live allocation 1 at 0x1000 (100 bytes)"
+for t in -5 1.5 12:00 nan 1::2:3 99:99:99:0; do
+	printf 'Thread,Time,Action,Pointer,Size,Stream\n1,%s,allocate,0x1000,100,0\n' "$t" > "$TMP/rt.csv"
+	bad_trace "$TMP/rt.csv" 2 "invalid time (expected HH:MM:SS:microseconds or microseconds) '$t'"
+done
+# a snapshot whose time_us is NaN, negative or fractional (was read as "no time")
+py=$(command -v python3)
+if [ -n "$py" ]; then
+	for t in "float('nan')" -1 1.5; do
+		"$py" -c "import pickle,sys; e=dict(action='alloc',addr=4096,size=512,stream=0,time_us=$t); sys.stdout.buffer.write(pickle.dumps(dict(segments=[],device_traces=[[e]]),protocol=4))" > "$TMP/t.pickle"
+		run "$A" replay -c "" "$TMP/t.pickle"
+		is "$st,$(printf '%s' "$errout" | sed 's/byte offset [0-9]*/byte offset N/')" "65,allocsim: error: $TMP/t.pickle: byte offset N: trace entry 0 (alloc) has an invalid 'time_us' (must be a whole number 0 .. 2^63-1)" "snapshot time_us=$t is refused"
+	done
+fi
 finish
