@@ -6,7 +6,7 @@ secs=${1:-600}; jobs=${2:-2}
 cd "$(dirname "$0")/.." || exit 1
 run() {
 	t=$1; mkdir -p fuzz/corpus-$t fuzz/findings/$t
-	fuzz/bin/fuzz_$t -max_total_time=$secs -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+	fuzz/bin/fuzz_$t -max_total_time=$secs -max_len=${FUZZ_MAX_LEN:-65536} -timeout=10 -rss_limit_mb=2048 \
 		-artifact_prefix=fuzz/findings/$t/ -print_final_stats=1 fuzz/corpus-$t fuzz/seeds/$t > fuzz/findings/$t.log 2>&1
 	echo "$t: exit $?; $(grep -E 'stat::number_of_executed_units|cov:' fuzz/findings/$t.log | tail -2 | tr '\n' ' ')"
 }
