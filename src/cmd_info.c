@@ -80,17 +80,24 @@ int cmd_info(int argc, char **argv)
 		return cli_report(&err);
 	}
 	as_meta *m = &r->meta;
-	printf("trace: %s\nformat: %s\n", r->in.path, m->format);
-	if (m->source[0])
-		printf("source: %s\n", m->source);
-	if (m->device[0])
-		printf("device: %s\n", m->device);
+	/* one "key: value" a line: strings from the trace are escaped as in the native format */
+	const char *keys[] = { "trace", "format", "source", "device" };
+	const char *vals[] = { r->in.path, m->format, m->source, m->device };
+	for (int k = 0; k < 4; k++)
+		if (vals[k][0] || k < 2) {
+			char *e = as_escape(vals[k], 0);
+			printf("%s: %s\n", keys[k], e);
+			free(e);
+		}
 	if (m->device_total)
 		printf("device_total_bytes: %" PRIu64 "\n", m->device_total);
 	if (m->capacity)
 		printf("capacity_bytes: %" PRIu64 "\n", m->capacity);
-	if (m->has_settings)
-		printf("allocator_settings: %s\n", m->settings ? m->settings : "");
+	if (m->has_settings) {
+		char *e = as_escape(m->settings ? m->settings : "", 0);
+		printf("allocator_settings: %s\n", e);
+		free(e);
+	}
 	uint64_t replay_events = 0;
 	for (int t = 0; t < EV__COUNT; t++) {
 		if (t < EV_SEG_ALLOC)

@@ -168,6 +168,44 @@ int as_parse_size(const char *s, uint64_t *out, char *msg, size_t msglen)
 	return -1;
 }
 
+char *as_escape(const char *s, int spaces)
+{
+	size_t n = strlen(s);
+	char *out = xmalloc(4 * n + 1), *o = out;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 || c == 0x7f || c == '\\' || (c == ' ' && (spaces || i == 0)))
+			o += sprintf(o, "\\x%02x", c);
+		else
+			*o++ = (char)c;
+	}
+	*o = 0;
+	return out;
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+int as_unescape(char *s)
+{
+	char *o = s;
+	for (; *s; s++) {
+		int hi, lo;
+		if (s[0] == '\\' && s[1] == 'x' && (hi = hexval(s[2])) >= 0 && (lo = hexval(s[3])) >= 0) {
+			if (!hi && !lo)
+				return -1;
+			*o++ = (char)(hi * 16 + lo);
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = 0;
+	return 0;
+}
+
 int as_parse_capacity(const char *s, uint64_t *out, char *msg, size_t msglen)
 {
 	if (as_parse_size(s, out, msg, msglen))

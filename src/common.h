@@ -37,6 +37,11 @@ char *xstrdup(const char *s);
 
 /* Sizes: "512", "64KiB", "20MiB", "1.5GB"; returns 0 or -1 with a message. */
 int as_parse_size(const char *s, uint64_t *out, char *msg, size_t msglen);
+/* Escaping for line-based outputs (native traces, info): control bytes (< 0x20, 0x7f), '\\', a
+ * leading space, and with spaces != 0 every space become \xHH; the result is malloc'd. as_unescape
+ * undoes it in place (other backslashes stay as they are); -1 for an escaped NUL. */
+char *as_escape(const char *s, int spaces);
+int as_unescape(char *s);
 /* A capacity: a size of at least 1 byte (0 once meant "no limit"; leaving the option out says that). */
 int as_parse_capacity(const char *s, uint64_t *out, char *msg, size_t msglen);
 /* Formats bytes as PyTorch's format_size does ("2.00 MiB"). */

@@ -161,4 +161,26 @@ if [ -n "$py" ]; then
 		is "$st,$(printf '%s' "$errout" | sed 's/byte offset [0-9]*/byte offset N/')" "65,allocsim: error: $TMP/t.pickle: byte offset N: trace entry 0 (alloc) has an invalid 'time_us' (must be a whole number 0 .. 2^63-1)" "snapshot time_us=$t is refused"
 	done
 fi
+# convert: strings from the input (settings, device, source, phase labels) are escaped in the
+# line-based native format, so a newline in them cannot forge records; they read back the same
+if [ -n "$py" ]; then
+	"$py" -c "import pickle,sys; e=[dict(action='alloc',addr=4096,size=512,stream=0,time_us=1),dict(action='free_completed',addr=4096,size=512,stream=0,time_us=2)]; sys.stdout.buffer.write(pickle.dumps(dict(segments=[],device_traces=[e],allocator_settings=dict(PYTORCH_CUDA_ALLOC_CONF='max_split_size_mb:128\\na 99 4096 0\\n#capacity: 1')),protocol=4))" > "$TMP/forge.pickle"
+	run "$A" convert "$TMP/forge.pickle" -o "$TMP/forge.trace"
+	is "$st,$(grep -c '^a ' "$TMP/forge.trace"),$(grep -c '^#capacity' "$TMP/forge.trace")" "0,1,0" "convert: a newline in the settings forges no record and no header"
+	is "$(grep '^#allocator_settings' "$TMP/forge.trace")" '#allocator_settings: max_split_size_mb:128\x0aa 99 4096 0\x0a#capacity: 1' "convert: the settings' control bytes are escaped"
+	is "$("$A" info "$TMP/forge.trace" | grep settings)" "$("$A" info "$TMP/forge.pickle" | grep settings)" "the escaped settings read back as the snapshot's (info shows both escaped)"
+fi
+printf '#allocsim-trace 1\n#device: H200\\x0aa 7 1 0\\x5c\n#source: \\x20lead\n#allocator_settings: \n#x: \\x00\na 1 10 0\np a\\x0ab\\x20c\\x09\\\\d\np \\x0d\nf 1\n' > "$TMP/esc.trace"
+"$A" convert "$TMP/esc.trace" -o "$TMP/esc2.trace"; "$A" convert "$TMP/esc2.trace" -o "$TMP/esc3.trace"
+is "$(cat "$TMP/esc2.trace")" "#allocsim-trace 1
+#source: \x20lead
+#device: H200\x0aa 7 1 0\x5c
+#allocator_settings: 
+a 1 10 0
+p a\x0ab\x20c\x09\x5c\x5cd
+p \x0d
+f 1" "convert: header values and phase labels escaped (\\xHH), a plain backslash kept"
+ok "$(cmp -s "$TMP/esc2.trace" "$TMP/esc3.trace"; echo $?)" "convert of the converted trace is byte-identical (escaping round-trips)"
+printf '#allocsim-trace 1\n#device: a\\x00b\na 1 10 0\n' > "$TMP/nul.trace"
+bad_trace "$TMP/nul.trace" 2 "escaped NUL byte in header value 'a\\x00b'"
 finish
