@@ -25,6 +25,9 @@
 #define FUZZ_CHECK_EACH 2000 /* --check after every event on traces up to this long */
 #define FUZZ_GEN_MAGIC 0xA5
 #define FUZZ_GEN_EVENTS 150000
+/* The longest run of live allocations: the simulated device's placement walks its live segments
+ * (O(n) a device call, doc/reliability.md), so longer runs of passthrough only measure that. */
+#define FUZZ_GEN_RUN 3000
 
 typedef struct fuzz_bytes {
 	const uint8_t *p;
@@ -96,7 +99,7 @@ static char *fuzz_generate(fuzz_bytes *b, int rmm, size_t *len)
 				EMIT_FREE(fb_u16(b) % nlive);
 			break;
 		case 2: { /* a run of n allocations of one size, then (maybe) their frees, newest first */
-			uint64_t n = 1 + fb_u16(b) % 20000, sz = fb_size(b), st = fb_u8(b) % streams;
+			uint64_t n = 1 + fb_u16(b) % FUZZ_GEN_RUN, sz = fb_size(b), st = fb_u8(b) % streams;
 			int frees = fb_u8(b) & 1;
 			for (uint64_t k = 0; k < n && nev < FUZZ_GEN_EVENTS; k++, t++)
 				EMIT_ALLOC(sz, (uint64_t)0, (st + k) % streams);

@@ -225,6 +225,7 @@ int cmd_fit(int argc, char **argv)
 	int exact = 0, c;
 	char m[256];
 	optind = 1;
+	cli_catch_signals(); /* a replay under way stops at the next event: exit 130 */
 	while ((c = getopt_long(argc, argv, "p:c:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'p': policy = optarg; break;

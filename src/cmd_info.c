@@ -34,6 +34,7 @@ int cmd_info(int argc, char **argv)
 		return cli_usage_error("info", "expected one TRACE");
 	as_err err = { 0, "" };
 	as_reader *r;
+	cli_catch_signals();
 	if (as_reader_open(&r, argv[optind], NULL, &err))
 		return cli_report(&err);
 	uint64_t counts[EV__COUNT] = { 0 }, live = 0, peak = 0, ooms = 0;
@@ -45,9 +46,9 @@ int cmd_info(int argc, char **argv)
 	gsl_histogram *h = gsl_histogram_alloc(61);
 	gsl_histogram_set_ranges_uniform(h, 0.0, 61.0);
 	as_event ev;
-	int rc;
+	int rc = 0;
 	static char one;
-	while ((rc = as_reader_next(r, &ev, &err)) > 0) {
+	while (!cli_interrupted && (rc = as_reader_next(r, &ev, &err)) > 0) {
 		counts[ev.type]++;
 		if (ev.time_us >= 0) {
 			if (ev.time_us < tmin)
@@ -72,6 +73,8 @@ int cmd_info(int argc, char **argv)
 				live -= (uint64_t)(uintptr_t)s;
 		}
 	}
+	if (as_check_interrupted(&err))
+		rc = -1;
 	if (rc < 0) {
 		gsl_histogram_free(h);
 		idmap_free(&sizes);

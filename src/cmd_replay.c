@@ -40,8 +40,6 @@ static const char replay_usage[] =
 	"      --no-timing         print 0 for wall_seconds and events_per_second (byte-identical output)\n"
 	"  -h, --help              show this help\n";
 
-volatile sig_atomic_t cli_interrupted;
-
 static void on_signal(int sig)
 {
 	(void)sig;
@@ -198,6 +196,7 @@ int cmd_replay(int argc, char **argv)
 	int capacity_set = 0, summary = 0, check = 0, addr_mode = ADDR_AUTO, no_timing = 0, stop_at_oom = 0, c;
 	char m[256];
 	optind = 1;
+	cli_catch_signals();
 	while ((c = getopt_long(argc, argv, "p:c:o:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'p': policy = optarg; break;
@@ -334,6 +333,10 @@ int cmd_replay(int argc, char **argv)
 			break;
 		if (stop_at_oom && e.s.num_ooms)
 			break;
+	}
+	if (cli_interrupted && err.code != AS_EXIT_INTERRUPTED) { /* a read the signal cut short */
+		as_err_clear(&err);
+		as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; every device allocation was released, nothing was written");
 	}
 	if (err.code)
 		goto done;

@@ -250,6 +250,7 @@ int cmd_sweep(int argc, char **argv)
 	int resume = 0, timing = 0, stop_at_oom = 0, c, rc = 0;
 	char m[256];
 	optind = 1;
+	cli_catch_signals(); /* every replay under way stops at its next event */
 	while ((c = getopt_long(argc, argv, "-t:p:c:j:o:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 1: /* a trace following -t */

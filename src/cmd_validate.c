@@ -225,6 +225,7 @@ int cmd_validate(int argc, char **argv)
 	memset(&e, 0, sizeof e);
 	as_reader_opts ro = { .want_segments = 1 };
 
+	cli_catch_signals();
 	if (cli_resolve_config(path, config ? config : "recorded", &conf, &err))
 		goto done;
 	if (as_reader_open(&r, path, &ro, &err))
@@ -241,7 +242,7 @@ int cmd_validate(int argc, char **argv)
 	engine_ok = 1;
 	as_reconcile_attach(&e, as_recorded_matches(path, conf), NULL, NULL);
 	as_event ev;
-	while (!v.diverged && (rc = as_reader_next(r, &ev, &err)) > 0) {
+	while (!v.diverged && !cli_interrupted && (rc = as_reader_next(r, &ev, &err)) > 0) {
 		v.cur_index = ev.index;
 		if (ev.type >= EV_SEG_ALLOC && ev.type <= EV_SEG_UNMAP)
 			opq_push(&v.rec, ev.type - EV_SEG_ALLOC, ev.size, ev.index);
@@ -256,7 +257,7 @@ int cmd_validate(int argc, char **argv)
 				ev.size, (ev.flags & EVF_OOM) ? "served" : "failed (OOM)");
 		}
 	}
-	if (err.code)
+	if (as_check_interrupted(&err) || err.code)
 		goto done;
 	if (!v.diverged && (v.rec.len || v.sim.len)) {
 		v.diverged = 1;

@@ -9,6 +9,16 @@
 
 const char *as_progname = "allocsim";
 
+volatile sig_atomic_t cli_interrupted;
+
+int as_check_interrupted(as_err *err)
+{
+	if (!cli_interrupted)
+		return 0;
+	as_err_clear(err);
+	return as_fail(err, AS_EXIT_INTERRUPTED, "interrupted; nothing was written");
+}
+
 int as_fail(as_err *err, int code, const char *fmt, ...)
 {
 	va_list ap;

@@ -2,6 +2,7 @@
 #ifndef ALLOCSIM_COMMON_H
 #define ALLOCSIM_COMMON_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stddef.h>
 #include <stdbool.h>
@@ -37,6 +38,12 @@ char *xstrdup(const char *s);
 
 /* Sizes: "512", "64KiB", "20MiB", "1.5GB"; returns 0 or -1 with a message. */
 int as_parse_size(const char *s, uint64_t *out, char *msg, size_t msglen);
+/* Set by the SIGINT/SIGTERM handler (cli_catch_signals); every long loop checks it and ends with
+ * AS_EXIT_INTERRUPTED, committing no output. */
+extern volatile sig_atomic_t cli_interrupted;
+/* Replaces err with "interrupted" when a signal came (a read it cut short fails otherwise). */
+int as_check_interrupted(as_err *err);
+
 /* Escaping for line-based outputs (native traces, info): control bytes (< 0x20, 0x7f), '\\', a
  * leading space, and with spaces != 0 every space become \xHH; the result is malloc'd. as_unescape
  * undoes it in place (other backslashes stay as they are); -1 for an escaped NUL. */

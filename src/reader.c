@@ -158,11 +158,13 @@ int as_trace_probe_meta(const char *path, as_meta *out, as_err *err)
 {
 	as_reader *r;
 	as_event ev;
-	int rc;
+	int rc = 0;
 	if (as_reader_open(&r, path, NULL, err))
 		return -1;
-	while ((rc = as_reader_next(r, &ev, err)) > 0)
+	while (!cli_interrupted && (rc = as_reader_next(r, &ev, err)) > 0)
 		;
+	if (as_check_interrupted(err))
+		rc = -1;
 	if (rc == 0) {
 		*out = r->meta;
 		if (r->meta.settings)

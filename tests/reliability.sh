@@ -183,4 +183,27 @@ f 1" "convert: header values and phase labels escaped (\\xHH), a plain backslash
 ok "$(cmp -s "$TMP/esc2.trace" "$TMP/esc3.trace"; echo $?)" "convert of the converted trace is byte-identical (escaping round-trips)"
 printf '#allocsim-trace 1\n#device: a\\x00b\na 1 10 0\n' > "$TMP/nul.trace"
 bad_trace "$TMP/nul.trace" 2 "escaped NUL byte in header value 'a\\x00b'"
+# SIGINT/SIGTERM stop every long command at its next event (or the read it cuts short): exit 130,
+# a message, no output under its final name
+interrupted() { # SIGNAL NAME COMMAND...: run COMMAND on a pipe that stays open, signal it
+	sig=$1; name=$2; shift 2
+	rm -f "$TMP/int.fifo"; mkfifo "$TMP/int.fifo"
+	( printf '#allocsim-trace 1\na 1 4096 0\na 2 4096 0\n'; exec sleep 10 ) > "$TMP/int.fifo" & wpid=$!
+	"$@" < "$TMP/int.fifo" > "$TMP/int.out" 2> "$TMP/int.err" & pid=$!
+	sleep 0.5; kill -"$sig" $pid; wait $pid; st=$?; kill $wpid 2>/dev/null; wait $wpid 2>/dev/null
+	m="interrupted; nothing was written"
+	is "$st: $(cat "$TMP/int.err")" "130: allocsim: error: $m" "$name stops on SIG$sig with 130"
+}
+interrupted TERM "replay" "$A" replay -o "$TMP/int.csv" -
+ok "$([ ! -e "$TMP/int.csv" ]; echo $?)" "the interrupted replay wrote no summary"
+interrupted INT "replay -p cuda-async" "$A" replay -p cuda-async -o "$TMP/int.csv" -
+interrupted TERM "info" "$A" info -
+interrupted INT "convert" "$A" convert - -o "$TMP/int.trace"
+ok "$([ ! -e "$TMP/int.trace" ]; echo $?)" "the interrupted convert left no trace"
+interrupted TERM "validate" "$A" validate -c "" -
+# fit's bisection (every replay through as_run) stops too
+awk 'BEGIN { print "#allocsim-trace 1"; for (i = 1; i <= 200000; i++) { print "a " i " " (i % 977 + 1) * 4096 " 0"; if (i > 50) print "f " i - 50 } }' > "$TMP/long.trace"
+"$A" fit capacity "$TMP/long.trace" > /dev/null 2> "$TMP/int.err" & pid=$!
+sleep 1; kill -INT $pid; wait $pid; st=$?
+is "$st: $(cat "$TMP/int.err")" "130: allocsim: error: interrupted; nothing was written" "fit stops on SIGINT with 130"
 finish
