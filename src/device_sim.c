@@ -260,7 +260,12 @@ static int sim_pool_open(as_device *d, uint64_t threshold, int reuse)
 static int sim_pool_alloc(as_device *d, uint64_t size, uint64_t *addr)
 {
 	sim *s = d->priv;
-	return as_simpool_alloc(s->pool, size, d->capacity ? d->capacity : d->total_memory, addr);
+	/* the smaller of the capacity and the device's memory: a larger capacity cannot make the device
+	 * create more than it has (the pool asked for it and the device refused: exit 70) */
+	uint64_t lim = d->total_memory;
+	if (d->capacity && (!lim || d->capacity < lim))
+		lim = d->capacity;
+	return as_simpool_alloc(s->pool, size, lim, addr);
 }
 
 static void sim_pool_free(as_device *d, uint64_t addr)

@@ -329,7 +329,7 @@ static void test_pool_model(void)
 	};
 	for (int i = 0; i < 2; i++) {
 		uint64_t S = sc[i].chunks * 32 * MiB, pa, pb, pd, x, y, z, r1;
-		p = as_simpool_new();
+		p = as_simpool_new(NULL);
 		as_simpool_alloc(p, S, 0, &a);
 		as_simpool_alloc(p, 512, 0, &pa);
 		as_simpool_alloc(p, 2 * S, 0, &b);
@@ -352,7 +352,7 @@ static void test_pool_model(void)
 		as_simpool_free(p);
 	}
 	/* the cost does not depend on the bytes: 2^60-byte blocks, with and without a limit */
-	p = as_simpool_new();
+	p = as_simpool_new(NULL);
 	ok(as_simpool_alloc(p, 1ULL << 60, 0, &a) == 0 && as_simpool_alloc(p, 512, 0, &b) == 0, "pool: a 2^60-byte block");
 	as_simpool_release(p, a);
 	as_simpool_trim(p, 0);
