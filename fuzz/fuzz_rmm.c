@@ -1,8 +1,8 @@
-/* fuzz_rmm.c - RMM log reader + pytorch policy. */
+/* fuzz_rmm.c - RMM log reader (or a generated RMM log) + every policy. */
 #include "fuzz_common.h"
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	fuzz_reader(size >= 6 && !memcmp(data, "Thread", 6) ? "" : "Thread,Time,Action,Pointer,Size,Stream\n", data, size);
+	fuzz_text_target("Thread,Time,Action,Pointer,Size,Stream\n", 6, 1, data, size);
 	return 0;
 }

@@ -46,9 +46,20 @@ typedef struct bestfit {
 	uint64_t reserved;
 } bestfit;
 
-static int parse_pow2(void *conf, const as_optdesc *d, const char *val, as_err *err)
+/* Sizes up to 2^60 bytes (the largest request is below it): then request + granule and segment +
+ * segment_round cannot overflow (min_segment:2^64-1 made zero-byte segments). */
+static int parse_seg(void *conf, const as_optdesc *d, const char *val, as_err *err)
 {
 	if (as_opt_parse_size(conf, d, val, err))
+		return -1;
+	if (*(uint64_t *)((char *)conf + d->off) > AS_MAX_REQUEST)
+		return as_fail(err, AS_EXIT_USAGE, "option %s: at most 1024 PiB (2^60 bytes), got '%s'", d->name, val);
+	return 0;
+}
+
+static int parse_pow2(void *conf, const as_optdesc *d, const char *val, as_err *err)
+{
+	if (parse_seg(conf, d, val, err))
 		return -1;
 	uint64_t v = *(uint64_t *)((char *)conf + d->off);
 	if (!v || (v & (v - 1)))
@@ -59,7 +70,7 @@ static int parse_pow2(void *conf, const as_optdesc *d, const char *val, as_err *
 #define OFF(f) offsetof(bf_conf, f)
 static const as_optdesc bf_opts[] = {
 	{ "granule", "size", "512", "requests are rounded up to a multiple of this (power of two)", parse_pow2, OFF(granule) },
-	{ "min_segment", "size", "2MiB", "smallest device allocation made on a miss", as_opt_parse_size, OFF(min_segment) },
+	{ "min_segment", "size", "2MiB", "smallest device allocation made on a miss (at most 2^60)", parse_seg, OFF(min_segment) },
 	{ "segment_round", "size", "2MiB", "device allocations are rounded up to a multiple of this (power of two)", parse_pow2, OFF(segment_round) },
 	{ "split_threshold", "size", "512", "a block is split when the remainder is at least this", as_opt_parse_size, OFF(split_threshold) },
 	{ "per_stream", "True|False", "True", "free blocks are reused only by requests on the same stream", as_opt_parse_bool, OFF(per_stream) },

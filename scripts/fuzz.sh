@@ -8,7 +8,7 @@ run() {
 	t=$1; mkdir -p fuzz/corpus-$t fuzz/findings/$t
 	# pickle: 1 MiB, so the structure-aware generator's gzip'd pickles (long runs, deep nesting,
 	# memo amplification; fuzz/fuzz_pickle.c) fit
-	case $t in pickle) maxlen=1048576;; *) maxlen=65536;; esac
+	case $t in pickle) maxlen=1048576;; *) maxlen=${FUZZ_MAX_LEN:-65536};; esac
 	fuzz/bin/fuzz_$t -max_total_time=$secs -max_len=$maxlen -timeout=10 -rss_limit_mb=2048 \
 		-artifact_prefix=fuzz/findings/$t/ -print_final_stats=1 fuzz/corpus-$t fuzz/seeds/$t > fuzz/findings/$t.log 2>&1
 	echo "$t: exit $?; $(grep -E 'stat::number_of_executed_units|cov:' fuzz/findings/$t.log | tail -2 | tr '\n' ' ')"

@@ -17,7 +17,6 @@ int cmd_fit(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_transfer(int argc, char **argv);
 
-extern volatile sig_atomic_t cli_interrupted;
 void cli_catch_signals(void);
 int cli_load_model(const char *path, as_lat_model *m, int *have, as_err *err);
 

@@ -76,7 +76,7 @@ int cmd_convert(int argc, char **argv)
 			if (as_native_writer_event(w, &ev, &err))
 				break;
 		}
-
+		as_check_interrupted(&err); /* a read the signal cut short */
 		as_native_writer_close(w, !err.code, &err);
 	}
 	as_meta_free(&meta);

@@ -228,12 +228,13 @@ int cmd_fit(int argc, char **argv)
 	int exact = 0, c;
 	char m[256];
 	optind = 1;
+	cli_catch_signals(); /* a replay under way stops at the next event: exit 130 */
 	while ((c = getopt_long(argc, argv, "p:c:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'p': policy = optarg; break;
 		case 'c': config = optarg; break;
 		case 'C':
-			if (as_parse_size(optarg, &capacity, m, sizeof m))
+			if (as_parse_capacity(optarg, &capacity, m, sizeof m))
 				return cli_usage_error("fit", "--capacity: %s", m);
 			break;
 		case 'E': exact = 1; break;

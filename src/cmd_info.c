@@ -42,6 +42,7 @@ int cmd_info(int argc, char **argv)
 		return cli_usage_error("info", "expected one TRACE");
 	as_err err = { 0, "" };
 	as_reader *r;
+	cli_catch_signals();
 	if (as_reader_open(&r, argv[optind], &ro, &err))
 		return cli_report(&err);
 	uint64_t counts[EV__COUNT] = { 0 }, live = 0, peak = 0, ooms = 0;
@@ -53,9 +54,9 @@ int cmd_info(int argc, char **argv)
 	gsl_histogram *h = gsl_histogram_alloc(61);
 	gsl_histogram_set_ranges_uniform(h, 0.0, 61.0);
 	as_event ev;
-	int rc;
+	int rc = 0;
 	static char one;
-	while ((rc = as_reader_next(r, &ev, &err)) > 0) {
+	while (!cli_interrupted && (rc = as_reader_next(r, &ev, &err)) > 0) {
 		counts[ev.type]++;
 		if (ev.time_us >= 0) {
 			if (ev.time_us < tmin)
@@ -80,6 +81,8 @@ int cmd_info(int argc, char **argv)
 				live -= (uint64_t)(uintptr_t)s;
 		}
 	}
+	if (as_check_interrupted(&err))
+		rc = -1;
 	if (rc < 0) {
 		gsl_histogram_free(h);
 		idmap_free(&sizes);
@@ -88,11 +91,15 @@ int cmd_info(int argc, char **argv)
 		return cli_report(&err);
 	}
 	as_meta *m = &r->meta;
-	printf("trace: %s\nformat: %s\n", r->in.path, m->format);
-	if (m->source[0])
-		printf("source: %s\n", m->source);
-	if (m->device[0])
-		printf("device: %s\n", m->device);
+	/* one "key: value" a line: strings from the trace are escaped as in the native format */
+	const char *keys[] = { "trace", "format", "source", "device" };
+	const char *vals[] = { r->in.path, m->format, m->source, m->device };
+	for (int k = 0; k < 4; k++)
+		if (vals[k][0] || k < 2) {
+			char *e = as_escape(vals[k], 0);
+			printf("%s: %s\n", keys[k], e);
+			free(e);
+		}
 	if (m->device_entries) {
 		printf("devices: %zu\n", m->ndevices);
 		for (size_t d = 0; d < m->ndevices; d++)
@@ -103,8 +110,11 @@ int cmd_info(int argc, char **argv)
 		printf("device_total_bytes: %" PRIu64 "\n", m->device_total);
 	if (m->capacity)
 		printf("capacity_bytes: %" PRIu64 "\n", m->capacity);
-	if (m->has_settings)
-		printf("allocator_settings: %s\n", m->settings ? m->settings : "");
+	if (m->has_settings) {
+		char *e = as_escape(m->settings ? m->settings : "", 0);
+		printf("allocator_settings: %s\n", e);
+		free(e);
+	}
 	uint64_t replay_events = 0;
 	for (int t = 0; t < EV__COUNT; t++) {
 		if (t < EV_SEG_ALLOC)

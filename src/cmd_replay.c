@@ -41,8 +41,6 @@ static const char replay_usage[] =
 	"      --no-timing         print 0 for wall_seconds and events_per_second (byte-identical output)\n"
 	"  -h, --help              show this help\n";
 
-volatile sig_atomic_t cli_interrupted;
-
 static void on_signal(int sig)
 {
 	(void)sig;
@@ -193,12 +191,13 @@ int cmd_replay(int argc, char **argv)
 	char m[256];
 	as_reader_opts ro = { 0 };
 	optind = 1;
+	cli_catch_signals();
 	while ((c = getopt_long(argc, argv, "p:c:o:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'p': policy = optarg; break;
 		case 'c': config = optarg; break;
 		case 'C':
-			if (as_parse_size(optarg, &capacity, m, sizeof m))
+			if (as_parse_capacity(optarg, &capacity, m, sizeof m))
 				return cli_usage_error("replay", "--capacity: %s", m);
 			capacity_set = 1;
 			break;
@@ -325,6 +324,10 @@ int cmd_replay(int argc, char **argv)
 			break;
 		if (stop_at_oom && e.s.num_ooms)
 			break;
+	}
+	if (cli_interrupted && err.code != AS_EXIT_INTERRUPTED) { /* a read the signal cut short */
+		as_err_clear(&err);
+		as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; every device allocation was released, nothing was written");
 	}
 	if (err.code)
 		goto done;

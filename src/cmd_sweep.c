@@ -253,6 +253,7 @@ int cmd_sweep(int argc, char **argv)
 	int resume = 0, timing = 0, stop_at_oom = 0, c, rc = 0;
 	char m[256];
 	optind = 1;
+	cli_catch_signals(); /* every replay under way stops at its next event */
 	while ((c = getopt_long(argc, argv, "-t:p:c:j:o:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 1: /* a trace following -t */
@@ -284,7 +285,7 @@ int cmd_sweep(int argc, char **argv)
 		}
 		case 'c': base = optarg; break;
 		case 'C':
-			if (as_parse_size(optarg, &capacity, m, sizeof m))
+			if (as_parse_capacity(optarg, &capacity, m, sizeof m))
 				{ rc = cli_usage_error("sweep", "--capacity: %s", m); goto args_out; }
 			break;
 		case 'j':
@@ -381,7 +382,7 @@ args_out:
 					if (!strcmp(j->pvals[k], "none"))
 						continue;
 					if (!strcmp(params[k].name, "capacity")) {
-						if (as_parse_size(j->pvals[k], &j->capacity, m, sizeof m)) {
+						if (as_parse_capacity(j->pvals[k], &j->capacity, m, sizeof m)) {
 							rc = cli_usage_error("sweep", "--param capacity: %s", m);
 							goto done;
 						}

@@ -106,8 +106,10 @@ static void collect(void *ctx, const as_seg_view *s)
 	d->n = s->nblocks;
 	d->sizes = xmalloc(s->nblocks * sizeof(uint64_t) + 1);
 	d->states = xmalloc(s->nblocks * sizeof(int) + 1);
-	memcpy(d->sizes, s->block_sizes, s->nblocks * sizeof(uint64_t));
-	memcpy(d->states, s->block_states, s->nblocks * sizeof(int));
+	if (s->nblocks) { /* a segment may have no blocks: then the pointers may be NULL */
+		memcpy(d->sizes, s->block_sizes, s->nblocks * sizeof(uint64_t));
+		memcpy(d->states, s->block_states, s->nblocks * sizeof(int));
+	}
 }
 
 static int segv_cmp(const void *pa, const void *pb)
@@ -157,8 +159,10 @@ static int compare_end_state(const as_meta *m, as_policy *pol, char *msg, size_t
 			d->states[k] = s->blocks[k].state;
 		}
 	}
-	qsort(sim.v, sim.n, sizeof(segv), segv_cmp);
-	qsort(rec.v, rec.n, sizeof(segv), segv_cmp);
+	if (sim.n > 1) /* sim.v is NULL when the simulation holds no segment: qsort may not get it */
+		qsort(sim.v, sim.n, sizeof(segv), segv_cmp);
+	if (rec.n > 1)
+		qsort(rec.v, rec.n, sizeof(segv), segv_cmp);
 	int bad = 0;
 	if (sim.n != rec.n) {
 		snprintf(msg, len, "end state: the snapshot has %zu segments, the simulation %zu", rec.n, sim.n);
@@ -195,7 +199,7 @@ int cmd_validate(int argc, char **argv)
 		switch (c) {
 		case 'c': config = optarg; break;
 		case 'C':
-			if (as_parse_size(optarg, &capacity, m, sizeof m))
+			if (as_parse_capacity(optarg, &capacity, m, sizeof m))
 				return cli_usage_error("validate", "--capacity: %s", m);
 			break;
 		case 'A':
@@ -226,6 +230,7 @@ int cmd_validate(int argc, char **argv)
 	memset(&v, 0, sizeof v);
 	memset(&e, 0, sizeof e);
 
+	cli_catch_signals();
 	if (as_reader_open(&r, path, &ro, &err))
 		goto done;
 	if (cli_resolve_config(r, config ? config : "recorded", &conf, &err))
@@ -242,7 +247,7 @@ int cmd_validate(int argc, char **argv)
 	engine_ok = 1;
 	as_reconcile_attach(&e, as_reader_recorded_matches(r, conf), NULL, NULL);
 	as_event ev;
-	while (!v.diverged && (rc = as_reader_next(r, &ev, &err)) > 0) {
+	while (!v.diverged && !cli_interrupted && (rc = as_reader_next(r, &ev, &err)) > 0) {
 		v.cur_index = ev.index;
 		if (ev.type >= EV_SEG_ALLOC && ev.type <= EV_SEG_UNMAP)
 			opq_push(&v.rec, ev.type - EV_SEG_ALLOC, ev.size, ev.index);
@@ -257,7 +262,7 @@ int cmd_validate(int argc, char **argv)
 				ev.size, (ev.flags & EVF_OOM) ? "served" : "failed (OOM)");
 		}
 	}
-	if (err.code)
+	if (as_check_interrupted(&err) || err.code)
 		goto done;
 	if (!v.diverged && (v.rec.len || v.sim.len)) {
 		v.diverged = 1;

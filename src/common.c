@@ -9,6 +9,16 @@
 
 const char *as_progname = "allocsim";
 
+volatile sig_atomic_t cli_interrupted;
+
+int as_check_interrupted(as_err *err)
+{
+	if (!cli_interrupted)
+		return 0;
+	as_err_clear(err);
+	return as_fail(err, AS_EXIT_INTERRUPTED, "interrupted; nothing was written");
+}
+
 int as_fail(as_err *err, int code, const char *fmt, ...)
 {
 	va_list ap;
@@ -66,17 +76,41 @@ char *xstrdup(const char *s)
 	return memcpy(xmalloc(n), s, n);
 }
 
-int as_parse_u64(const char *s, uint64_t *out)
+/* Written out rather than strtoull: strtoull's base 0 reads "0100" as octal and its base 10 takes
+ * signs and leading spaces. */
+static int parse_digits(const char *s, unsigned base, uint64_t *out)
 {
-	char *end;
-	if (!s || !*s || *s == '-' || *s == '+' || isspace((unsigned char)*s))
+	uint64_t v = 0;
+	if (!s || !*s)
 		return -1;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || *end)
-		return -1;
+	for (; *s; s++) {
+		unsigned d;
+		if (*s >= '0' && *s <= '9')
+			d = (unsigned)(*s - '0');
+		else if (base == 16 && *s >= 'a' && *s <= 'f')
+			d = (unsigned)(*s - 'a' + 10);
+		else if (base == 16 && *s >= 'A' && *s <= 'F')
+			d = (unsigned)(*s - 'A' + 10);
+		else
+			return -1;
+		if (v > (UINT64_MAX - d) / base)
+			return -1;
+		v = v * base + d;
+	}
 	*out = v;
 	return 0;
+}
+
+int as_parse_u64(const char *s, uint64_t *out)
+{
+	return parse_digits(s, 10, out);
+}
+
+int as_parse_num(const char *s, uint64_t *out)
+{
+	if (s && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		return parse_digits(s + 2, 16, out);
+	return parse_digits(s, 10, out);
 }
 
 static const struct {
@@ -142,6 +176,55 @@ int as_parse_size(const char *s, uint64_t *out, char *msg, size_t msglen)
 	}
 	snprintf(msg, msglen, "unknown unit '%s' in size '%s' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)", p, s);
 	return -1;
+}
+
+char *as_escape(const char *s, int spaces)
+{
+	size_t n = strlen(s);
+	char *out = xmalloc(4 * n + 1), *o = out;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 || c == 0x7f || c == '\\' || (c == ' ' && (spaces || i == 0)))
+			o += sprintf(o, "\\x%02x", c);
+		else
+			*o++ = (char)c;
+	}
+	*o = 0;
+	return out;
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+int as_unescape(char *s)
+{
+	char *o = s;
+	for (; *s; s++) {
+		int hi, lo;
+		if (s[0] == '\\' && s[1] == 'x' && (hi = hexval(s[2])) >= 0 && (lo = hexval(s[3])) >= 0) {
+			if (!hi && !lo)
+				return -1;
+			*o++ = (char)(hi * 16 + lo);
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = 0;
+	return 0;
+}
+
+int as_parse_capacity(const char *s, uint64_t *out, char *msg, size_t msglen)
+{
+	if (as_parse_size(s, out, msg, msglen))
+		return -1;
+	if (!*out) {
+		snprintf(msg, msglen, "a capacity of 0 bytes holds nothing (leave the option out for the device's whole memory)");
+		return -1;
+	}
+	return 0;
 }
 
 void as_format_size(uint64_t b, char *buf, size_t len)

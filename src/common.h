@@ -2,6 +2,7 @@
 #ifndef ALLOCSIM_COMMON_H
 #define ALLOCSIM_COMMON_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stddef.h>
 #include <stdbool.h>
@@ -37,9 +38,26 @@ char *xstrdup(const char *s);
 
 /* Sizes: "512", "64KiB", "20MiB", "1.5GB"; returns 0 or -1 with a message. */
 int as_parse_size(const char *s, uint64_t *out, char *msg, size_t msglen);
+/* Set by the SIGINT/SIGTERM handler (cli_catch_signals); every long loop checks it and ends with
+ * AS_EXIT_INTERRUPTED, committing no output. */
+extern volatile sig_atomic_t cli_interrupted;
+/* Replaces err with "interrupted" when a signal came (a read it cut short fails otherwise). */
+int as_check_interrupted(as_err *err);
+
+/* Escaping for line-based outputs (native traces, info): control bytes (< 0x20, 0x7f), '\\', a
+ * leading space, and with spaces != 0 every space become \xHH; the result is malloc'd. as_unescape
+ * undoes it in place (other backslashes stay as they are); -1 for an escaped NUL. */
+char *as_escape(const char *s, int spaces);
+int as_unescape(char *s);
+/* A capacity: a size of at least 1 byte (0 once meant "no limit"; leaving the option out says that). */
+int as_parse_capacity(const char *s, uint64_t *out, char *msg, size_t msglen);
 /* Formats bytes as PyTorch's format_size does ("2.00 MiB"). */
 void as_format_size(uint64_t bytes, char *buf, size_t len);
-int as_parse_u64(const char *s, uint64_t *out); /* decimal or 0x hex, whole string, no overflow */
+/* Whole-string unsigned numbers without overflow, signs or spaces: decimal only (leading zeros are
+ * decimal: "0100" is 100, "08" is 8, as PyTorch reads its settings), or with as_parse_num also
+ * 0x-prefixed hex where a format documents it (native traces, RMM pointers and streams). */
+int as_parse_u64(const char *s, uint64_t *out);
+int as_parse_num(const char *s, uint64_t *out);
 
 extern const char *as_progname;
 

@@ -15,7 +15,6 @@
 #include "pool_sim.h"
 #include <stdlib.h>
 #include <string.h>
-#include "tree.h"
 
 #define VA_TOP   0x7f0000000000ULL
 #define VA_FLOOR 0x100000000000ULL
@@ -25,8 +24,18 @@
 #define HIGH_BASE VA_TOP             /* ADDR_ASCENDING: the smaller ones */
 #define LOW_MIN   (32ULL << 20)
 
+/* A live device range. gap: the free space the placement model sees just above it (from its end
+ * rounded up to the granularity to the next range's start rounded down, or VA_TOP); maxgap: the
+ * largest gap in its subtree, kept by the tree's rotations (RB_AUGMENT) and by fix_up(), so the
+ * highest gap that fits is found in O(log n) instead of walking every range (quadratic for
+ * passthrough, which keeps one range per live allocation). */
+struct range;
+static void range_aug(struct range *r);
+#define RB_AUGMENT(x) range_aug(x)
+#include "tree.h"
+
 typedef struct range {
-	uint64_t addr, size;
+	uint64_t addr, size, gap, maxgap;
 	RB_ENTRY(range) rb;
 } range;
 
@@ -36,6 +45,40 @@ static int range_cmp(const range *a, const range *b)
 }
 RB_HEAD(range_tree, range);
 RB_GENERATE_STATIC(range_tree, range, rb, range_cmp);
+
+static void range_aug(range *r)
+{
+	uint64_t m = r->gap;
+	range *c;
+	if ((c = RB_LEFT(r, rb)) && c->maxgap > m)
+		m = c->maxgap;
+	if ((c = RB_RIGHT(r, rb)) && c->maxgap > m)
+		m = c->maxgap;
+	r->maxgap = m;
+}
+
+static void fix_up(range *r)
+{
+	for (; r; r = RB_PARENT(r, rb))
+		range_aug(r);
+}
+
+/* Where the free space above r ends for the model: the next range's start rounded down, or VA_TOP. */
+static uint64_t top_above(range *r)
+{
+	range *n = r ? RB_NEXT(range_tree, NULL, r) : NULL;
+	return n && n->addr / GRAN * GRAN < VA_TOP ? n->addr / GRAN * GRAN : VA_TOP;
+}
+
+/* The gap above r, as the placement model sees it: [roundup(end), top_above(r)). */
+static void set_gap(range *r)
+{
+	uint64_t top = top_above(r);
+	uint64_t end = r->addr + r->size;
+	end = end > UINT64_MAX - GRAN ? UINT64_MAX : (end + GRAN - 1) / GRAN * GRAN;
+	r->gap = end < top ? top - end : 0;
+	fix_up(r);
+}
 
 typedef struct hint {
 	uint64_t addr, size;
@@ -68,24 +111,47 @@ static void insert(sim *s, uint64_t addr, uint64_t size)
 	range *r = xcalloc(1, sizeof(*r));
 	r->addr = addr;
 	r->size = size;
-	RB_INSERT(range_tree, &s->live, r);
+	if (RB_INSERT(range_tree, &s->live, r)) { /* a range at that address is live (cannot happen: sizes are >= 1) */
+		free(r);
+		return;
+	}
+	set_gap(r);
+	range *p = RB_PREV(range_tree, &s->live, r);
+	if (p)
+		set_gap(p);
 }
 
-/* Highest gap below VA_TOP that fits size (rounded to the granularity). Recorded segments may lie
- * anywhere, also across VA_TOP. */
+static void remove_range(sim *s, range *r)
+{
+	range *p = RB_PREV(range_tree, &s->live, r), *up = RB_PARENT(r, rb);
+	RB_REMOVE(range_tree, &s->live, r);
+	fix_up(up == NULL ? RB_ROOT(&s->live) : up);
+	if (p)
+		set_gap(p);
+	free(r);
+}
+
+/* Highest gap below VA_TOP that fits size (rounded to the granularity); below the lowest range if
+ * none. Recorded segments may lie anywhere, also across VA_TOP. */
 static uint64_t model_place(sim *s, uint64_t size)
 {
 	uint64_t need = (size + GRAN - 1) / GRAN * GRAN;
-	uint64_t top = VA_TOP;
-	range *r;
-	RB_FOREACH_REVERSE(r, range_tree, &s->live) {
-		if (r->addr >= top)
-			continue;
-		uint64_t end = (r->addr + r->size + GRAN - 1) / GRAN * GRAN;
-		if (end < top && top - end >= need)
-			return top - need;
-		top = r->addr / GRAN * GRAN;
+	range *r = RB_ROOT(&s->live), *best = NULL;
+	while (r && r->maxgap >= need) { /* the highest range whose gap fits */
+		range *c = RB_RIGHT(r, rb);
+		if (c && c->maxgap >= need) {
+			r = c;
+		} else if (r->gap >= need) {
+			best = r;
+			break;
+		} else {
+			r = RB_LEFT(r, rb);
+		}
 	}
+	if (best)
+		return top_above(best) - need;
+	range *lo = RB_MIN(range_tree, &s->live);
+	uint64_t top = lo && lo->addr / GRAN * GRAN < VA_TOP ? lo->addr / GRAN * GRAN : VA_TOP;
 	return top - need;
 }
 
@@ -140,10 +206,8 @@ static void sim_free(as_device *d, uint64_t addr, uint64_t size)
 	range key = { .addr = addr };
 	range *r = RB_FIND(range_tree, &s->live, &key);
 	(void)size;
-	if (r) {
-		RB_REMOVE(range_tree, &s->live, r);
-		free(r);
-	}
+	if (r)
+		remove_range(s, r);
 }
 
 static int sim_reserve(as_device *d, uint64_t size, uint64_t *addr)
@@ -196,7 +260,12 @@ static int sim_pool_open(as_device *d, uint64_t threshold, int reuse)
 static int sim_pool_alloc(as_device *d, uint64_t size, uint64_t *addr)
 {
 	sim *s = d->priv;
-	return as_simpool_alloc(s->pool, size, d->capacity ? d->capacity : d->total_memory, addr);
+	/* the smaller of the capacity and the device's memory: a larger capacity cannot make the device
+	 * create more than it has (the pool asked for it and the device refused: exit 70) */
+	uint64_t lim = d->total_memory;
+	if (d->capacity && (!lim || d->capacity < lim))
+		lim = d->capacity;
+	return as_simpool_alloc(s->pool, size, lim, addr);
 }
 
 static void sim_pool_free(as_device *d, uint64_t addr)

@@ -37,6 +37,10 @@ void cli_version(void)
 
 int cli_report(const as_err *err)
 {
+	if (cli_interrupted && err->code != AS_EXIT_INTERRUPTED) { /* whatever failed, a signal cut it short */
+		fprintf(stderr, "%s: error: interrupted; nothing was written\n", as_progname);
+		return AS_EXIT_INTERRUPTED;
+	}
 	fprintf(stderr, "%s: error: %s\n", as_progname, err->msg[0] ? err->msg : "unknown error");
 	return err->code ? err->code : AS_EXIT_SOFTWARE;
 }

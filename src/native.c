@@ -23,9 +23,12 @@ static int nerr(as_reader *r, uint64_t line, as_err *err, const char *fmt, const
 	return as_fail(err, AS_EXIT_DATAERR, "%s:%" PRIu64 ": %s", r->in.path, line, m);
 }
 
-static int set_meta(as_reader *r, const char *key, const char *val, uint64_t line, as_err *err)
+static int set_meta(as_reader *r, const char *key, char *val, uint64_t line, as_err *err)
 {
 	as_meta *m = &r->meta;
+	int text = !strcmp(key, "source") || !strcmp(key, "device") || !strcmp(key, "allocator_settings");
+	if (text && as_unescape(val)) /* the writer escapes control bytes (doc/trace-format.md) */
+		return nerr(r, line, err, "escaped NUL byte in header value '%s'", val);
 	if (!strcmp(key, "source"))
 		snprintf(m->source, sizeof m->source, "%s", val);
 	else if (!strcmp(key, "device"))
@@ -35,6 +38,8 @@ static int set_meta(as_reader *r, const char *key, const char *val, uint64_t lin
 		char why[200];
 		if (as_parse_size(val, &v, why, sizeof why))
 			return nerr(r, line, err, "invalid size '%s' in header", val);
+		if (!v)
+			return nerr(r, line, err, "%s of 0 bytes in header (leave the line out when unknown)", key);
 		if (key[0] == 'd')
 			m->device_total = v;
 		else
@@ -98,10 +103,12 @@ static int native_next(as_reader *r, as_event *ev, as_err *err)
 			return nerr(r, s->lineno, err, "record '%s' has too few fields", tok[0]);
 		uint64_t v[3] = { 0, 0, 0 };
 		if (ev->type == EV_PHASE) {
+			if (as_unescape(tok[1]))
+				return nerr(r, s->lineno, err, "escaped NUL byte in phase label '%s'", tok[1]);
 			ev->label = tok[1];
 		} else {
 			for (int i = 1; i < npos; i++)
-				if (as_parse_u64(tok[i], &v[i - 1]))
+				if (as_parse_num(tok[i], &v[i - 1]))
 					return nerr(r, s->lineno, err, "invalid number '%s'", tok[i]);
 		}
 		if (ev->type >= EV_SEG_ALLOC) {
@@ -119,9 +126,9 @@ static int native_next(as_reader *r, as_event *ev, as_err *err)
 				ev->flags |= EVF_OOM;
 			else if (!strcmp(tok[i], "maybe") && ev->type == EV_EMPTY_CACHE)
 				ev->flags |= EVF_MAYBE;
-			else if (!strncmp(tok[i], "t=", 2) && !as_parse_u64(tok[i] + 2, &x) && x <= INT64_MAX)
+			else if (!strncmp(tok[i], "t=", 2) && !as_parse_num(tok[i] + 2, &x) && x <= INT64_MAX)
 				ev->time_us = (int64_t)x;
-			else if (!strncmp(tok[i], "addr=", 5) && !as_parse_u64(tok[i] + 5, &x))
+			else if (!strncmp(tok[i], "addr=", 5) && !as_parse_num(tok[i] + 5, &x))
 				ev->addr = x;
 			else if (!strncmp(tok[i], "th=", 3) && ev->type <= EV_FREE && !as_parse_u64(tok[i] + 3, &x))
 				ev->thread = x;
@@ -153,13 +160,14 @@ int as_native_open(as_reader *r, const as_reader_opts *o, as_err *err)
 	s->lineno = 1;
 	if (rc <= 0)
 		return -1;
-	unsigned ver = 0;
-	char extra;
-	if (sscanf(s->line, "#allocsim-trace %u%c", &ver, &extra) != 1)
+	/* "#allocsim-trace VERSION", the version in decimal digits (sscanf's %u wrapped 2^32+1 to 1) */
+	const char *vs = s->line + 15;
+	uint64_t ver;
+	if (*vs != ' ' || !vs[1] || vs[1 + strspn(vs + 1, "0123456789")])
 		return nerr(r, 1, err, "bad header line '%s' (expected '#allocsim-trace 1')", s->line);
-	if (ver != NATIVE_VERSION)
-		return as_fail(err, AS_EXIT_DATAERR, "%s:1: unsupported trace format version %u (this allocsim reads version %d)",
-			r->in.path, ver, NATIVE_VERSION);
+	if (as_parse_u64(vs + 1, &ver) || ver != NATIVE_VERSION)
+		return as_fail(err, AS_EXIT_DATAERR, "%s:1: unsupported trace format version %s (this allocsim reads version %d)",
+			r->in.path, vs + 1, NATIVE_VERSION);
 	for (;;) {
 		rc = as_input_line(&r->in, &s->line, &s->cap, err);
 		if (rc < 0)
@@ -221,6 +229,22 @@ static int wprintf(as_writer *w, const char *fmt, ...)
 	return w->failed ? -1 : 0;
 }
 
+/* KEY and VALUE escaped (no length limit: wprintf's buffer would cut a long setting). */
+static void wfield(as_writer *w, const char *prefix, const char *val, int spaces)
+{
+	char *e = as_escape(val, spaces);
+	wprintf(w, "%s", prefix);
+	size_t n = strlen(e);
+	if (w->is_gz) {
+		if (n && gzwrite(w->gz, e, (unsigned)n) != (int)n)
+			w->failed = 1;
+	} else if (fwrite(e, 1, n, w->out.fp) != n) {
+		w->failed = 1;
+	}
+	wprintf(w, "\n");
+	free(e);
+}
+
 as_writer *as_native_writer_open(const char *path, const as_meta *meta, as_err *err)
 {
 	as_writer *w = xcalloc(1, sizeof(*w));
@@ -243,15 +267,15 @@ as_writer *as_native_writer_open(const char *path, const as_meta *meta, as_err *
 	}
 	wprintf(w, "#allocsim-trace %d\n", NATIVE_VERSION);
 	if (meta->source[0])
-		wprintf(w, "#source: %s\n", meta->source);
+		wfield(w, "#source: ", meta->source, 0);
 	if (meta->device[0])
-		wprintf(w, "#device: %s\n", meta->device);
+		wfield(w, "#device: ", meta->device, 0);
 	if (meta->device_total)
 		wprintf(w, "#device_total: %" PRIu64 "\n", meta->device_total);
 	if (meta->capacity)
 		wprintf(w, "#capacity: %" PRIu64 "\n", meta->capacity);
 	if (meta->has_settings)
-		wprintf(w, "#allocator_settings: %s\n", meta->settings ? meta->settings : "");
+		wfield(w, "#allocator_settings: ", meta->settings ? meta->settings : "", 0);
 	return w;
 }
 
@@ -273,7 +297,7 @@ int as_native_writer_event(as_writer *w, const as_event *ev, as_err *err)
 	case EV_FREE_REQ: wprintf(w, "r %" PRIu64 "%s\n", ev->id, extra); break;
 	case EV_FREE: wprintf(w, "f %" PRIu64 "%s\n", ev->id, extra); break;
 	case EV_EMPTY_CACHE: wprintf(w, "e%s%s\n", extra, (ev->flags & EVF_MAYBE) ? " maybe" : ""); break;
-	case EV_PHASE: wprintf(w, "p %s\n", ev->label && *ev->label ? ev->label : "-"); break;
+	case EV_PHASE: wfield(w, "p ", ev->label && *ev->label ? ev->label : "-", 1); break;
 	case EV_SEG_ALLOC: case EV_SEG_FREE: case EV_SEG_MAP: case EV_SEG_UNMAP:
 		wprintf(w, "%c 0x%" PRIx64 " %" PRIu64 " %" PRIu64 "%s\n", "SXMU"[ev->type - EV_SEG_ALLOC],
 			ev->addr, ev->size, ev->stream, extra);

@@ -471,8 +471,12 @@ static int trace_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 	if (u64_of(stream, &x.stream))
 		x.stream = 0;
 	uint64_t t;
-	if (!u64_of(time, &t) && t <= INT64_MAX)
+	if (time) { /* NaN, negative or fractional times are errors, not "no time" */
+		if (u64_of(time, &t) || t > INT64_MAX)
+			return perr(r, d->pos, err, "trace entry %" PRIu64 " (%s) has an invalid 'time_us' (must be a whole number 0 .. 2^63-1)",
+				x.index, a->s);
 		x.time_us = (int64_t)t;
+	}
 	if ((x.action == A_ALLOC || x.action == A_OOM) && (x.size == 0 || x.size >= AS_MAX_REQUEST))
 		return perr(r, d->pos, err, "trace entry %" PRIu64 ": %s of %" PRIu64 " bytes (must be 1 .. 2^60-1)",
 			x.index, a->s, x.size);

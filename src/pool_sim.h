@@ -3,22 +3,11 @@
  * doc/real-gpu.md explains the model and how it was derived from the real pool on an H200. */
 #ifndef ALLOCSIM_POOL_SIM_H
 #define ALLOCSIM_POOL_SIM_H
-#include "idmap.h"
 #include <stddef.h>
 #include <stdint.h>
 
 #define AS_POOL_CHUNK (32ULL << 20) /* the real pool maps physical memory in 32 MiB chunks */
 #define AS_POOL_ALIGN 512ULL        /* and rounds requests up to 512 bytes */
-
-/* How many live pool allocations touch each 32 MiB chunk of the pool's address range. */
-typedef struct as_chunks {
-	idmap count;       /* chunk index -> live allocations touching it */
-	uint64_t touched;  /* chunks with at least one */
-} as_chunks;
-void as_chunks_init(as_chunks *c);
-void as_chunks_free(as_chunks *c);
-uint64_t as_chunks_add(as_chunks *c, uint64_t addr, uint64_t size);       /* returns chunks newly touched */
-void as_chunks_del(as_chunks *c, uint64_t addr, uint64_t size);
 
 typedef struct as_simpool as_simpool;
 struct as_device;
@@ -26,7 +15,9 @@ struct as_device;
  * counts it as reserved where it is created); dev NULL: the pool only counts its chunks (unit tests). */
 as_simpool *as_simpool_new(struct as_device *dev);
 void as_simpool_free(as_simpool *p);
-/* 0 ok, 1 out of memory (the pool would hold more than limit bytes; 0 = no limit). */
+/* 0 ok, 1 out of memory (the pool would hold more than limit bytes, 0 = no limit, or the block would
+ * end past 2^63). The cost of every call grows with the logarithm of the live blocks, free blocks
+ * and runs of chunks, never with the bytes asked for. */
 int as_simpool_alloc(as_simpool *p, uint64_t size, uint64_t limit, uint64_t *addr);
 void as_simpool_release(as_simpool *p, uint64_t addr);
 void as_simpool_trim(as_simpool *p, uint64_t keep);

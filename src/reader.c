@@ -1,6 +1,7 @@
 /* reader.c - format detection and the consistency checks every reader's events go through. */
 #include "trace.h"
 #include "idmap.h"
+#include "tracecheck.h"
 #include <inttypes.h>
 #include <string.h>
 #include <stdlib.h>
@@ -87,6 +88,7 @@ static int reader_start(as_reader *r, as_reader **out, const as_reader_opts *opt
 	idmap *live = xcalloc(1, sizeof(*live));
 	idmap_init(live);
 	r->live = live;
+	r->check = as_tracecheck_new(r->time_unordered);
 	*out = r;
 	return 0;
 fail:
@@ -107,7 +109,7 @@ static int bad_event(as_reader *r, const as_event *ev, as_err *err, const char *
 
 int as_reader_next(as_reader *r, as_event *ev, as_err *err)
 {
-	char msg[160];
+	char msg[240];
 	if (r->finished)
 		return 0;
 	int rc = r->ops->next(r, ev, err);
@@ -147,6 +149,8 @@ int as_reader_next(as_reader *r, as_event *ev, as_err *err)
 	default:
 		break;
 	}
+	if (as_tracecheck_event(r->check, ev, msg, sizeof msg))
+		return bad_event(r, ev, err, msg);
 	return 1;
 }
 
@@ -160,6 +164,7 @@ void as_reader_close(as_reader *r)
 		idmap_free(r->live);
 		free(r->live);
 	}
+	as_tracecheck_free(r->check);
 	as_input_close(&r->in);
 	as_meta_free(&r->meta);
 	free(r);
@@ -169,9 +174,11 @@ void as_reader_close(as_reader *r)
 static int probe_all(as_reader *r, as_meta *out, as_err *err)
 {
 	as_event ev;
-	int rc;
-	while ((rc = as_reader_next(r, &ev, err)) > 0)
+	int rc = 0;
+	while (!cli_interrupted && (rc = as_reader_next(r, &ev, err)) > 0)
 		;
+	if (as_check_interrupted(err))
+		rc = -1;
 	if (rc == 0) {
 		*out = r->meta;
 		if (r->meta.settings)

@@ -19,21 +19,32 @@ static int rerr(as_reader *r, uint64_t line, as_err *err, const char *what, cons
 		arg ? " '" : "", arg ? arg : "", arg ? "'" : "");
 }
 
-/* "HH:MM:SS:micro" or a plain number of microseconds; -1 if neither. */
+/* "HH:MM:SS:micro" (each part decimal digits) or a plain decimal number of microseconds; -1 for
+ * an empty field (no time), -2 for anything else. */
 static int64_t parse_time(const char *s)
 {
-	unsigned h, m, sec;
-	unsigned long us;
-	uint64_t v;
-	if (sscanf(s, "%u:%u:%u:%lu", &h, &m, &sec, &us) == 4) {
-		/* a clock time; anything else (or what would overflow) is no time (found by fuzz_rmm) */
-		if (h > 1000000 || m > 59 || sec > 60 || us > 999999)
-			return -1;
-		return ((int64_t)h * 3600 + m * 60 + sec) * 1000000 + (int64_t)us;
+	uint64_t part[4], v;
+	char buf[64];
+	if (!*s)
+		return -1;
+	if (strchr(s, ':')) {
+		if (strlen(s) >= sizeof buf)
+			return -2;
+		strcpy(buf, s);
+		char *save = NULL, *t = strtok_r(buf, ":", &save);
+		int n = 0;
+		for (; t && n < 4; t = strtok_r(NULL, ":", &save))
+			if (as_parse_u64(t, &part[n++]))
+				return -2;
+		/* a clock time: parts in range, and no empty part (strtok_r would skip one) */
+		if (t || n != 4 || strstr(s, "::") || s[0] == ':' || s[strlen(s) - 1] == ':' ||
+		    part[0] > 1000000 || part[1] > 59 || part[2] > 60 || part[3] > 999999)
+			return -2;
+		return (int64_t)((part[0] * 3600 + part[1] * 60 + part[2]) * 1000000 + part[3]);
 	}
 	if (!as_parse_u64(s, &v) && v <= INT64_MAX)
 		return (int64_t)v;
-	return -1;
+	return -2;
 }
 
 static int rmm_next(as_reader *r, as_event *ev, as_err *err)
@@ -65,15 +76,17 @@ static int rmm_next(as_reader *r, as_event *ev, as_err *err)
 		ev->pos = s->lineno;
 		ev->index = s->nrec++;
 		ev->time_us = parse_time(f[1]);
+		if (ev->time_us == -2)
+			return rerr(r, s->lineno, err, "invalid time (expected HH:MM:SS:microseconds or microseconds)", f[1]);
 		uint64_t ptr = 0, size = 0, stream = 0, thread = 0;
-		if (as_parse_u64(f[0], &thread))
+		if (as_parse_num(f[0], &thread))
 			return rerr(r, s->lineno, err, "invalid thread", f[0]);
 		ev->thread = thread;
-		if (as_parse_u64(f[3], &ptr) && strcmp(f[3], "") && strcmp(f[3], "(nil)"))
+		if (as_parse_num(f[3], &ptr) && strcmp(f[3], "") && strcmp(f[3], "(nil)"))
 			return rerr(r, s->lineno, err, "invalid pointer", f[3]);
 		if (as_parse_u64(f[4], &size))
 			return rerr(r, s->lineno, err, "invalid size", f[4]);
-		if (as_parse_u64(f[5], &stream))
+		if (as_parse_num(f[5], &stream))
 			return rerr(r, s->lineno, err, "invalid stream", f[5]);
 		ev->stream = stream;
 		ev->size = size;
@@ -120,6 +133,7 @@ int as_rmm_open(as_reader *r, const as_reader_opts *o, as_err *err)
 	r->priv = s;
 	r->ops = &rmm_ops;
 	r->pos_is_line = 1;
+	r->time_unordered = 1; /* the logger can write two threads' lines out of order */
 	snprintf(r->meta.format, sizeof r->meta.format, "rmm");
 	snprintf(r->meta.source, sizeof r->meta.source, "rmm-log");
 	int rc = as_input_line(&r->in, &s->line, &s->cap, err);

@@ -47,13 +47,14 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 		as_event ev;
 		int st;
 		while ((st = as_reader_next(r, &ev, err)) > 0) {
-			if (as_engine_step(&e, &ev, err))
+			if (cli_interrupted || as_engine_step(&e, &ev, err))
 				break;
 			if (o->hook && ev.type < EV_SEG_ALLOC)
 				o->hook(&e, &ev, o->hook_ctx);
 			if (o->stop_at_oom && e.s.num_ooms)
 				break;
 		}
+		as_check_interrupted(err);
 		if (!err->code) {
 			if (o->hook)
 				o->hook(&e, NULL, o->hook_ctx);

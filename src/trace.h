@@ -109,6 +109,8 @@ struct as_reader {
 	int pos_is_line;  /* error positions are lines (text) or byte offsets (binary) */
 	void *priv;    /* the format's own state */
 	void *live;    /* ids live in the trace (generic checks, reader.c) */
+	struct as_tracecheck *check; /* times, addresses, segment sizes (tracecheck.c) */
+	int time_unordered; /* set by the format: times may go backwards (RMM) */
 	int finished;
 };
 

@@ -320,13 +320,50 @@ static void test_pool_model(void)
 		as_simpool_free(p);
 	}
 
-	as_chunks ch;
-	as_chunks_init(&ch);
-	is_u64(as_chunks_add(&ch, 30 * MiB, 4 * MiB), 2, "chunks: a block across a 32 MiB boundary touches two");
-	is_u64(as_chunks_add(&ch, 33 * MiB, 1 * MiB), 0, "chunks: a block inside a touched chunk touches none new");
-	as_chunks_del(&ch, 30 * MiB, 4 * MiB);
-	is_u64(ch.touched, 1, "chunks: freeing the first leaves the one the second touches");
-	as_chunks_free(&ch);
+	/* Idle memory taken from both sides of a cold block, at 3 chunks and at 16384 (512 GiB blocks):
+	 * the model works on runs of chunks, and the numbers are those of the earlier model that walked
+	 * every chunk (pool_sim.c before 2026-12-03). a (S), b (2S),
+	 * d (1.5S) with 512-byte pads between; b freed and trimmed (cold), a and d freed (idle); x (2S)
+	 * goes to b's cold block and takes memory from a and d; then y (S/2) and z (3S). */
+	static const struct { uint64_t chunks, x, z, r1, r; } sc[] = {
+		{ 3, 100663808, 452986368, 301989888, 637534208 },
+		{ 16384, 549755814400ULL, 2473901164032ULL, 1374456643584ULL, 3023724085248ULL },
+	};
+	for (int i = 0; i < 2; i++) {
+		uint64_t S = sc[i].chunks * 32 * MiB, pa, pb, pd, x, y, z, r1;
+		p = as_simpool_new(NULL);
+		as_simpool_alloc(p, S, 0, &a);
+		as_simpool_alloc(p, 512, 0, &pa);
+		as_simpool_alloc(p, 2 * S, 0, &b);
+		as_simpool_alloc(p, 512, 0, &pb);
+		as_simpool_alloc(p, S + S / 2, 0, &d);
+		as_simpool_alloc(p, 512, 0, &pd);
+		as_simpool_release(p, b);
+		as_simpool_trim(p, 0);
+		as_simpool_release(p, a);
+		as_simpool_release(p, d);
+		ok(as_simpool_alloc(p, 2 * S, 0, &x) == 0, "pool (%llu chunks): x", (unsigned long long)sc[i].chunks);
+		r1 = as_simpool_reserved(p);
+		ok(as_simpool_alloc(p, S / 2, 0, &y) == 0 && as_simpool_alloc(p, 3 * S, 0, &z) == 0, "pool: y and z");
+		is_u64(x - a, sc[i].x, "pool: x in b's cold block");
+		is_u64(r1, sc[i].r1, "pool: x took idle memory from both sides");
+		is_u64(y, a, "pool: y at a");
+		is_u64(z - a, sc[i].z, "pool: z at the end");
+		is_u64(as_simpool_reserved(p), sc[i].r, "pool: reserved at the end");
+		ok(as_simpool_check(p, why, sizeof why) == 0, "pool: invariants hold (%s)", why);
+		as_simpool_free(p);
+	}
+	/* the cost does not depend on the bytes: 2^60-byte blocks, with and without a limit */
+	p = as_simpool_new(NULL);
+	ok(as_simpool_alloc(p, 1ULL << 60, 0, &a) == 0 && as_simpool_alloc(p, 512, 0, &b) == 0, "pool: a 2^60-byte block");
+	as_simpool_release(p, a);
+	as_simpool_trim(p, 0);
+	is_u64(as_simpool_reserved(p), 32 * MiB, "pool: trimmed to the chunk the small block touches");
+	ok(as_simpool_alloc(p, (1ULL << 60) + 512, 141 * 1024 * MiB, &c) == 1, "pool: 2^60 bytes past a 141 GiB limit is out of memory");
+	ok(as_simpool_alloc(p, UINT64_MAX, 0, &c) == 1 && as_simpool_alloc(p, 1ULL << 63, 0, &c) == 1,
+		"pool: a block that would end past 2^63 is out of memory, without a limit too");
+	ok(as_simpool_check(p, why, sizeof why) == 0, "pool: invariants hold (%s)", why);
+	as_simpool_free(p);
 }
 
 /* Physical handles: reserved bytes change where physical memory is created and released, not where it
