@@ -22,7 +22,8 @@ typedef struct pblock {
 	expseg *es;                       /* expandable segment, or NULL */
 	uint64_t gc_base;                 /* pool's get_free_block count when inserted */
 	uint8_t allocated, mapped, pending;
-	RB_ENTRY(pblock) rb;              /* in pool->blocks (free, mapped) or pool->unmapped */
+	uint8_t untouched;                /* a whole segment never mapped: in pool->untouched */
+	RB_ENTRY(pblock) rb;              /* in pool->blocks (free, mapped), pool->unmapped or pool->untouched */
 	struct pblock *all_prev, *all_next;
 } pblock;
 
@@ -50,13 +51,22 @@ RB_GENERATE_STATIC(uset, pblock, rb, cmp_addr);
 struct ppool {
 	struct bset blocks;
 	struct uset unmapped;
+	/* Expandable segments reserved but never mapped (one unmapped block each, the whole range; a
+	 * request too large to map leaves one behind, as PyTorch does). They are PyTorch's unmapped
+	 * blocks too, kept apart so find_expandable_block need not walk them one by one: all have the
+	 * pool's va_size, so the lowest of a stream stands for all of them. */
+	struct uset untouched;
 	int is_small;
 	uint64_t gc_calls;
 };
 
 struct expseg {
 	uint64_t base, va_size, page, stream;
-	as_phys *handles;  /* one physical handle per mapped page (ExpandableSegment::handles_) */
+	/* one physical handle per mapped page (ExpandableSegment::handles_), for the pages below
+	 * nhandles: grown on mapping, so a segment costs memory for the pages it has mapped, not
+	 * for the whole reserved range */
+	as_phys *handles;
+	uint64_t nhandles;
 	expseg *next;
 };
 
@@ -71,6 +81,8 @@ typedef struct ptpol {
 	pblock *all;                     /* every block, for segment views and checks */
 	expseg *segs;
 	uint64_t device_total;
+	as_phys *scratch;                /* map_block's handles before they go to their segment */
+	size_t nscratch;
 	void (*flush_hook)(void *ctx);   /* completes pending frees at the flush (engine) */
 	void *flush_ctx;
 } ptpol;
@@ -255,9 +267,31 @@ static int map_block(ptpol *p, pblock *b, uint64_t size)
 	uint64_t bytes = (end - begin) * es->page;
 	if (!bytes)
 		return 0;
-	if (as_dev_map(p->dev, b->ptr, es->page, (size_t)(end - begin), &es->handles[begin], b->stream))
+	/* the handles come into a buffer of the policy's first, so a request the device refuses
+	 * (too large for it) grows nothing */
+	size_t n = (size_t)(end - begin);
+	if (n > p->nscratch) {
+		p->scratch = xrealloc(p->scratch, n * sizeof(*p->scratch));
+		p->nscratch = n;
+	}
+	if (as_dev_map(p->dev, b->ptr, es->page, n, p->scratch, b->stream))
 		return 0;
-	RB_REMOVE(uset, &pool->unmapped, b);
+	if (end > es->nhandles) {
+		uint64_t grow = es->nhandles * 2 > end ? es->nhandles * 2 : end;
+		uint64_t all = es->va_size / es->page;
+		if (grow > all)
+			grow = all;
+		es->handles = xrealloc(es->handles, (size_t)grow * sizeof(*es->handles));
+		memset(es->handles + es->nhandles, 0, (size_t)(grow - es->nhandles) * sizeof(*es->handles));
+		es->nhandles = grow;
+	}
+	memcpy(&es->handles[begin], p->scratch, n * sizeof(*p->scratch));
+	if (b->untouched) {
+		RB_REMOVE(uset, &pool->untouched, b);
+		b->untouched = 0;
+	} else {
+		RB_REMOVE(uset, &pool->unmapped, b);
+	}
 	b->mapped = 1;
 	if (bytes < b->size) {
 		pblock *rem = block_new(p, pool, b->stream, b->ptr + bytes, b->size - bytes);
@@ -298,7 +332,14 @@ static int has_room(const pblock *b, uint64_t size)
 static pblock *find_expandable_block(ptpol *p, ppool *pool, uint64_t stream, uint64_t size)
 {
 	pblock key = { .stream = stream, .ptr = 0 };
-	for (pblock *it = RB_NFIND(uset, &pool->unmapped, &key); it && it->stream == stream;
+	/* PyTorch walks every unmapped block of the stream in address order and takes the first with
+	 * room. An untouched segment has room iff the request fits its va_size, the same for all of
+	 * the pool's: only the lowest of the stream can be the first, so the walk covers the blocks of
+	 * segments with mapped pages (live memory) and stops at that one. */
+	pblock *u = RB_NFIND(uset, &pool->untouched, &key);
+	if (u && (u->stream != stream || u->size < size))
+		u = NULL;
+	for (pblock *it = RB_NFIND(uset, &pool->unmapped, &key); it && it->stream == stream && !(u && it->ptr > u->ptr);
 	     it = RB_NEXT(uset, &pool->unmapped, it)) {
 		pblock *c = it;
 		if (allocatable(c->prev))
@@ -306,20 +347,22 @@ static pblock *find_expandable_block(ptpol *p, ppool *pool, uint64_t stream, uin
 		if (has_room(c, size))
 			return c;
 	}
+	if (u)
+		return u;
 	expseg *es = xcalloc(1, sizeof(*es));
 	es->page = pool->is_small ? PT_SMALL_BUF : p->c.large_segment_size;
 	uint64_t total = p->device_total;
 	uint64_t pages = (total + total / 8 + es->page - 1) / es->page;
 	es->va_size = pages * es->page;
 	es->stream = stream;
-	es->handles = xcalloc(pages, sizeof(*es->handles)); /* untouched pages cost no memory */
 	as_dev_reserve(p->dev, es->va_size, &es->base);
 	es->next = p->segs;
 	p->segs = es;
 	pblock *c = block_new(p, pool, stream, es->base, es->va_size);
 	c->mapped = 0;
 	c->es = es;
-	RB_INSERT(uset, &pool->unmapped, c);
+	c->untouched = 1;
+	RB_INSERT(uset, &pool->untouched, c);
 	return c;
 }
 
@@ -344,7 +387,10 @@ static pblock *try_allocate_expandable(ptpol *p, ppool *pool, uint64_t stream, u
 static void release_expandable_segment(ptpol *p, pblock *b)
 {
 	expseg *es = b->es, **pp;
-	RB_REMOVE(uset, &b->pool->unmapped, b);
+	if (b->untouched)
+		RB_REMOVE(uset, &b->pool->untouched, b);
+	else
+		RB_REMOVE(uset, &b->pool->unmapped, b);
 	for (pp = &p->segs; *pp; pp = &(*pp)->next)
 		if (*pp == es) {
 			*pp = es->next;
@@ -986,6 +1032,7 @@ static void pt_destroy(as_policy *pol)
 		free(e->handles);
 		free(e);
 	}
+	free(p->scratch);
 	free(p);
 }
 
@@ -1005,6 +1052,8 @@ static int pt_create(as_policy **out, const char *config, as_device *dev, as_cou
 	RB_INIT(&p->small.blocks);
 	RB_INIT(&p->large.unmapped);
 	RB_INIT(&p->small.unmapped);
+	RB_INIT(&p->large.untouched);
+	RB_INIT(&p->small.untouched);
 	p->device_total = dev->total_memory ? dev->total_memory : AS_H200_TOTAL_MEMORY; /* sizes the VA reservation */
 	p->st.max_split_size = p->c.max_split_size == PT_NO_LIMIT ? -1 : (int64_t)p->c.max_split_size;
 	*out = &p->base;
