@@ -89,6 +89,28 @@ typedef struct ptpol {
 
 /* ---- block bookkeeping ---------------------------------------------------------------- */
 
+/* p->all holds every block but the untouched segments' (pool->untouched): those have no
+ * neighbours, nothing mapped, nothing allocated, so the walks over p->all (check, waste, segment
+ * heads) would only skip them, and a trace can leave one per request behind. */
+static void all_link(ptpol *p, pblock *b)
+{
+	b->all_prev = NULL;
+	b->all_next = p->all;
+	if (p->all)
+		p->all->all_prev = b;
+	p->all = b;
+}
+
+static void all_unlink(ptpol *p, pblock *b)
+{
+	if (b->all_prev)
+		b->all_prev->all_next = b->all_next;
+	else
+		p->all = b->all_next;
+	if (b->all_next)
+		b->all_next->all_prev = b->all_prev;
+}
+
 static pblock *block_new(ptpol *p, ppool *pool, uint64_t stream, uint64_t ptr, uint64_t size)
 {
 	pblock *b = xcalloc(1, sizeof(*b));
@@ -97,21 +119,13 @@ static pblock *block_new(ptpol *p, ppool *pool, uint64_t stream, uint64_t ptr, u
 	b->ptr = ptr;
 	b->size = size;
 	b->mapped = 1;
-	b->all_next = p->all;
-	if (p->all)
-		p->all->all_prev = b;
-	p->all = b;
+	all_link(p, b);
 	return b;
 }
 
 static void block_delete(ptpol *p, pblock *b)
 {
-	if (b->all_prev)
-		b->all_prev->all_next = b->all_next;
-	else
-		p->all = b->all_next;
-	if (b->all_next)
-		b->all_next->all_prev = b->all_prev;
+	all_unlink(p, b);
 	free(b);
 }
 
@@ -289,6 +303,7 @@ static int map_block(ptpol *p, pblock *b, uint64_t size)
 	if (b->untouched) {
 		RB_REMOVE(uset, &pool->untouched, b);
 		b->untouched = 0;
+		all_link(p, b);
 	} else {
 		RB_REMOVE(uset, &pool->unmapped, b);
 	}
@@ -362,6 +377,7 @@ static pblock *find_expandable_block(ptpol *p, ppool *pool, uint64_t stream, uin
 	c->mapped = 0;
 	c->es = es;
 	c->untouched = 1;
+	all_unlink(p, c);
 	RB_INSERT(uset, &pool->untouched, c);
 	return c;
 }
@@ -387,9 +403,10 @@ static pblock *try_allocate_expandable(ptpol *p, ppool *pool, uint64_t stream, u
 static void release_expandable_segment(ptpol *p, pblock *b)
 {
 	expseg *es = b->es, **pp;
-	if (b->untouched)
+	if (b->untouched) { /* (not reached: only segments that mapped pages are released) */
 		RB_REMOVE(uset, &b->pool->untouched, b);
-	else
+		all_link(p, b);
+	} else
 		RB_REMOVE(uset, &b->pool->unmapped, b);
 	for (pp = &p->segs; *pp; pp = &(*pp)->next)
 		if (*pp == es) {
@@ -1027,6 +1044,12 @@ static void pt_destroy(as_policy *pol)
 		n = b->all_next;
 		free(b);
 	}
+	ppool *pools[2] = { &p->large, &p->small };
+	for (int k = 0; k < 2; k++)
+		for (pblock *b; (b = RB_MIN(uset, &pools[k]->untouched));) {
+			RB_REMOVE(uset, &pools[k]->untouched, b);
+			free(b);
+		}
 	for (expseg *e = p->segs, *n; e; e = n) {
 		n = e->next;
 		free(e->handles);
