@@ -1,7 +1,9 @@
 #!/bin/sh
 # fuzz-regress.sh - every input the fuzzers ever found a bug with (tests/fuzz-findings/TARGET/), fed
 # as the fuzz target saw it, through replay with --check under two settings: exit 0 or 65, never a
-# crash, an internal error, a time-out or (in the sanitizer build) a leak.
+# crash, an internal error, a time-out (20 s) or (in the sanitizer build) a leak. Native and RMM inputs
+# run with PyTorch's defaults and with expandable segments. A generator program (first byte 0xA5)
+# is kept as the trace it generates, the program itself in fuzz/seeds/TARGET/.
 . "${srcdir:-.}/tests/lib.sh"
 A=$ALLOCSIM
 for f in "$srcdir"/tests/fuzz-findings/*/*; do
@@ -9,7 +11,9 @@ for f in "$srcdir"/tests/fuzz-findings/*/*; do
 	target=$(basename "$(dirname "$f")")
 	in="$TMP/input"
 	case "$target" in
-	native) if [ "$(head -c 15 "$f")" = "#allocsim-trace" ]; then cp "$f" "$in"; else { printf '#allocsim-trace 1\n'; cat "$f"; } > "$in"; fi ;;
+	native) # a whole trace, plain or gzip'd (what a generator program of fuzz_native wrote), or its records
+		if [ "$(head -c 15 "$f")" = "#allocsim-trace" ] || [ "$(head -c 2 "$f" | od -An -tx1 | tr -d ' ')" = 1f8b ]; then cp "$f" "$in"
+		else { printf '#allocsim-trace 1\n'; cat "$f"; } > "$in"; fi ;;
 	rmm) if [ "$(head -c 6 "$f")" = "Thread" ]; then cp "$f" "$in"; else { printf 'Thread,Time,Action,Pointer,Size,Stream\n'; cat "$f"; } > "$in"; fi ;;
 	pickle) case "$(head -c 1 "$f" | od -An -tx1 | tr -d ' ')" in # whole pickles, plain or gzip'd (fuzz_pickle.c)
 		80|1f) cp "$f" "$in" ;;
