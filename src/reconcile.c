@@ -96,7 +96,7 @@ static int rc_event(as_stage *st, as_engine *e, const as_event *ev, as_err *err)
 	switch (ev->type) {
 	case EV_FREE:
 		/* resolve 0: nothing is ever held (and no lookup on the hot path) */
-		if (r->resolve && as_engine_pending(e, ev->id) && resolving(r)) {
+		if (r->resolve && as_engine_pending(e, ev->slot) && resolving(r)) {
 			push(&r->held, &r->nheld, &r->capheld, ev->id);
 			as_event d = *ev;
 			d.flags |= EVF_DEFER;

@@ -233,7 +233,7 @@ static as_event *workload(unsigned long seed, size_t nev, uint64_t maxsize, size
 		if (i == nev / 2) {
 			for (int s = 0; s < 256; s++)
 				if (live[s] && req[s]) {
-					v[k++] = (as_event){ .type = EV_FREE, .id = live[s], .time_us = -1 };
+					v[k++] = (as_event){ .type = EV_FREE, .id = live[s], .slot = (uint32_t)s, .time_us = -1 };
 					live[s] = 0;
 					req[s] = 0;
 				}
@@ -241,7 +241,7 @@ static as_event *workload(unsigned long seed, size_t nev, uint64_t maxsize, size
 			v[k++] = (as_event){ .type = EV_EMPTY_CACHE, .time_us = -1 };
 		}
 		size_t s = gsl_rng_uniform_int(rng, 256);
-		as_event ev = { .time_us = -1, .stream = gsl_rng_uniform_int(rng, 3) };
+		as_event ev = { .time_us = -1, .stream = gsl_rng_uniform_int(rng, 3), .slot = (uint32_t)s };
 		if (live[s]) {
 			ev.id = live[s];
 			if (!req[s] && gsl_rng_uniform(rng) < 0.15) {
@@ -265,7 +265,7 @@ static as_event *workload(unsigned long seed, size_t nev, uint64_t maxsize, size
 	}
 	for (int s = 0; s < 256; s++)
 		if (live[s])
-			v[k++] = (as_event){ .type = EV_FREE, .id = live[s], .time_us = -1 };
+			v[k++] = (as_event){ .type = EV_FREE, .id = live[s], .slot = (uint32_t)s, .time_us = -1 };
 	v[k++] = (as_event){ .type = EV_EMPTY_CACHE, .time_us = -1 };
 	gsl_rng_free(rng);
 	*n = k;
