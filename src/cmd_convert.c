@@ -1,5 +1,6 @@
 /* cmd_convert.c - allocsim convert: any readable trace to the native format. */
 #include "cli.h"
+#include "evbuf.h"
 #include <getopt.h>
 #include <string.h>
 
@@ -41,40 +42,41 @@ int cmd_convert(int argc, char **argv)
 		return cli_usage_error("convert", "missing -o OUT");
 	const char *path = argv[optind];
 	as_err err = { 0, "" };
-	as_meta meta;
-	memset(&meta, 0, sizeof meta);
 	if (as_outputs_check(&out, 1, &path, 1, &err))
 		return cli_report(&err);
 	cli_catch_signals(); /* Ctrl-C/SIGTERM: the temporary output is removed, exit 130 */
-	/* Snapshots store their settings at the end: read them first so the header can carry them. */
-	if (strcmp(path, "-") && as_trace_probe_meta(path, &meta, &err))
-		return cli_report(&err);
+	/* Snapshots store their settings at the end and the header carries them: the input is decoded
+	 * once into memory, then written. */
 	as_reader *r;
+	as_evbuf buf;
 	as_reader_opts ro = { 0 };
-	if (as_reader_open(&r, path, &ro, &err)) {
-		as_meta_free(&meta);
+	if (as_reader_open(&r, path, &ro, &err))
+		return convert_report(&err);
+	int rc = as_evbuf_from_reader(&buf, r, 1, &err);
+	as_reader_close(r);
+	if (rc)
+		return convert_report(&err);
+	if (cli_interrupted) {
+		as_evbuf_free(&buf);
+		as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; nothing was written");
 		return convert_report(&err);
 	}
-	if (!strcmp(path, "-"))
-		meta = (as_meta){ 0 }, snprintf(meta.source, sizeof meta.source, "%s", r->meta.source);
-	if (!meta.source[0])
-		snprintf(meta.source, sizeof meta.source, "%s", r->meta.format);
-	as_writer *w = as_native_writer_open(out, &meta, &err);
-	as_event ev;
-	int rc = 0;
+	if (!buf.meta.source[0])
+		snprintf(buf.meta.source, sizeof buf.meta.source, "%s", buf.meta.format);
+	as_writer *w = as_native_writer_open(out, &buf.meta, &err);
 	if (w) {
-		while ((rc = as_reader_next(r, &ev, &err)) > 0) {
+		as_event ev;
+		for (size_t i = 0; i < buf.n; i++) {
 			if (cli_interrupted) {
 				as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; nothing was written");
 				break;
 			}
+			as_evbuf_event(&buf, i, &ev);
 			if (as_native_writer_event(w, &ev, &err))
 				break;
 		}
-
 		as_native_writer_close(w, !err.code, &err);
 	}
-	as_meta_free(&meta);
-	as_reader_close(r);
+	as_evbuf_free(&buf);
 	return err.code ? convert_report(&err) : 0;
 }

@@ -261,9 +261,11 @@ int cmd_fit(int argc, char **argv)
 	f.o.config = config;
 	f.o.addr_mode = ADDR_AUTO;
 	as_err err = { 0, "" };
-	char *rec = NULL;
-	if (as_recorded_settings(trace, &rec, &err))
+	as_evbuf buf; /* decoded once; every trial replays it */
+	if (as_evbuf_load(&buf, trace, &err))
 		return cli_report(&err);
+	f.o.events = &buf;
+	char *rec = as_recorded_settings(&buf.meta);
 	f.o.recorded = rec;
 	cli_catch_signals();
 	int rc;
@@ -278,5 +280,6 @@ int cmd_fit(int argc, char **argv)
 		rc = fit_capacity(&f, exact, samples);
 	}
 	free(rec);
+	as_evbuf_free(&buf);
 	return rc;
 }

@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "engine.h"
 #include "run.h"
+#include "evbuf.h"
 #include "reconcile.h"
 #include "lifetimes.h"
 #include <getopt.h>
@@ -81,23 +82,15 @@ int cli_load_model(const char *path, as_lat_model *m, int *have, as_err *err)
 	return 0;
 }
 
-int cli_resolve_config(const char *path, const char *config, char **out, as_err *err)
+int cli_resolve_config(const char *path, const as_meta *m, const char *config, char **out, as_err *err)
 {
 	if (config && strcmp(config, "recorded")) {
 		*out = xstrdup(config);
 		return 0;
 	}
-	if (!strcmp(path, "-"))
-		return as_fail(err, AS_EXIT_USAGE, "-c recorded needs a file, not standard input (the settings are stored at the end of a snapshot)");
-	as_meta m;
-	if (as_trace_probe_meta(path, &m, err))
-		return -1;
-	if (!m.has_settings) {
-		as_meta_free(&m);
+	if (!m->has_settings)
 		return as_fail(err, AS_EXIT_DATAERR, "%s: the trace records no allocator settings; pass -c explicitly", path);
-	}
-	*out = xstrdup(m.settings ? m.settings : "");
-	as_meta_free(&m);
+	*out = xstrdup(m->settings ? m->settings : "");
 	return 0;
 }
 
@@ -143,12 +136,12 @@ static void seg_hook(as_engine *e, const as_event *ev, void *ctx)
 
 /* The segment map needs the state at the reserved peak, known only after a first pass: replay
  * again, writing the map after the peak's event and at the end. */
-static int write_segments(const char *path, const as_policy_ops *ops, const char *conf, uint64_t capacity, int addr_mode,
-	int resolve_maybe, uint64_t peak_event, FILE *f, as_err *err)
+static int write_segments(const char *path, const as_evbuf *events, const as_policy_ops *ops, const char *conf,
+	uint64_t capacity, int addr_mode, int resolve_maybe, uint64_t peak_event, FILE *f, as_err *err)
 {
 	fputs("moment,segment,segment_address,segment_bytes,stream,pool,expandable,block_offset,block_bytes,state\n", f);
 	seg_pass sp = { { f, "peak", 0 }, peak_event, 0 };
-	as_run_opts o = { .path = path, .ops = ops, .config = conf, .capacity = capacity, .addr_mode = addr_mode,
+	as_run_opts o = { .path = path, .events = events, .ops = ops, .config = conf, .capacity = capacity, .addr_mode = addr_mode,
 		.resolve_maybe = resolve_maybe > 0, .hook = seg_hook, .hook_ctx = &sp };
 	as_summary s;
 	return as_run(&o, &s, err);
@@ -268,25 +261,29 @@ int cmd_replay(int argc, char **argv)
 	as_lifetimes_init(&lt);
 	memset(&e, 0, sizeof e);
 
-	if (segments && !strcmp(path, "-")) {
-		as_fail(&err, AS_EXIT_USAGE, "--segments needs a file, not standard input (it replays twice)");
-		goto done;
-	}
+	as_evbuf buf;
+	int have_buf = 0;
+	memset(&buf, 0, sizeof buf);
 	cli_catch_signals(); /* from here: an output FIFO's open waits for its reader */
 	if (open_outputs(ofs, opaths, sizeof opaths / sizeof opaths[0], path, &err))
 		goto done;
 	if (summary && out && as_outfile_open(&po, "-", &err))
 		goto done;
-	if (config && !strcmp(config, "recorded")) {
-		if (cli_resolve_config(path, config, &conf, &err))
-			goto done;
-	} else {
-		conf = xstrdup(config ? config : "");
-	}
 	if (as_reader_open(&r, path, NULL, &err))
 		goto done;
-	if (!capacity_set && r->meta.capacity)
-		capacity = r->meta.capacity;
+	/* The input is read once. Which settings were recorded decides how ambiguous empty_cache()
+	 * inferences resolve (and -c recorded needs them): a snapshot stores them at its end, so it is
+	 * decoded into memory first (also serving --segments' second pass); other traces stream. */
+	if (segments || (!r->meta.has_settings && !strcmp(r->meta.format, "pytorch"))) {
+		if (as_evbuf_from_reader(&buf, r, 0, &err))
+			goto done;
+		have_buf = 1;
+	}
+	const as_meta *meta = have_buf ? &buf.meta : &r->meta;
+	if (cli_resolve_config(path, meta, config ? config : "", &conf, &err))
+		goto done;
+	if (!capacity_set && meta->capacity)
+		capacity = meta->capacity;
 	if (use_cuda) {
 		if (!(dev = as_cuda_device_new((int)ordinal, capacity, &err)))
 			goto done;
@@ -301,11 +298,10 @@ int cmd_replay(int argc, char **argv)
 		goto done;
 	e.host_timing = !no_timing;
 	engine_ok = 1;
-	/* Which settings were recorded decides how ambiguous empty_cache() inferences resolve; a
-	 * snapshot's are read (a second pass) only if such a case comes up. */
-	as_reconcile_for_trace(&e, &r->meta, path, conf);
-	if (as_plan_from_trace(&e, &lt, path, &err)) /* an offline policy reads the trace once first */
-		goto done;
+	/* the metadata is complete here: the recorded settings are known */
+	as_reconcile_for_trace(&e, meta, path, conf);
+	if (have_buf ? as_plan_from_events(&e, &lt, &buf, &err) : as_plan_from_trace(&e, &lt, path, &err))
+		goto done; /* an offline policy takes the whole trace first (from memory when decoded) */
 	e.check = check;
 	e.every = every;
 	if (timeline) {
@@ -323,7 +319,8 @@ int cmd_replay(int argc, char **argv)
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	as_event ev;
-	while ((rc = as_reader_next(r, &ev, &err)) > 0) {
+	as_source src = { r, have_buf ? &buf : NULL, 0 };
+	while ((rc = as_source_next(&src, &ev, &err)) > 0) {
 		if (cli_interrupted) {
 			as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; every device allocation was released, nothing was written");
 			break;
@@ -338,12 +335,12 @@ int cmd_replay(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	as_engine_finish(&e);
 	e.s.wall_seconds = no_timing ? 0.0 : (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-	if (r->meta.history_truncated)
+	if (meta->history_truncated)
 		fprintf(stderr, "%s: warning: %s: the recorded history is truncated (%" PRIu64 " frees of allocations made "
-			"before it began were skipped); results cover the recorded part only\n", as_progname, r->in.path,
-			r->meta.unmatched_frees);
+			"before it began were skipped); results cover the recorded part only\n", as_progname, r ? r->in.path : path,
+			meta->unmatched_frees);
 
-	if (segments && write_segments(path, ops, conf, capacity, addr_mode, as_reconcile_resolved(&e), e.peak_event, gf.fp, &err))
+	if (segments && write_segments(path, &buf, ops, conf, capacity, addr_mode, as_reconcile_resolved(&e), e.peak_event, gf.fp, &err))
 		goto done;
 	if (stats) {
 		fputs("key,value\n", sf.fp);
@@ -374,6 +371,7 @@ done:
 	as_lat_model_free(&model);
 	as_lifetimes_free(&lt);
 	as_reader_close(r);
+	as_evbuf_free(&buf);
 	free(conf);
 	if (err.code)
 		return cli_report(&err);

@@ -157,25 +157,10 @@ void as_reconcile_attach(as_engine *e, int resolve, int (*probe)(void *ctx), voi
 	e->stage = &r->base;
 }
 
-static int probe_recorded(void *ctx)
-{
-	as_reconcile *r = ctx;
-	return as_recorded_matches(r->path, r->conf);
-}
-
 void as_reconcile_for_trace(as_engine *e, const as_meta *m, const char *path, const char *conf)
 {
-	if (m->has_settings) {
-		as_reconcile_attach(e, !strcmp(m->settings ? m->settings : "", conf), NULL, NULL);
-	} else if (!strcmp(m->format, "pytorch") && strcmp(path, "-")) {
-		as_reconcile_attach(e, -1, probe_recorded, NULL);
-		as_reconcile *r = (as_reconcile *)e->stage;
-		r->probe_ctx = r;
-		r->path = xstrdup(path);
-		r->conf = xstrdup(conf);
-	} else {
-		as_reconcile_attach(e, 0, NULL, NULL);
-	}
+	(void)path; /* the metadata is complete: every command decodes a snapshot before its replay */
+	as_reconcile_attach(e, as_recorded_matches(m, conf), NULL, NULL);
 }
 
 int as_reconcile_resolved(const as_engine *e)
