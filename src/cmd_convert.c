@@ -1,6 +1,7 @@
 /* cmd_convert.c - allocsim convert: any readable trace to the native format. */
 #include "cli.h"
 #include "evbuf.h"
+#include "binfmt.h"
 #include <getopt.h>
 #include <string.h>
 
@@ -9,6 +10,8 @@ static const char convert_usage[] =
 	"\n"
 	"Rewrites TRACE (any readable format, '-' for standard input) in allocsim's native text format\n"
 	"(doc/trace-format.md); OUT is gzip-compressed when its name ends in .gz, '-' is standard output.\n"
+	"An OUT ending in .asbin gets the binary event format instead (fixed-size records, mapped in place\n"
+	"when read; doc/trace-format.md).\n"
 	"The output appears only when the whole input was read without error.\n";
 
 /* After Ctrl-C/SIGTERM a read cut short by the signal is no data error: report the interruption. */
@@ -63,7 +66,11 @@ int cmd_convert(int argc, char **argv)
 	}
 	if (!buf.meta.source[0])
 		snprintf(buf.meta.source, sizeof buf.meta.source, "%s", buf.meta.format);
-	as_writer *w = as_native_writer_open(out, &buf.meta, &err);
+	as_writer *w = NULL;
+	if (as_binfmt_path(out))
+		as_binfmt_write(&buf, out, NULL, &err);
+	else
+		w = as_native_writer_open(out, &buf.meta, &err);
 	if (w) {
 		as_event ev;
 		for (size_t i = 0; i < buf.n; i++) {

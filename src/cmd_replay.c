@@ -5,6 +5,9 @@
 #include "evbuf.h"
 #include "reconcile.h"
 #include "lifetimes.h"
+#include "binfmt.h"
+#include <errno.h>
+#include <sys/stat.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -38,6 +41,8 @@ static const char replay_usage[] =
 	"      --latency-model F   device-call latency model for the simulation (default: the bundled\n"
 	"                          H200 calibration, h200-latency-model.csv); 'none' for none\n"
 	"      --no-timing         print 0 for wall_seconds and events_per_second (byte-identical output)\n"
+	"      --cache             keep the trace's binary form beside it (TRACE.asbin) and replay from it\n"
+	"                          while the trace is unchanged (a snapshot is then decoded only once)\n"
 	"  -h, --help              show this help\n";
 
 volatile sig_atomic_t cli_interrupted;
@@ -92,6 +97,43 @@ int cli_resolve_config(const char *path, const as_meta *m, const char *config, c
 		return as_fail(err, AS_EXIT_DATAERR, "%s: the trace records no allocator settings; pass -c explicitly", path);
 	*out = xstrdup(m->settings ? m->settings : "");
 	return 0;
+}
+
+/* --cache: the binary form of a trace, kept beside it as TRACE.asbin and used while it was made
+ * from the trace as it is now (same size and modification time); otherwise (re)written. */
+static int use_cache(const char *path, as_evbuf *b, as_err *err)
+{
+	struct stat st;
+	if (!strcmp(path, "-"))
+		return as_fail(err, AS_EXIT_USAGE, "--cache needs a file, not standard input");
+	if (stat(path, &st))
+		return as_fail(err, AS_EXIT_NOINPUT, "cannot open '%s': %s", path, strerror(errno));
+	char *cpath = xmalloc(strlen(path) + sizeof AS_BIN_EXT);
+	sprintf(cpath, "%s%s", path, AS_BIN_EXT);
+	int rc = -1;
+	as_err cerr = { 0, "" };
+	int m = access(cpath, F_OK) ? 1 : as_binfmt_map(b, cpath, &cerr);
+	if (m == 0 && as_binfmt_cache_ok(b, &st)) {
+		free(cpath);
+		return 0;
+	}
+	if (m == 0)
+		as_evbuf_free(b);
+	else if (m == 1 && !access(cpath, F_OK)) {
+		as_fail(err, AS_EXIT_USAGE, "--cache: '%s' exists and is not an allocsim binary trace; not overwritten", cpath);
+		goto out;
+	} else if (m < 0)
+		fprintf(stderr, "%s: warning: rewriting the cache: %s\n", as_progname, cerr.msg);
+	if (as_evbuf_load(b, path, err))
+		goto out;
+	if (as_binfmt_write(b, cpath, &st, err)) {
+		as_evbuf_free(b);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(cpath);
+	return rc;
 }
 
 typedef struct seg_out {
@@ -180,6 +222,7 @@ int cmd_replay(int argc, char **argv)
 		{ "segments", required_argument, 0, 'G' }, { "backend", required_argument, 0, 'B' },
 		{ "device", required_argument, 0, 'D' }, { "latency", required_argument, 0, 'L' },
 		{ "latency-model", required_argument, 0, 'M' }, { "device-log", required_argument, 0, 'J' },
+		{ "cache", no_argument, 0, 'W' },
 		{ "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
 	const char *policy = "pytorch", *config = NULL, *out = NULL, *timeline = NULL, *stats = NULL, *segments = NULL;
@@ -187,7 +230,7 @@ int cmd_replay(int argc, char **argv)
 	int use_cuda = 0;
 	uint64_t ordinal = 0;
 	uint64_t capacity = 0, every = 1;
-	int capacity_set = 0, summary = 0, check = 0, addr_mode = ADDR_AUTO, no_timing = 0, stop_at_oom = 0, c;
+	int cache = 0, capacity_set = 0, summary = 0, check = 0, addr_mode = ADDR_AUTO, no_timing = 0, stop_at_oom = 0, c;
 	char m[256];
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "p:c:o:h", lo, NULL)) != -1) {
@@ -228,6 +271,7 @@ int cmd_replay(int argc, char **argv)
 		case 'L': latency = optarg; break;
 		case 'M': model_path = optarg; break;
 		case 'J': devlog = optarg; break;
+		case 'W': cache = 1; break;
 		case 'h': fputs(replay_usage, stdout); return 0;
 		case 'V': cli_version(); return 0;
 		default: return cli_usage_error("replay", "invalid option");
@@ -269,15 +313,27 @@ int cmd_replay(int argc, char **argv)
 		goto done;
 	if (summary && out && as_outfile_open(&po, "-", &err))
 		goto done;
-	if (as_reader_open(&r, path, NULL, &err))
+	/* The input is read once. A binary trace is mapped in place (--cache: one kept beside the
+	 * trace). Which settings were recorded decides how ambiguous empty_cache() inferences resolve
+	 * (and -c recorded needs them): a snapshot stores them at its end, so it is decoded into memory
+	 * first (also serving --segments' second pass); other traces stream. */
+	int mapped = as_binfmt_map(&buf, path, &err);
+	if (mapped < 0)
 		goto done;
-	/* The input is read once. Which settings were recorded decides how ambiguous empty_cache()
-	 * inferences resolve (and -c recorded needs them): a snapshot stores them at its end, so it is
-	 * decoded into memory first (also serving --segments' second pass); other traces stream. */
-	if (segments || (!r->meta.has_settings && !strcmp(r->meta.format, "pytorch"))) {
-		if (as_evbuf_from_reader(&buf, r, 0, &err))
+	if (mapped == 0) {
+		have_buf = 1;
+	} else if (cache) {
+		if (use_cache(path, &buf, &err))
 			goto done;
 		have_buf = 1;
+	} else {
+		if (as_reader_open(&r, path, NULL, &err))
+			goto done;
+		if (segments || (!r->meta.has_settings && !strcmp(r->meta.format, "pytorch"))) {
+			if (as_evbuf_from_reader(&buf, r, 0, &err))
+				goto done;
+			have_buf = 1;
+		}
 	}
 	const as_meta *meta = have_buf ? &buf.meta : &r->meta;
 	if (cli_resolve_config(path, meta, config ? config : "", &conf, &err))

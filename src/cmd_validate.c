@@ -225,6 +225,10 @@ int cmd_validate(int argc, char **argv)
 	memset(&buf, 0, sizeof buf);
 	if (as_reader_open(&r, path, &ro, &err))
 		goto done;
+	if (!strcmp(r->ops->name, "binary")) {
+		as_fail(&err, AS_EXIT_USAGE, "%s: a binary trace keeps no end-state segments; validate the snapshot it was made from", path);
+		goto done;
+	}
 	if (as_evbuf_from_reader(&buf, r, 0, &err) || cli_resolve_config(path, &buf.meta, config ? config : "recorded", &conf, &err))
 		goto done;
 	if (strcmp(buf.meta.format, "pytorch") && strcmp(buf.meta.format, "native")) {

@@ -1,5 +1,6 @@
 /* evbuf.c - a whole trace decoded once (see evbuf.h). */
 #include "evbuf.h"
+#include "binfmt.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -72,6 +73,9 @@ int as_evbuf_from_reader(as_evbuf *b, as_reader *r, int keep_ids, as_err *err)
 
 int as_evbuf_load(as_evbuf *b, const char *path, as_err *err)
 {
+	int m = as_binfmt_map(b, path, err);
+	if (m <= 0)
+		return m; /* mapped in place (0), or a bad binary trace (-1) */
 	as_reader *r;
 	if (as_reader_open(&r, path, NULL, err))
 		return -1;

@@ -42,6 +42,8 @@ typedef struct as_evbuf {
 	size_t maplen;
 	uint64_t *ownids;
 	int keep_ids;
+	uint64_t src_size;   /* a binary cache: the size and modification time (ns) of its trace */
+	int64_t src_mtime_ns;
 } as_evbuf;
 
 /* Decodes a whole trace (any format; a binary file is mapped, not copied). Errors as the readers'. */

@@ -1,6 +1,7 @@
 /* reader.c - format detection and the consistency checks every reader's events go through. */
 #include "trace.h"
 #include "idmap.h"
+#include "binfmt.h"
 #include <inttypes.h>
 #include <string.h>
 #include <stdlib.h>
@@ -67,6 +68,8 @@ static int reader_start(as_reader *r, as_reader **out, const as_reader_opts *opt
 	}
 	if (n >= 2 && b[0] == 0x80 && b[1] >= 2 && b[1] <= 5)
 		rc = as_pickle_open(r, opts, err);
+	else if (n >= AS_BIN_MAGIC_LEN && !memcmp(b, AS_BIN_MAGIC, AS_BIN_MAGIC_LEN))
+		rc = as_binfmt_open(r, opts, err);
 	else if (n >= 15 && !memcmp(b, "#allocsim-trace", 15))
 		rc = as_native_open(r, opts, err);
 	else if (n >= 6 && !memcmp(b, "Thread", 6))
@@ -74,7 +77,7 @@ static int reader_start(as_reader *r, as_reader **out, const as_reader_opts *opt
 	else {
 		as_fail(err, AS_EXIT_DATAERR,
 			"%s: byte offset 0: unknown trace format (expected a PyTorch memory snapshot pickle, "
-			"an allocsim trace starting with '#allocsim-trace', or an RMM log CSV starting with 'Thread,')",
+			"an allocsim trace starting with '#allocsim-trace', an allocsim binary trace, or an RMM log CSV starting with 'Thread,')",
 			r->in.path);
 		goto fail;
 	}
