@@ -11,31 +11,19 @@
 #include "pool_sim.h"
 #include <stdlib.h>
 #include <string.h>
-#include "tree.h"
+#include "gaptree.h"
 
 #define VA_TOP   0x7f0000000000ULL
 #define VA_FLOOR 0x100000000000ULL
 #define VMM_BASE 0x000302000000ULL
 #define GRAN     (2ULL << 20)
 
-typedef struct range {
-	uint64_t addr, size;
-	RB_ENTRY(range) rb;
-} range;
-
-static int range_cmp(const range *a, const range *b)
-{
-	return a->addr < b->addr ? -1 : a->addr > b->addr;
-}
-RB_HEAD(range_tree, range);
-RB_GENERATE_STATIC(range_tree, range, rb, range_cmp);
-
 typedef struct hint {
 	uint64_t addr, size;
 } hint;
 
 typedef struct sim {
-	struct range_tree live;
+	gaptree live;      /* the device's live ranges, with the model's free-gap search (gaptree.h) */
 	int mode;
 	int following;
 	uint64_t served;
@@ -46,40 +34,11 @@ typedef struct sim {
 	as_phys handles;   /* physical handles created so far */
 } sim;
 
-static int overlaps(sim *s, uint64_t addr, uint64_t size)
-{
-	range key = { .addr = addr };
-	range *r = RB_NFIND(range_tree, &s->live, &key);
-	if (r && r->addr < addr + size)
-		return 1;
-	r = r ? RB_PREV(range_tree, &s->live, r) : RB_MAX(range_tree, &s->live);
-	return r && r->addr + r->size > addr;
-}
-
-static void insert(sim *s, uint64_t addr, uint64_t size)
-{
-	range *r = xcalloc(1, sizeof(*r));
-	r->addr = addr;
-	r->size = size;
-	RB_INSERT(range_tree, &s->live, r);
-}
-
 /* Highest gap below VA_TOP that fits size (rounded to the granularity). Recorded segments may lie
- * anywhere, also across VA_TOP. */
+ * anywhere, also across VA_TOP. Logarithmic in the live segments (it was a walk over all of them). */
 static uint64_t model_place(sim *s, uint64_t size)
 {
-	uint64_t need = (size + GRAN - 1) / GRAN * GRAN;
-	uint64_t top = VA_TOP;
-	range *r;
-	RB_FOREACH_REVERSE(r, range_tree, &s->live) {
-		if (r->addr >= top)
-			continue;
-		uint64_t end = (r->addr + r->size + GRAN - 1) / GRAN * GRAN;
-		if (end < top && top - end >= need)
-			return top - need;
-		top = r->addr / GRAN * GRAN;
-	}
-	return top - need;
+	return gt_place(&s->live, (size + GRAN - 1) / GRAN * GRAN);
 }
 
 static int sim_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *addr)
@@ -88,12 +47,12 @@ static int sim_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *add
 	(void)stream;
 	if (s->following && s->hlen) {
 		hint h = s->hints[s->hhead];
-		if (h.size == size && !overlaps(s, h.addr, size)) {
+		if (h.size == size && !gt_overlaps(&s->live, h.addr, size)) {
 			s->hhead++;
 			s->hlen--;
 			s->served++;
 			*addr = h.addr;
-			insert(s, h.addr, size);
+			gt_insert(&s->live, h.addr, size);
 			return 0;
 		}
 		s->following = 0; /* the calls no longer agree with the recording */
@@ -101,20 +60,15 @@ static int sim_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *add
 		s->following = 0;
 	}
 	*addr = model_place(s, size);
-	insert(s, *addr, size);
+	gt_insert(&s->live, *addr, size);
 	return 0;
 }
 
 static void sim_free(as_device *d, uint64_t addr, uint64_t size)
 {
 	sim *s = d->priv;
-	range key = { .addr = addr };
-	range *r = RB_FIND(range_tree, &s->live, &key);
 	(void)size;
-	if (r) {
-		RB_REMOVE(range_tree, &s->live, r);
-		free(r);
-	}
+	gt_remove(&s->live, addr);
 }
 
 static int sim_reserve(as_device *d, uint64_t size, uint64_t *addr)
@@ -190,11 +144,7 @@ static void sim_destroy(as_device *d)
 {
 	sim *s = d->priv;
 	as_simpool_free(s->pool);
-	range *r, *n;
-	RB_FOREACH_SAFE(r, range_tree, &s->live, n) {
-		RB_REMOVE(range_tree, &s->live, r);
-		free(r);
-	}
+	gt_free(&s->live);
 	free(s->hints);
 	free(s);
 	free(d);
@@ -220,7 +170,7 @@ as_device *as_sim_device_new(uint64_t capacity, int addr_mode)
 {
 	as_device *d = xcalloc(1, sizeof(*d));
 	sim *s = xcalloc(1, sizeof(*s));
-	RB_INIT(&s->live);
+	gt_init(&s->live, VA_TOP, GRAN);
 	s->mode = addr_mode;
 	s->following = addr_mode != ADDR_MODEL;
 	s->vmm_next = VMM_BASE;

@@ -2,11 +2,13 @@
 #include "tap.h"
 #include "../src/common.h"
 #include "../src/idmap.h"
+#include "../src/gaptree.h"
 #include "../src/engine.h"
 #include "../src/pool_sim.h"
 #include "../policies/pytorch.h"
 #include <gsl/gsl_rng.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define MiB (1ULL << 20)
 
@@ -64,6 +66,73 @@ static void test_idmap(void)
 	}
 	ok(good && m.count == 8 && m.cap <= 64, "idmap stays at 64 slots through 1M short-lived ids (cap %zu)", m.cap);
 	idmap_free(&m);
+}
+
+/* The device model's placement, as the linear scan from the highest range it replaced. */
+static uint64_t place_scan(const uint64_t *ad, const uint64_t *sz, size_t n, uint64_t need, uint64_t vtop, uint64_t g)
+{
+	uint64_t top = vtop;
+	for (size_t i = n; i-- > 0;) { /* ad sorted ascending */
+		if (ad[i] >= top)
+			continue;
+		uint64_t end = (ad[i] + sz[i] + g - 1) / g * g;
+		if (end < top && top - end >= need)
+			return top - need;
+		top = ad[i] / g * g;
+	}
+	return top - need;
+}
+
+static void test_gaptree(void)
+{
+	const uint64_t g = 2 << 20, vtop = 0x7f0000000000ULL;
+	gaptree t;
+	gt_init(&t, vtop, g);
+	gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+	gsl_rng_set(rng, 7);
+	uint64_t ad[600], sz[600];
+	size_t n = 0;
+	int good = 1, overl = 1;
+	for (int it = 0; it < 20000 && good; it++) {
+		uint64_t need = (1 + gsl_rng_uniform_int(rng, 40)) * g;
+		if (n && (n == 600 || gsl_rng_uniform(rng) < 0.45)) {
+			size_t k = gsl_rng_uniform_int(rng, n);
+			gt_remove(&t, ad[k]);
+			memmove(ad + k, ad + k + 1, (n - k - 1) * sizeof(*ad));
+			memmove(sz + k, sz + k + 1, (n - k - 1) * sizeof(*sz));
+			n--;
+			continue;
+		}
+		uint64_t want = place_scan(ad, sz, n, need, vtop, g), got = gt_place(&t, need);
+		if (want != got)
+			good = 0;
+		/* place there, or (a recorded segment) anywhere free, unaligned, also above the top */
+		uint64_t a = want, size = need - gsl_rng_uniform_int(rng, g);
+		if (gsl_rng_uniform(rng) < 0.2)
+			a = vtop - (64ULL << 30) + (uint64_t)(gsl_rng_uniform(rng) * 137438953472.0);
+		int hit = 0;
+		for (size_t i = 0; i < n; i++)
+			if (ad[i] < a + size && a < ad[i] + sz[i])
+				hit = 1;
+		if (hit != gt_overlaps(&t, a, size))
+			overl = 0;
+		if (hit)
+			continue;
+		size_t k = 0;
+		while (k < n && ad[k] < a)
+			k++;
+		memmove(ad + k + 1, ad + k, (n - k) * sizeof(*ad));
+		memmove(sz + k + 1, sz + k, (n - k) * sizeof(*sz));
+		ad[k] = a;
+		sz[k] = size;
+		n++;
+		gt_insert(&t, a, size);
+	}
+	ok(good, "gaptree: 20000 random placements equal the linear scan from the highest range");
+	ok(overl, "gaptree: overlap tests equal a scan of every range");
+	is_u64(t.n, n, "gaptree holds the ranges inserted and not removed");
+	gt_free(&t);
+	gsl_rng_free(rng);
 }
 
 /* PyTorch worked examples (spec section 19). */
@@ -380,6 +449,7 @@ int main(void)
 	test_device_model();
 	test_sizes();
 	test_idmap();
+	test_gaptree();
 	test_rounding();
 	test_pytorch_examples();
 	test_random("pytorch", "");
