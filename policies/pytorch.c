@@ -73,13 +73,29 @@ typedef struct ptpol {
 	uint64_t device_total;
 	void (*flush_hook)(void *ctx);   /* completes pending frees at the flush (engine) */
 	void *flush_ctx;
+	pblock *spare;                   /* freed blocks, reused (linked by all_next) */
+	void **slabs;                    /* blocks come from slabs of PT_SLAB: no malloc per block */
+	size_t nslabs;
 } ptpol;
+
+#define PT_SLAB 256
 
 /* ---- block bookkeeping ---------------------------------------------------------------- */
 
 static pblock *block_new(ptpol *p, ppool *pool, uint64_t stream, uint64_t ptr, uint64_t size)
 {
-	pblock *b = xcalloc(1, sizeof(*b));
+	if (!p->spare) {
+		pblock *slab = xmalloc(PT_SLAB * sizeof(*slab));
+		p->slabs = xrealloc(p->slabs, (p->nslabs + 1) * sizeof(*p->slabs));
+		p->slabs[p->nslabs++] = slab;
+		for (size_t i = 0; i < PT_SLAB; i++) {
+			slab[i].all_next = p->spare;
+			p->spare = &slab[i];
+		}
+	}
+	pblock *b = p->spare;
+	p->spare = b->all_next;
+	memset(b, 0, sizeof(*b));
 	b->pool = pool;
 	b->stream = stream;
 	b->ptr = ptr;
@@ -100,7 +116,8 @@ static void block_delete(ptpol *p, pblock *b)
 		p->all = b->all_next;
 	if (b->all_next)
 		b->all_next->all_prev = b->all_prev;
-	free(b);
+	b->all_next = p->spare;
+	p->spare = b;
 }
 
 static int is_split(const pblock *b)
@@ -977,10 +994,9 @@ static int pt_query(as_policy *pol, int what, void *arg)
 static void pt_destroy(as_policy *pol)
 {
 	ptpol *p = (ptpol *)pol;
-	for (pblock *b = p->all, *n; b; b = n) {
-		n = b->all_next;
-		free(b);
-	}
+	for (size_t i = 0; i < p->nslabs; i++)
+		free(p->slabs[i]);
+	free(p->slabs);
 	for (expseg *e = p->segs, *n; e; e = n) {
 		n = e->next;
 		free(e->handles);
