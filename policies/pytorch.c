@@ -17,6 +17,7 @@ typedef struct expseg expseg;
 
 typedef struct pblock {
 	uint64_t ptr, size, requested, stream;
+	uint64_t rounded;                 /* pt_round_size(requested), while allocated or pending */
 	struct pblock *prev, *next;       /* address neighbours in the same segment */
 	ppool *pool;
 	expseg *es;                       /* expandable segment, or NULL */
@@ -94,7 +95,7 @@ static void waste_share(ptpol *p, const pblock *b, uint64_t sign)
 	} else if (!b->allocated) {
 		w->free_cached += sign * b->size;
 	} else {
-		uint64_t r = pt_round_size(&p->c, b->requested);
+		uint64_t r = b->rounded;
 		w->rounding += sign * (r - b->requested);
 		if (b->size >= p->c.max_split_size)
 			w->oversize += sign * (b->size - r);
@@ -618,6 +619,7 @@ static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, ui
 	waste_out(p, b);
 	b->allocated = 1;
 	b->requested = n;
+	b->rounded = pt_round_size(&p->c, n);
 	waste_in(p, b);
 	pt_inc2(p->st.allocation, sm, 1);
 	pt_inc2(p->st.allocated_bytes, sm, (int64_t)b->size);
