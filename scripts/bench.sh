@@ -118,14 +118,14 @@ gen_trace() { # EVENTS: at most 4096 allocations live, sizes from a real mix, 3 
 	    else { n++; r=rand(); s = r<0.6 ? int(1+rand()*1048576) : (r<0.95 ? int(1048577+rand()*20971520) : int(20971521+rand()*209715200));
 	      print "a", n, s, int(rand()*3); ids[live++]=n } } }'
 }
-rss_kb() { /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; }
+# peak RSS in KB and CPU seconds of one run: "KB SECONDS"
+rss_cpu() { /usr/bin/time -f '%M %U %S' "$@" 2>&1 >/dev/null | tail -1 | awk '{printf "%d %.6f", $1, $2 + $3}'; }
 perf_rss() {
 	gen_trace $((BIG / 10)) > "$tmp/small.trace"
 	gen_trace "$BIG" > "$tmp/big.trace"
 	for p in pytorch bestfit passthrough cuda-async; do
-		r1=$(rss_kb "$A" replay -p "$p" -c "" --no-timing "$tmp/small.trace")
-		r10=$(rss_kb "$A" replay -p "$p" -c "" --no-timing "$tmp/big.trace")
-		t=$(best "$A" replay -p "$p" -c "" --no-timing "$tmp/big.trace")
+		set -- $(rss_cpu "$A" replay -p "$p" -c "" --no-timing "$tmp/small.trace"); r1=$1
+		set -- $(rss_cpu "$A" replay -p "$p" -c "" --no-timing "$tmp/big.trace"); r10=$1; t=$2
 		ratio=$(calc "$r10 / $r1")
 		line "peak RSS, $BIG vs $((BIG / 10)) events, $p" "$(printf '%.2fx' "$ratio")" "<= 1.5x" \
 			"$(verdict "$ratio" "<=" 1.5) ($r10 KB vs $r1 KB; $(printf '%.0f' "$(calc "$BIG / $t")") events/s from text)"
