@@ -1,5 +1,7 @@
 #!/bin/sh
 # perf.sh - decode once (every command reads its input once) and the binary event format.
+# The round trip of every bundled trace through the binary format is in tests/perf-long.sh
+# (make check-long).
 . "${srcdir:-.}/tests/lib.sh"
 A=$ALLOCSIM
 snap="$T/gpt2_train_varlen__default.pickle.gz"
@@ -35,21 +37,11 @@ is "$(wc -l < "$TMP/j1.csv")" 13 "sweep of 2 traces x 2 policies x 3 capacities:
 cmp -s "$TMP/j1.csv" "$TMP/j5.csv"; ok $? "sweep rows are byte-identical with -j 1 and -j 5 (threads share the decoded traces)"
 
 # --- the binary event format (doc/trace-format.md) ---
-# round trip: every bundled trace converted to .asbin replays to the source's rows, byte for byte,
-# for every policy (one sweep over the sources, one over the binary files; rows without the trace)
-src_list=; bin_list=; k=0
-for t in "$T"/*.pickle.gz "$srcdir"/traces/captured/*.pickle.gz "$srcdir"/traces/fixtures/*.pickle.gz; do
-	k=$((k + 1)); "$A" convert "$t" -o "$TMP/b$k.asbin" || echo "# convert failed: $t"
-	src_list="$src_list $t"; bin_list="$bin_list $TMP/b$k.asbin"
-done
-for pc in "-p pytorch -p bestfit -p passthrough -p cuda-async|" "-p pytorch|expandable_segments:True"; do
-	p=${pc%%|*}; c=${pc#*|}
-	"$A" sweep -t $src_list $p -c "$c" -j 2 | cut -d, -f1,3- > "$TMP/rt-src.csv"
-	"$A" sweep -t $bin_list $p -c "$c" -j 2 | cut -d, -f1,3- > "$TMP/rt-bin.csv"
-	set -- $p
-	is "$(wc -l < "$TMP/rt-bin.csv")" $(($# / 2 * k + 1)) "binary round trip ${c:-(defaults)}: one row per trace and policy ($k traces)"
-	cmp -s "$TMP/rt-src.csv" "$TMP/rt-bin.csv"; ok $? "binary round trip ${c:-(defaults)}: every bundled trace replays to its source's rows ($p)"
-done
+"$A" sweep -t "$snap" "$snap2" -p pytorch --param expandable_segments=True --param max_split_size_mb=none,64 | cut -d, -f1-3,5- > "$TMP/rt-src.csv"
+"$A" convert "$snap2" -o "$TMP/s2.asbin"
+"$A" convert "$snap" -o "$TMP/s1.asbin"
+"$A" sweep -t "$TMP/s1.asbin" "$TMP/s2.asbin" -p pytorch --param expandable_segments=True --param max_split_size_mb=none,64 | cut -d, -f1-3,5- > "$TMP/rt-bin.csv"
+cmp -s "$TMP/rt-src.csv" "$TMP/rt-bin.csv"; ok $? "binary round trip with expandable segments and max_split_size_mb: the same rows"
 a=$("$A" replay -c recorded --no-timing "$snap" | tail -1 | rows)
 "$A" convert "$snap" -o "$TMP/g.asbin"
 b=$("$A" replay -c recorded --no-timing "$TMP/g.asbin" | tail -1 | rows)
