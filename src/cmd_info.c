@@ -80,7 +80,10 @@ int cmd_info(int argc, char **argv)
 		return cli_report(&err);
 	}
 	as_meta *m = &r->meta;
-	printf("trace: %s\nformat: %s\n", r->in.path, m->format);
+	if (!strcmp(r->ops->name, "binary"))
+		printf("trace: %s\nformat: binary (converted from %s)\n", r->in.path, m->format);
+	else
+		printf("trace: %s\nformat: %s\n", r->in.path, m->format);
 	if (m->source[0])
 		printf("source: %s\n", m->source);
 	if (m->device[0])

@@ -48,6 +48,9 @@ b=$("$A" replay -c recorded --no-timing "$TMP/g.asbin" | tail -1 | rows)
 is "$b" "$a" "replay -c recorded of the binary form (mapped) equals the snapshot's row"
 b=$("$A" replay -c recorded --no-timing - < "$TMP/g.asbin" | tail -1 | rows)
 is "$b" "$a" "the binary form streamed from standard input gives the same row"
+is "$("$A" info "$TMP/g.asbin" | sed -n 2p)" "format: binary (converted from pytorch)" "info names the binary format and the one it came from"
+a=$("$A" info "$snap" | tail -n +3); b=$("$A" info "$TMP/g.asbin" | tail -n +3)
+is "$b" "$a" "info of the binary form prints the snapshot's counts, settings and histogram"
 "$A" convert "$TMP/g.asbin" -o "$TMP/g2.asbin"
 cmp -s "$TMP/g.asbin" "$TMP/g2.asbin"; ok $? "converting a binary trace to binary gives the same bytes"
 is "$(head -c 8 "$TMP/g.asbin" | od -An -c | tr -s ' ')" " 211 A S I M E V \\n" "the file starts with the magic \\x89ASIMEV\\n"
