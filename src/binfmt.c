@@ -207,13 +207,13 @@ static int check_records(const as_rec *recs, const bhdr *hd, const char *labels,
 
 int as_binfmt_map(as_evbuf *b, const char *path, as_err *err)
 {
-	if (!strcmp(path, "-"))
-		return 1;
+	struct stat sb;
+	if (!strcmp(path, "-") || stat(path, &sb) || !S_ISREG(sb.st_mode))
+		return 1; /* not a regular file: never opened here (a FIFO could be opened only once) */
 	int fd = open(path, O_RDONLY);
 	if (fd < 0)
 		return as_fail(err, AS_EXIT_NOINPUT, "cannot open '%s': %s", path, strerror(errno));
 	unsigned char magic[AS_BIN_MAGIC_LEN];
-	struct stat sb;
 	if (pread(fd, magic, sizeof magic, 0) != (ssize_t)sizeof magic || memcmp(magic, AS_BIN_MAGIC, sizeof magic) ||
 	    fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
 		close(fd);

@@ -84,7 +84,11 @@ static int load_traces(sweep *sw, uint64_t jobs, as_err *err)
 	sw->bufs = xcalloc(sw->ntraces, sizeof(*sw->bufs));
 	sw->load_err = xcalloc(sw->ntraces, sizeof(*sw->load_err));
 	uint64_t n = jobs < sw->ntraces ? jobs : sw->ntraces;
-	pthread_t *th = xcalloc(n, sizeof(pthread_t));
+	if (n <= 1) /* in this thread, where Ctrl-C/SIGTERM interrupt a read (a FIFO, a pipe) */
+		loader(sw);
+	pthread_t *th = xcalloc(n > 1 ? n : 1, sizeof(pthread_t));
+	if (n <= 1)
+		n = 0;
 	for (uint64_t w = 0; w < n; w++)
 		pthread_create(&th[w], NULL, loader, sw);
 	for (uint64_t w = 0; w < n; w++)
