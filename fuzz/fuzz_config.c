@@ -13,7 +13,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (as_engine_init(&e, as_policies[i], s, dev, &err) == 0) {
 			static const uint64_t sizes[] = { 1, 513, 1 << 20, (1 << 20) + 1, 15 << 20, 300 << 20, (1ULL << 60) - 1, 1ULL << 40 };
 			for (uint64_t k = 0; k < 24; k++) {
-				as_event ev = { .type = k % 3 == 2 ? EV_FREE : EV_ALLOC, .id = k % 3 == 2 ? k - 2 : k, .size = sizes[k % 8], .time_us = -1 };
+				as_event ev = { .type = k % 3 == 2 ? EV_FREE : EV_ALLOC, .id = k % 3 == 2 ? k - 2 : k, .slot = (uint32_t)(k % 3 == 2 ? k - 2 : k), .size = sizes[k % 8], .time_us = -1 };
 				if (as_engine_step(&e, &ev, &err))
 					abort();
 			}

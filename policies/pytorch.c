@@ -17,6 +17,7 @@ typedef struct expseg expseg;
 
 typedef struct pblock {
 	uint64_t ptr, size, requested, stream;
+	uint64_t rounded;                 /* pt_round_size(requested), while allocated or pending */
 	struct pblock *prev, *next;       /* address neighbours in the same segment */
 	ppool *pool;
 	expseg *es;                       /* expandable segment, or NULL */
@@ -85,7 +86,39 @@ typedef struct ptpol {
 	size_t nscratch;
 	void (*flush_hook)(void *ctx);   /* completes pending frees at the flush (engine) */
 	void *flush_ctx;
+	as_waste w;                      /* the waste attribution, kept as running sums (waste_in/out) */
+	pblock *spare;                   /* freed blocks, reused (linked by all_next) */
+	void **slabs;                    /* blocks come from slabs of PT_SLAB: no malloc per block */
+	size_t nslabs;
 } ptpol;
+
+#define PT_SLAB 256
+
+/* A block's share of the waste attribution (doc/metrics.md): every change of a block's size or
+ * state takes its share out first (waste_out) and puts it back after (waste_in), so that pt_waste
+ * reads sums instead of walking every block at each new reserved peak. */
+static void waste_share(ptpol *p, const pblock *b, uint64_t sign)
+{
+	as_waste *w = &p->w;
+	if (!b->mapped)
+		return;
+	if (b->pending) {
+		w->pending_free += sign * (b->size - b->requested); /* its requested bytes are still live */
+	} else if (!b->allocated) {
+		w->free_cached += sign * b->size;
+	} else {
+		uint64_t r = b->rounded;
+		w->rounding += sign * (r - b->requested);
+		if (b->size >= p->c.max_split_size)
+			w->oversize += sign * (b->size - r);
+		else
+			w->unsplit += sign * (b->size - r);
+	}
+}
+#define waste_in(p, b) waste_share(p, b, 1)
+#define waste_out(p, b) waste_share(p, b, (uint64_t)-1) /* unsigned: subtracting what was added */
+
+static void waste_walk(ptpol *p, as_waste *w);
 
 /* ---- block bookkeeping ---------------------------------------------------------------- */
 
@@ -113,20 +146,34 @@ static void all_unlink(ptpol *p, pblock *b)
 
 static pblock *block_new(ptpol *p, ppool *pool, uint64_t stream, uint64_t ptr, uint64_t size)
 {
-	pblock *b = xcalloc(1, sizeof(*b));
+	if (!p->spare) {
+		pblock *slab = xmalloc(PT_SLAB * sizeof(*slab));
+		p->slabs = xrealloc(p->slabs, (p->nslabs + 1) * sizeof(*p->slabs));
+		p->slabs[p->nslabs++] = slab;
+		for (size_t i = 0; i < PT_SLAB; i++) {
+			slab[i].all_next = p->spare;
+			p->spare = &slab[i];
+		}
+	}
+	pblock *b = p->spare;
+	p->spare = b->all_next;
+	memset(b, 0, sizeof(*b));
 	b->pool = pool;
 	b->stream = stream;
 	b->ptr = ptr;
 	b->size = size;
 	b->mapped = 1;
 	all_link(p, b);
+	waste_in(p, b);
 	return b;
 }
 
 static void block_delete(ptpol *p, pblock *b)
 {
+	waste_out(p, b);
 	all_unlink(p, b);
-	free(b);
+	b->all_next = p->spare;
+	p->spare = b;
 }
 
 static int is_split(const pblock *b)
@@ -203,7 +250,9 @@ static uint64_t try_merge(ptpol *p, pblock *dst, pblock *src)
 			dst->next->prev = dst;
 	}
 	uint64_t sub = src->size;
+	waste_out(p, dst);
 	dst->size += sub;
+	waste_in(p, dst);
 	if (src->mapped)
 		RB_REMOVE(bset, &src->pool->blocks, src);
 	else
@@ -218,7 +267,9 @@ static void free_block(ptpol *p, pblock *b)
 	ppool *pool = b->pool;
 	int64_t nblocks = 0, nbytes = 0;
 	pblock *cand[2] = { b->prev, b->next };
+	waste_out(p, b);
 	b->pending = 0;
+	waste_in(p, b);
 	for (int i = 0; i < 2; i++) {
 		uint64_t sub = try_merge(p, b, cand[i]);
 		if (sub) {
@@ -307,9 +358,11 @@ static int map_block(ptpol *p, pblock *b, uint64_t size)
 	} else {
 		RB_REMOVE(uset, &pool->unmapped, b);
 	}
+	waste_out(p, b);
 	b->mapped = 1;
 	if (bytes < b->size) {
 		pblock *rem = block_new(p, pool, b->stream, b->ptr + bytes, b->size - bytes);
+		waste_out(p, rem);
 		rem->mapped = 0;
 		rem->es = es;
 		rem->prev = b;
@@ -320,6 +373,7 @@ static int map_block(ptpol *p, pblock *b, uint64_t size)
 		RB_INSERT(uset, &pool->unmapped, rem);
 		b->size = bytes;
 	}
+	waste_in(p, b);
 	try_merge(p, b, b->prev);
 	try_merge(p, b, b->next);
 	insert_into_blocks(pool, b);
@@ -374,6 +428,7 @@ static pblock *find_expandable_block(ptpol *p, ppool *pool, uint64_t stream, uin
 	es->next = p->segs;
 	p->segs = es;
 	pblock *c = block_new(p, pool, stream, es->base, es->va_size);
+	waste_out(p, c);
 	c->mapped = 0;
 	c->es = es;
 	c->untouched = 1;
@@ -450,6 +505,7 @@ static void unmap_block(ptpol *p, pblock *b)
 		b->next = af;
 		insert_into_blocks(pool, af);
 	}
+	waste_out(p, b);
 	b->ptr = begin;
 	b->size = end - begin;
 	b->mapped = 0;
@@ -609,7 +665,9 @@ static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, ui
 		b->next = rem;
 		rem->prev = b;
 		rem->ptr += s;
+		waste_out(p, rem);
 		rem->size -= s;
+		waste_in(p, rem);
 		insert_into_blocks(pool, rem);
 		if (already_split && !b->es) {
 			pt_dec2(p->st.inactive_split_bytes, sm, (int64_t)b->size);
@@ -621,8 +679,11 @@ static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, ui
 		pt_dec2(p->st.inactive_split_bytes, sm, (int64_t)b->size);
 		pt_dec2(p->st.inactive_split, sm, 1);
 	}
+	waste_out(p, b);
 	b->allocated = 1;
 	b->requested = n;
+	b->rounded = pt_round_size(&p->c, n);
+	waste_in(p, b);
 	pt_inc2(p->st.allocation, sm, 1);
 	pt_inc2(p->st.allocated_bytes, sm, (int64_t)b->size);
 	pt_inc2(p->st.active, sm, 1);
@@ -670,8 +731,10 @@ static void pt_free_requested(as_policy *pol, void *h)
 	ptpol *p = (ptpol *)pol;
 	pblock *b = h;
 	int sm = b->pool->is_small;
+	waste_out(p, b);
 	b->allocated = 0;
 	b->pending = 1;
+	waste_in(p, b);
 	pt_dec2(p->st.allocation, sm, 1);
 	pt_dec2(p->st.allocated_bytes, sm, (int64_t)b->size);
 	if (b->size >= p->c.max_split_size)
@@ -939,6 +1002,14 @@ static int pt_check(as_policy *pol, as_err *err)
 		return as_fail(err, AS_EXIT_SOFTWARE, "pytorch: %s.all differs from small_pool + large_pool", #n);
 	PT_STAT_ARRAYS(X)
 #undef X
+	as_waste w;
+	waste_walk(p, &w);
+#define X(n, d) \
+	if (w.n != p->w.n) \
+		return as_fail(err, AS_EXIT_SOFTWARE, "pytorch: waste %s is %" PRIu64 " by the blocks, %" PRIu64 " by the running sum", \
+			#n, w.n, p->w.n);
+	AS_WASTE_CATEGORIES(X)
+#undef X
 	return 0;
 }
 
@@ -962,6 +1033,12 @@ static void pt_free_stats(ptpol *p, uint64_t *largest, uint64_t *total)
 }
 
 static void pt_waste(ptpol *p, as_waste *w)
+{
+	*w = p->w;
+}
+
+/* The waste attribution by a walk of every block (pt_check compares it with the running sums). */
+static void waste_walk(ptpol *p, as_waste *w)
 {
 	memset(w, 0, sizeof(*w));
 	for (pblock *b = p->all; b; b = b->all_next) {
@@ -1040,16 +1117,9 @@ static int pt_query(as_policy *pol, int what, void *arg)
 static void pt_destroy(as_policy *pol)
 {
 	ptpol *p = (ptpol *)pol;
-	for (pblock *b = p->all, *n; b; b = n) {
-		n = b->all_next;
-		free(b);
-	}
-	ppool *pools[2] = { &p->large, &p->small };
-	for (int k = 0; k < 2; k++)
-		for (pblock *b; (b = RB_MIN(uset, &pools[k]->untouched));) {
-			RB_REMOVE(uset, &pools[k]->untouched, b);
-			free(b);
-		}
+	for (size_t i = 0; i < p->nslabs; i++)
+		free(p->slabs[i]);
+	free(p->slabs);
 	for (expseg *e = p->segs, *n; e; e = n) {
 		n = e->next;
 		free(e->handles);

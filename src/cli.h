@@ -24,6 +24,7 @@ int cli_load_model(const char *path, as_lat_model *m, int *have, as_err *err);
 int cli_report(const as_err *err);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_version(void);
-/* Resolves -c: NULL/"recorded" take the trace's own settings (a second pass over r's data if needed). */
-int cli_resolve_config(const as_reader *r, const char *config, char **out, as_err *err);
+/* Resolves -c: "recorded" takes the trace's own settings from its complete metadata m (path
+ * names the trace in the error when it records none). */
+int cli_resolve_config(const char *path, const as_meta *m, const char *config, char **out, as_err *err);
 #endif

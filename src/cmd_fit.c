@@ -270,10 +270,12 @@ int cmd_fit(int argc, char **argv)
 	f.o.addr_mode = ADDR_AUTO;
 	f.o.reader = &ro;
 	as_err err = { 0, "" };
-	char *rec = NULL;
 	cli_catch_signals(); /* from here Ctrl-C/SIGTERM end the fit with 130 (fit_fail) */
-	if (as_recorded_settings(trace, &rec, &err))
+	as_evbuf buf; /* decoded once; every trial replays it */
+	if (as_evbuf_load(&buf, trace, &ro, &err))
 		return cli_interrupted ? fit_fail(&f, &(as_err){ AS_EXIT_INTERRUPTED, "" }) : cli_report(&err);
+	f.o.events = &buf;
+	char *rec = as_recorded_settings(&buf.meta);
 	f.o.recorded = rec;
 	int rc;
 	if (is_param) {
@@ -287,5 +289,6 @@ int cmd_fit(int argc, char **argv)
 		rc = fit_capacity(&f, exact, samples);
 	}
 	free(rec);
+	as_evbuf_free(&buf);
 	return rc;
 }

@@ -97,7 +97,10 @@ int cmd_info(int argc, char **argv)
 	for (int k = 0; k < 4; k++)
 		if (vals[k][0] || k < 2) {
 			char *e = as_escape(vals[k], 0);
-			printf("%s: %s\n", keys[k], e);
+			if (k == 1 && !strcmp(r->ops->name, "binary"))
+				printf("%s: binary (converted from %s)\n", keys[k], e);
+			else
+				printf("%s: %s\n", keys[k], e);
 			free(e);
 		}
 	if (m->device_entries) {

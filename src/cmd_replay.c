@@ -2,8 +2,12 @@
 #include "cli.h"
 #include "engine.h"
 #include "run.h"
+#include "evbuf.h"
 #include "reconcile.h"
 #include "lifetimes.h"
+#include "binfmt.h"
+#include <errno.h>
+#include <sys/stat.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -39,6 +43,8 @@ static const char replay_usage[] =
 	"      --latency-model F   device-call latency model for the simulation (default: the bundled\n"
 	"                          H200 calibration, h200-latency-model.csv); 'none' for none\n"
 	"      --no-timing         print 0 for wall_seconds and events_per_second (byte-identical output)\n"
+	"      --cache             keep the trace's binary form beside it (TRACE.asbin) and replay from it\n"
+	"                          while the trace is unchanged (a snapshot is then decoded only once)\n"
 	"  -h, --help              show this help\n";
 
 static void on_signal(int sig)
@@ -81,17 +87,53 @@ int cli_load_model(const char *path, as_lat_model *m, int *have, as_err *err)
 	return 0;
 }
 
-int cli_resolve_config(const as_reader *r, const char *config, char **out, as_err *err)
+int cli_resolve_config(const char *path, const as_meta *m, const char *config, char **out, as_err *err)
 {
 	if (config && strcmp(config, "recorded")) {
 		*out = xstrdup(config);
 		return 0;
 	}
-	if (as_reader_recorded_settings(r, out, err))
-		return -1;
-	if (!*out)
-		return as_fail(err, AS_EXIT_DATAERR, "%s: the trace records no allocator settings; pass -c explicitly", r->in.path);
+	if (!m->has_settings)
+		return as_fail(err, AS_EXIT_DATAERR, "%s: the trace records no allocator settings; pass -c explicitly", path);
+	*out = xstrdup(m->settings ? m->settings : "");
 	return 0;
+}
+
+/* --cache: the binary form of a trace, kept beside it as TRACE.asbin and used while it was made
+ * from the trace as it is now (same size and modification time); otherwise (re)written. */
+static int use_cache(const char *path, as_evbuf *b, as_err *err)
+{
+	struct stat st;
+	if (!strcmp(path, "-"))
+		return as_fail(err, AS_EXIT_USAGE, "--cache needs a file, not standard input");
+	if (stat(path, &st))
+		return as_fail(err, AS_EXIT_NOINPUT, "cannot open '%s': %s", path, strerror(errno));
+	char *cpath = xmalloc(strlen(path) + sizeof AS_BIN_EXT);
+	sprintf(cpath, "%s%s", path, AS_BIN_EXT);
+	int rc = -1;
+	as_err cerr = { 0, "" };
+	int m = access(cpath, F_OK) ? 1 : as_binfmt_map(b, cpath, &cerr);
+	if (m == 0 && as_binfmt_cache_ok(b, &st)) {
+		free(cpath);
+		return 0;
+	}
+	if (m == 0)
+		as_evbuf_free(b);
+	else if (m == 1 && !access(cpath, F_OK)) {
+		as_fail(err, AS_EXIT_USAGE, "--cache: '%s' exists and is not an allocsim binary trace; not overwritten", cpath);
+		goto out;
+	} else if (m < 0)
+		fprintf(stderr, "%s: warning: rewriting the cache: %s\n", as_progname, cerr.msg);
+	if (as_evbuf_load(b, path, NULL, err))
+		goto out;
+	if (as_binfmt_write(b, cpath, &st, err)) {
+		as_evbuf_free(b);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(cpath);
+	return rc;
 }
 
 typedef struct seg_out {
@@ -136,13 +178,13 @@ static void seg_hook(as_engine *e, const as_event *ev, void *ctx)
 
 /* The segment map needs the state at the reserved peak, known only after a first pass: replay
  * again, writing the map after the peak's event and at the end. */
-static int write_segments(const as_reader *src, const as_reader_opts *ro, const as_policy_ops *ops, const char *conf,
+static int write_segments(const char *path, const as_evbuf *events, const as_policy_ops *ops, const char *conf,
 	uint64_t capacity, int addr_mode, int resolve_maybe, uint64_t peak_event, FILE *f, as_err *err)
 {
 	fputs("moment,segment,segment_address,segment_bytes,stream,pool,expandable,block_offset,block_bytes,state\n", f);
 	seg_pass sp = { { f, "peak", 0 }, peak_event, 0 };
-	as_run_opts o = { .path = src->in.path, .source = src, .ops = ops, .config = conf, .capacity = capacity, .addr_mode = addr_mode,
-		.resolve_maybe = resolve_maybe > 0, .hook = seg_hook, .hook_ctx = &sp, .reader = ro };
+	as_run_opts o = { .path = path, .events = events, .ops = ops, .config = conf, .capacity = capacity, .addr_mode = addr_mode,
+		.resolve_maybe = resolve_maybe > 0, .hook = seg_hook, .hook_ctx = &sp };
 	as_summary s;
 	return as_run(&o, &s, err);
 }
@@ -180,6 +222,7 @@ int cmd_replay(int argc, char **argv)
 		{ "segments", required_argument, 0, 'G' }, { "backend", required_argument, 0, 'B' },
 		{ "device", required_argument, 0, 'D' }, { "latency", required_argument, 0, 'L' },
 		{ "latency-model", required_argument, 0, 'M' }, { "device-log", required_argument, 0, 'J' },
+		{ "cache", no_argument, 0, 'W' },
 		{ "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
 	const char *policy = "pytorch", *config = NULL, *out = NULL, *timeline = NULL, *stats = NULL, *segments = NULL;
@@ -187,7 +230,7 @@ int cmd_replay(int argc, char **argv)
 	int use_cuda = 0;
 	uint64_t ordinal = 0;
 	uint64_t capacity = 0, every = 1;
-	int capacity_set = 0, summary = 0, check = 0, addr_mode = ADDR_AUTO, no_timing = 0, stop_at_oom = 0, c;
+	int cache = 0, capacity_set = 0, summary = 0, check = 0, addr_mode = ADDR_AUTO, no_timing = 0, stop_at_oom = 0, c;
 	char m[256];
 	as_reader_opts ro = { 0 };
 	optind = 1;
@@ -231,11 +274,14 @@ int cmd_replay(int argc, char **argv)
 		case 'L': latency = optarg; break;
 		case 'M': model_path = optarg; break;
 		case 'J': devlog = optarg; break;
+		case 'W': cache = 1; break;
 		case 'h': fputs(replay_usage, stdout); return 0;
 		case 'V': cli_version(); return 0;
 		default: return cli_usage_error("replay", "invalid option");
 		}
 	}
+	if (cache && ro.has_device)
+		return cli_usage_error("replay", "--cache keeps the default device's events; not with --device");
 	if (optind != argc - 1)
 		return cli_usage_error("replay", optind >= argc ? "missing TRACE" : "expected one TRACE, got %d", argc - optind);
 	const char *path = argv[optind];
@@ -264,21 +310,45 @@ int cmd_replay(int argc, char **argv)
 	as_lifetimes_init(&lt);
 	memset(&e, 0, sizeof e);
 
+	as_evbuf buf;
+	int have_buf = 0;
+	memset(&buf, 0, sizeof buf);
 	cli_catch_signals(); /* from here: an output FIFO's open waits for its reader */
 	if (open_outputs(ofs, opaths, sizeof opaths / sizeof opaths[0], path, &err))
 		goto done;
 	if (summary && out && as_outfile_open(&po, "-", &err))
 		goto done;
-	if (as_reader_open(&r, path, &ro, &err))
+	/* The input is read once (standard input and FIFOs too: the reader spools them). A binary trace is mapped in place (--cache: one kept beside the
+	 * trace). Which settings were recorded decides how ambiguous empty_cache() inferences resolve
+	 * (and -c recorded needs them): a snapshot stores them at its end, so it is decoded into memory
+	 * first (also serving --segments' second pass); other traces stream. */
+	int mapped = as_binfmt_map(&buf, path, &err);
+	if (mapped < 0)
 		goto done;
-	if (config && !strcmp(config, "recorded")) {
-		if (cli_resolve_config(r, config, &conf, &err))
+	if (mapped == 0) {
+		have_buf = 1;
+		if (ro.has_device && ro.device != 0) {
+			as_fail(&err, AS_EXIT_DATAERR, "%s: a binary trace holds one device (0), not device %d", path, ro.device);
 			goto done;
+		}
+	} else if (cache) {
+		if (use_cache(path, &buf, &err))
+			goto done;
+		have_buf = 1;
 	} else {
-		conf = xstrdup(config ? config : "");
+		if (as_reader_open(&r, path, &ro, &err))
+			goto done;
+		if (segments || (!r->meta.has_settings && !strcmp(r->meta.format, "pytorch"))) {
+			if (as_evbuf_from_reader(&buf, r, 0, &err))
+				goto done;
+			have_buf = 1;
+		}
 	}
-	if (!capacity_set && r->meta.capacity)
-		capacity = r->meta.capacity;
+	const as_meta *meta = have_buf ? &buf.meta : &r->meta;
+	if (cli_resolve_config(path, meta, config ? config : "", &conf, &err))
+		goto done;
+	if (!capacity_set && meta->capacity)
+		capacity = meta->capacity;
 	if (use_cuda) {
 		if (!(dev = as_cuda_device_new((int)ordinal, capacity, &err)))
 			goto done;
@@ -293,11 +363,10 @@ int cmd_replay(int argc, char **argv)
 		goto done;
 	e.host_timing = !no_timing;
 	engine_ok = 1;
-	/* Which settings were recorded decides how ambiguous empty_cache() inferences resolve; a
-	 * snapshot's are read (a second pass) only if such a case comes up. */
-	as_reconcile_for_trace(&e, r, conf);
-	if (as_plan_from_trace(&e, &lt, path, &err)) /* an offline policy reads the trace once first */
-		goto done;
+	/* the metadata is complete here: the recorded settings are known */
+	as_reconcile_for_trace(&e, meta, path, conf);
+	if (have_buf ? as_plan_from_events(&e, &lt, &buf, &err) : as_plan_from_trace(&e, &lt, path, &err))
+		goto done; /* an offline policy takes the whole trace first (from memory when decoded) */
 	e.check = check;
 	e.every = every;
 	if (timeline) {
@@ -315,7 +384,8 @@ int cmd_replay(int argc, char **argv)
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	as_event ev;
-	while ((rc = as_reader_next(r, &ev, &err)) > 0) {
+	as_source src = { r, have_buf ? &buf : NULL, 0 };
+	while ((rc = as_source_next(&src, &ev, &err)) > 0) {
 		if (cli_interrupted) {
 			as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; every device allocation was released, nothing was written");
 			break;
@@ -334,12 +404,12 @@ int cmd_replay(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	as_engine_finish(&e);
 	e.s.wall_seconds = no_timing ? 0.0 : (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-	if (r->meta.history_truncated)
+	if (meta->history_truncated)
 		fprintf(stderr, "%s: warning: %s: the recorded history is truncated (%" PRIu64 " frees of allocations made "
-			"before it began were skipped); results cover the recorded part only\n", as_progname, r->in.path,
-			r->meta.unmatched_frees);
+			"before it began were skipped); results cover the recorded part only\n", as_progname, r ? r->in.path : path,
+			meta->unmatched_frees);
 
-	if (segments && write_segments(r, &ro, ops, conf, capacity, addr_mode, as_reconcile_resolved(&e), e.peak_event, gf.fp, &err))
+	if (segments && write_segments(path, &buf, ops, conf, capacity, addr_mode, as_reconcile_resolved(&e), e.peak_event, gf.fp, &err))
 		goto done;
 	if (stats) {
 		fputs("key,value\n", sf.fp);
@@ -370,6 +440,7 @@ done:
 	as_lat_model_free(&model);
 	as_lifetimes_free(&lt);
 	as_reader_close(r);
+	as_evbuf_free(&buf);
 	free(conf);
 	if (err.code)
 		return cli_report(&err);

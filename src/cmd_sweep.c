@@ -49,6 +49,7 @@ typedef struct job {
 	char *row;      /* result (CSV row without header), NULL if not run */
 	char *key;      /* identity for --resume */
 	const char *recorded;
+	const as_evbuf *events; /* the trace, decoded once for all its runs */
 } job;
 
 typedef struct sweep {
@@ -59,7 +60,49 @@ typedef struct sweep {
 	as_reader_opts ro;   /* --device */
 	size_t nparams;
 	as_err err;
+	/* decoding: each trace once, by the same workers, before any run */
+	const char **traces;
+	as_evbuf *bufs;
+	as_err *load_err;
+	size_t ntraces, next_load;
 } sweep;
+
+static void *loader(void *arg)
+{
+	sweep *sw = arg;
+	for (;;) {
+		pthread_mutex_lock(&sw->mu);
+		size_t t = sw->next_load++;
+		pthread_mutex_unlock(&sw->mu);
+		if (t >= sw->ntraces)
+			return NULL;
+		as_evbuf_load(&sw->bufs[t], sw->traces[t], &sw->ro, &sw->load_err[t]);
+	}
+}
+
+/* Decodes every trace once with `jobs` threads; the first failure in trace order is reported. */
+static int load_traces(sweep *sw, uint64_t jobs, as_err *err)
+{
+	sw->bufs = xcalloc(sw->ntraces, sizeof(*sw->bufs));
+	sw->load_err = xcalloc(sw->ntraces, sizeof(*sw->load_err));
+	uint64_t n = jobs < sw->ntraces ? jobs : sw->ntraces;
+	if (n <= 1) /* in this thread, where Ctrl-C/SIGTERM interrupt a read (a FIFO, a pipe) */
+		loader(sw);
+	pthread_t *th = xcalloc(n > 1 ? n : 1, sizeof(pthread_t));
+	if (n <= 1)
+		n = 0;
+	for (uint64_t w = 0; w < n; w++)
+		pthread_create(&th[w], NULL, loader, sw);
+	for (uint64_t w = 0; w < n; w++)
+		pthread_join(th[w], NULL);
+	free(th);
+	for (size_t t = 0; t < sw->ntraces; t++)
+		if (sw->load_err[t].code) {
+			*err = sw->load_err[t];
+			return -1;
+		}
+	return 0;
+}
 
 static int parse_values(param *p, const char *spec, char *msg, size_t len)
 {
@@ -92,7 +135,7 @@ static void *worker(void *arg)
 		job *j = &sw->jobs[sw->next++];
 		pthread_mutex_unlock(&sw->mu);
 
-		as_run_opts o = { .path = j->trace, .ops = j->ops, .config = j->config, .capacity = j->capacity,
+		as_run_opts o = { .path = j->trace, .events = j->events, .ops = j->ops, .config = j->config, .capacity = j->capacity,
 			.addr_mode = ADDR_AUTO, .stop_at_oom = sw->stop_at_oom, .recorded = j->recorded, .reader = &sw->ro };
 		as_summary s;
 		as_err err = { 0, "" };
@@ -356,11 +399,14 @@ args_out:
 	sw.njobs = ntr * npol * ncomb;
 	sw.jobs = xcalloc(sw.njobs, sizeof(job));
 	recorded = xcalloc(ntr, sizeof(char *));
+	sw.traces = traces;
+	sw.ntraces = ntr;
+	if (load_traces(&sw, jobs, &err)) {
+		rc = cli_interrupted ? sweep_interrupted(&of, header, &sw, out) : cli_report(&err);
+		goto done;
+	}
 	for (size_t t = 0; t < ntr; t++)
-		if (as_recorded_settings(traces[t], &recorded[t], &err)) {
-			rc = cli_interrupted ? sweep_interrupted(&of, header, &sw, out) : cli_report(&err);
-			goto done;
-		}
+		recorded[t] = as_recorded_settings(&sw.bufs[t].meta);
 	size_t idx = 0;
 	for (size_t t = 0; t < ntr; t++)
 		for (size_t p = 0; p < npol; p++)
@@ -370,6 +416,7 @@ args_out:
 				j->trace = traces[t];
 				j->ops = pols[p];
 				j->recorded = recorded[t];
+				j->events = &sw.bufs[t];
 				j->capacity = capacity;
 				j->pvals = xcalloc(npar + 1, sizeof(char *));
 				size_t rest = cmb;
@@ -469,9 +516,14 @@ done:
 		free(sw.jobs[i].key);
 	}
 	free(sw.jobs);
-	for (size_t t = 0; recorded && t < ntr; t++)
+	for (size_t t = 0; recorded && t < ntr; t++) {
 		free(recorded[t]);
+		if (sw.bufs)
+			as_evbuf_free(&sw.bufs[t]);
+	}
 	free(recorded);
+	free(sw.bufs);
+	free(sw.load_err);
 	free_params(params, npar);
 	free(traces);
 	free(pols);

@@ -231,11 +231,17 @@ int cmd_validate(int argc, char **argv)
 	memset(&e, 0, sizeof e);
 
 	cli_catch_signals();
+	as_evbuf buf; /* the input is read once: a snapshot's settings come at its end */
+	memset(&buf, 0, sizeof buf);
 	if (as_reader_open(&r, path, &ro, &err))
 		goto done;
-	if (cli_resolve_config(r, config ? config : "recorded", &conf, &err))
+	if (!strcmp(r->ops->name, "binary")) {
+		as_fail(&err, AS_EXIT_USAGE, "%s: a binary trace keeps no end-state segments; validate the snapshot it was made from", path);
 		goto done;
-	if (strcmp(r->meta.format, "pytorch") && strcmp(r->meta.format, "native")) {
+	}
+	if (as_evbuf_from_reader(&buf, r, 0, &err) || cli_resolve_config(path, &buf.meta, config ? config : "recorded", &conf, &err))
+		goto done;
+	if (strcmp(buf.meta.format, "pytorch") && strcmp(buf.meta.format, "native")) {
 		as_fail(&err, AS_EXIT_USAGE, "%s: validate needs a trace with recorded device calls (a PyTorch snapshot)", path);
 		goto done;
 	}
@@ -245,9 +251,10 @@ int cmd_validate(int argc, char **argv)
 	if (as_engine_init(&e, as_policy_find("pytorch"), conf, dev, &err))
 		goto done;
 	engine_ok = 1;
-	as_reconcile_attach(&e, as_reader_recorded_matches(r, conf), NULL, NULL);
+	as_reconcile_attach(&e, as_recorded_matches(&buf.meta, conf), NULL, NULL);
 	as_event ev;
-	while (!v.diverged && !cli_interrupted && (rc = as_reader_next(r, &ev, &err)) > 0) {
+	as_source src = { NULL, &buf, 0 };
+	while (!v.diverged && !cli_interrupted && (rc = as_source_next(&src, &ev, &err)) > 0) {
 		v.cur_index = ev.index;
 		if (ev.type >= EV_SEG_ALLOC && ev.type <= EV_SEG_UNMAP)
 			opq_push(&v.rec, ev.type - EV_SEG_ALLOC, ev.size, ev.index);
@@ -274,20 +281,21 @@ int cmd_validate(int argc, char **argv)
 			snprintf(v.msg, sizeof v.msg, "diverged at the end of the trace: the simulation did %s of %" PRIu64
 				" bytes that PyTorch did not", op_names[v.sim.v[v.sim.head].kind], v.sim.v[v.sim.head].size);
 	}
-	if (!v.diverged && !r->meta.history_truncated && compare_end_state(&r->meta, e.pol, v.msg, sizeof v.msg))
+	if (!v.diverged && !buf.meta.history_truncated && compare_end_state(&buf.meta, e.pol, v.msg, sizeof v.msg))
 		v.diverged = 1;
 	if (v.diverged) {
-		printf("%s: %s%s\n", path, v.msg, r->meta.history_truncated ?
+		printf("%s: %s%s\n", path, v.msg, buf.meta.history_truncated ?
 			" (the recorded history is truncated: segments PyTorch obtained before it began are not in the trace)" : "");
 	} else {
 		printf("%s: exact (%" PRIu64 " device calls, %zu end-state segments%s)\n", path, v.ncompared,
-			r->meta.nsegments, r->meta.history_truncated ? "; history truncated, end state not compared" : "");
+			buf.meta.nsegments, buf.meta.history_truncated ? "; history truncated, end state not compared" : "");
 	}
 done:
 	if (engine_ok)
 		as_engine_free(&e);
 	as_device_destroy(dev);
 	as_reader_close(r);
+	as_evbuf_free(&buf);
 	free(conf);
 	free(v.sim.v);
 	free(v.rec.v);

@@ -37,7 +37,6 @@ static void op_end(as_engine *e, double t0, int is_alloc, const as_event *ev)
 int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, as_device *dev, as_err *err)
 {
 	memset(e, 0, sizeof(*e));
-	idmap_init(&e->live);
 	as_quant_init(&e->lat_alloc);
 	as_quant_init(&e->lat_free);
 	e->dev = dev;
@@ -50,8 +49,22 @@ int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, a
 	return 0;
 }
 
-/* Completes one free (the block returns to the policy). */
-static void complete_free(as_engine *e, as_live *l)
+/* The slot of an event, the array grown to hold it (slots are dense: see as_event.slot). */
+static as_live *slot_at(as_engine *e, uint32_t slot)
+{
+	if (slot >= e->nslots) {
+		size_t n = e->nslots ? e->nslots : 256;
+		while (n <= slot)
+			n *= 2;
+		e->slots = xrealloc(e->slots, n * sizeof(*e->slots));
+		memset(e->slots + e->nslots, 0, (n - e->nslots) * sizeof(*e->slots));
+		e->nslots = n;
+	}
+	return &e->slots[slot];
+}
+
+/* Completes one free (the block returns to the policy); l is a copy the caller owns. */
+static void complete_free(as_engine *e, const as_live *l)
 {
 	if (l->handle) {
 		if (!l->free_requested)
@@ -64,20 +77,23 @@ static void complete_free(as_engine *e, as_live *l)
 	}
 	if (l->free_requested)
 		e->npending--;
-	free(l);
 }
 
-int as_engine_pending(as_engine *e, uint64_t id)
+int as_engine_pending(as_engine *e, uint32_t slot)
 {
-	as_live *l = idmap_get(&e->live, id);
-	return l && l->free_requested;
+	return slot < e->nslots && e->slots[slot].used && e->slots[slot].free_requested;
 }
 
 void as_engine_complete(as_engine *e, uint64_t id)
 {
-	as_live *l = idmap_del(&e->live, id);
-	if (l)
-		complete_free(e, l);
+	for (size_t i = 0; i < e->ndeferred; i++)
+		if (e->deferred[i].id == id) {
+			as_live l = e->deferred[i].l;
+			memmove(e->deferred + i, e->deferred + i + 1, (e->ndeferred - i - 1) * sizeof(*e->deferred));
+			e->ndeferred--;
+			complete_free(e, &l);
+			return;
+		}
 }
 
 /* Johnstone & Wilson's fragmentation measures, external fragmentation (sampled every 64 events
@@ -130,31 +146,32 @@ int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
 	switch (ev->type) {
 	case EV_ALLOC: {
 		e->s.allocs++;
-		l = xmalloc(sizeof(*l));
-		l->size = ev->size;
-		l->block_size = 0;
-		l->free_requested = 0;
+		/* The slot is written after the malloc: a flush inside it may complete deferred frees. */
+		as_live n = { NULL, ev->size, 0, 0, 1 };
 		uint64_t addr;
 		double t0 = op_begin(e);
 		as_request rq = as_event_request(ev);
-		int failed = e->pol->ops->malloc(e->pol, &rq, &l->handle, &l->block_size, &addr);
+		int failed = e->pol->ops->malloc(e->pol, &rq, &n.handle, &n.block_size, &addr);
 		op_end(e, t0, 1, ev);
 		if (failed) {
-			l->handle = NULL;
-			l->block_size = 0;
+			n.handle = NULL;
+			n.block_size = 0;
 			if (!e->s.num_ooms)
 				e->s.first_oom_event = (int64_t)e->s.events;
 			e->s.num_ooms++;
 		} else {
 			e->requested += ev->size;
-			e->allocated += l->block_size;
+			e->allocated += n.block_size;
 		}
-		idmap_put(&e->live, ev->id, l);
+		l = slot_at(e, ev->slot);
+		if (l->used)
+			return as_fail(err, AS_EXIT_SOFTWARE, "internal: allocation into live slot %" PRIu32, ev->slot);
+		*l = n;
 		break;
 	}
 	case EV_FREE_REQ:
-		l = idmap_get(&e->live, ev->id);
-		if (!l)
+		l = slot_at(e, ev->slot);
+		if (!l->used)
 			return as_fail(err, AS_EXIT_SOFTWARE, "internal: free_requested of unknown id %" PRIu64, ev->id);
 		if (l->handle && !l->free_requested) {
 			e->allocated -= l->block_size;
@@ -165,16 +182,25 @@ int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
 			e->npending++;
 		l->free_requested = 1;
 		break;
-	case EV_FREE:
-		l = idmap_get(&e->live, ev->id);
-		if (!l)
+	case EV_FREE: {
+		l = slot_at(e, ev->slot);
+		if (!l->used)
 			return as_fail(err, AS_EXIT_SOFTWARE, "internal: free of unknown id %" PRIu64, ev->id);
 		e->s.frees++;
-		if (l->free_requested && (ev->flags & EVF_DEFER))
-			break; /* completed later by the stage (as_engine_complete) */
-		idmap_del(&e->live, ev->id);
-		complete_free(e, l);
+		as_live done = *l;
+		l->used = 0; /* the reader may give the slot to the next allocation, even while deferred */
+		if (done.free_requested && (ev->flags & EVF_DEFER)) {
+			/* completed later by the stage (as_engine_complete) */
+			if (e->ndeferred == e->capdeferred) {
+				e->capdeferred = e->capdeferred ? e->capdeferred * 2 : 16;
+				e->deferred = xrealloc(e->deferred, e->capdeferred * sizeof(*e->deferred));
+			}
+			e->deferred[e->ndeferred++] = (as_deferred){ ev->id, done };
+			break;
+		}
+		complete_free(e, &done);
 		break;
+	}
 	case EV_EMPTY_CACHE:
 		if (ev->flags & EVF_MAYBE)
 			return 0; /* inferred: only a stage can tell whether it happened */
@@ -240,10 +266,11 @@ void as_engine_finish(as_engine *e)
 
 void as_engine_free(as_engine *e)
 {
-	for (size_t i = 0; i < e->live.cap; i++)
-		if (idmap_live(&e->live, i))
-			free(e->live.vals[i]);
-	idmap_free(&e->live);
+	free(e->slots);
+	free(e->deferred);
+	e->slots = NULL;
+	e->deferred = NULL;
+	e->nslots = e->ndeferred = e->capdeferred = 0;
 	as_quant_free(&e->lat_alloc);
 	as_quant_free(&e->lat_free);
 	if (e->stage && e->stage->destroy)

@@ -18,14 +18,24 @@ typedef struct as_summary {
 typedef struct as_live {
 	void *handle;         /* NULL if the allocation failed */
 	uint64_t size, block_size;
-	int free_requested;
+	uint32_t free_requested;
+	uint32_t used;        /* the slot holds a live allocation */
 } as_live;
+
+/* A free a stage deferred (EVF_DEFER): its allocation, by the event's id, until as_engine_complete. */
+typedef struct as_deferred {
+	uint64_t id;
+	as_live l;
+} as_deferred;
 
 typedef struct as_engine {
 	as_policy *pol;
 	as_device *dev;
 	as_counters ctr;
-	idmap live;
+	as_live *slots;        /* indexed by as_event.slot (a flat array: no hashing, no allocation per event) */
+	size_t nslots;
+	as_deferred *deferred; /* deferred frees, in order (their slots may already be reused) */
+	size_t ndeferred, capdeferred;
 	as_summary s;
 	uint64_t requested, allocated;
 	int check;
@@ -69,9 +79,9 @@ int as_engine_step(as_engine *e, const as_event *ev, as_err *err);
  * block with its owner until as_engine_complete; EV_EMPTY_CACHE with EVF_MAYBE and the segment
  * events are a stage's business and change nothing here. */
 int as_engine_apply(as_engine *e, const as_event *ev, as_err *err);
-/* Whether the allocation id is live with its free requested (and not yet completed). */
-int as_engine_pending(as_engine *e, uint64_t id);
-/* Completes a deferred free: the block returns to the policy. */
+/* Whether the allocation in this slot (as_event.slot) is live with its free requested. */
+int as_engine_pending(as_engine *e, uint32_t slot);
+/* Completes a deferred free (the earliest deferred with this id): the block returns to the policy. */
 void as_engine_complete(as_engine *e, uint64_t id);
 void as_engine_finish(as_engine *e);
 void as_engine_free(as_engine *e);

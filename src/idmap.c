@@ -39,7 +39,9 @@ static void grow(idmap *m)
 	size_t oc = m->cap;
 	uint64_t *ok = m->keys;
 	void **ov = m->vals;
-	size_t nc = oc ? oc * 2 : 64;
+	/* Rehash at the same size when tombstones fill the table (ids are never reused, so a long
+	 * replay deletes as many keys as it inserts); double only when the live keys need it. */
+	size_t nc = oc ? oc : 64;
 	while (m->count * 2 >= nc)
 		nc *= 2;
 	m->keys = xcalloc(nc, sizeof(*m->keys));

@@ -17,16 +17,30 @@ int as_lat_op_find(const char *name)
 	return -1;
 }
 
+/* The estimators start at the first nonzero sample, fed the zeros counted until then: the same
+ * sequence of samples, so the same estimates, but a simulation without a latency model or host
+ * timing (every sample 0, e.g. sweep) never pays for them. */
 void as_quant_init(as_quant *q)
 {
-	q->p50 = gsl_rstat_quantile_alloc(0.5);
-	q->p99 = gsl_rstat_quantile_alloc(0.99);
+	q->p50 = q->p99 = NULL;
 	q->max = 0;
 	q->n = 0;
 }
 
 void as_quant_add(as_quant *q, double ns)
 {
+	if (!q->p50) {
+		if (ns == 0.0) {
+			q->n++;
+			return;
+		}
+		q->p50 = gsl_rstat_quantile_alloc(0.5);
+		q->p99 = gsl_rstat_quantile_alloc(0.99);
+		for (uint64_t i = 0; i < q->n; i++) {
+			gsl_rstat_quantile_add(0.0, q->p50);
+			gsl_rstat_quantile_add(0.0, q->p99);
+		}
+	}
 	gsl_rstat_quantile_add(ns, q->p50);
 	gsl_rstat_quantile_add(ns, q->p99);
 	if (ns > q->max)
@@ -36,12 +50,12 @@ void as_quant_add(as_quant *q, double ns)
 
 double as_quant_p50(const as_quant *q)
 {
-	return q->n ? gsl_rstat_quantile_get(q->p50) : 0.0;
+	return q->p50 ? gsl_rstat_quantile_get(q->p50) : 0.0;
 }
 
 double as_quant_p99(const as_quant *q)
 {
-	return q->n ? gsl_rstat_quantile_get(q->p99) : 0.0;
+	return q->p99 ? gsl_rstat_quantile_get(q->p99) : 0.0;
 }
 
 void as_quant_free(as_quant *q)

@@ -56,6 +56,26 @@ int as_lifetimes_from_trace(as_lifetimes *l, const char *path, as_err *err)
 	return rc < 0 ? -1 : 0;
 }
 
+static int hand_plan(as_engine *e, as_lifetimes *l, as_err *err)
+{
+	as_q_plan q = { l->v, l->n };
+	if (as_policy_query(e->pol, AS_Q_PLAN, &q))
+		return as_fail(err, AS_EXIT_SOFTWARE, "internal: the %s policy declares a plan step but does not answer it", e->pol->ops->name);
+	return 0;
+}
+
+int as_plan_from_events(as_engine *e, as_lifetimes *l, const as_evbuf *b, as_err *err)
+{
+	if (!(e->pol->ops->flags & AS_CAP_PLAN))
+		return 0;
+	as_event ev;
+	for (size_t i = 0; i < b->n; i++) {
+		as_evbuf_event(b, i, &ev);
+		as_lifetimes_add(l, &ev);
+	}
+	return hand_plan(e, l, err);
+}
+
 int as_plan_from_trace(as_engine *e, as_lifetimes *l, const char *path, as_err *err)
 {
 	if (!(e->pol->ops->flags & AS_CAP_PLAN))

@@ -3,6 +3,7 @@
 #ifndef ALLOCSIM_LIFETIMES_H
 #define ALLOCSIM_LIFETIMES_H
 #include "engine.h"
+#include "evbuf.h"
 
 typedef struct as_lifetimes {
 	as_lifetime *v;
@@ -20,4 +21,6 @@ int as_lifetimes_from_trace(as_lifetimes *l, const char *path, as_err *err);
 /* For a policy with AS_CAP_PLAN: the first pass over path, handed to the policy (the lifetimes are
  * kept in *l, which must outlive the replay). Nothing to do, and 0, for other policies. */
 int as_plan_from_trace(as_engine *e, as_lifetimes *l, const char *path, as_err *err);
+/* The same from a trace decoded once (sweep, fit, replay of a snapshot): no second read. */
+int as_plan_from_events(as_engine *e, as_lifetimes *l, const as_evbuf *b, as_err *err);
 #endif

@@ -2,12 +2,25 @@
 #include "trace.h"
 #include "idmap.h"
 #include "tracecheck.h"
+#include "binfmt.h"
 #include <inttypes.h>
 #include <string.h>
 #include <stdlib.h>
 
-/* Values stored in the live-id map. */
-static char live_alloc, live_req;
+/* The live-id map holds, for each live id, (slot << 1 | free requested) + 1: never NULL, and far
+ * below the address of idmap's tombstone marker since slots are 32-bit. */
+#define LIVE_VAL(slot, req) ((void *)(uintptr_t)((((uint64_t)(slot) << 1) | (uint64_t)(req)) + 1))
+#define LIVE_SLOT(v) ((uint32_t)(((uintptr_t)(v) - 1) >> 1))
+#define LIVE_REQ(v) ((int)(((uintptr_t)(v) - 1) & 1))
+
+/* The ids live in the trace and the slots they hold; freed slots are reused most recent first (a stack),
+ * so the slot numbers stay below the most allocations ever live at once. */
+typedef struct live_ids {
+	idmap ids;
+	uint32_t *free;
+	size_t nfree, capfree;
+	uint32_t next;
+} live_ids;
 
 void as_meta_free(as_meta *m)
 {
@@ -67,6 +80,8 @@ static int reader_start(as_reader *r, as_reader **out, const as_reader_opts *opt
 	}
 	if (n >= 2 && b[0] == 0x80 && b[1] >= 2 && b[1] <= 5)
 		rc = as_pickle_open(r, opts, err);
+	else if (n >= AS_BIN_MAGIC_LEN && !memcmp(b, AS_BIN_MAGIC, AS_BIN_MAGIC_LEN))
+		rc = as_binfmt_open(r, opts, err);
 	else if (n >= 15 && !memcmp(b, "#allocsim-trace", 15))
 		rc = as_native_open(r, opts, err);
 	else if (n >= 6 && !memcmp(b, "Thread", 6))
@@ -74,19 +89,19 @@ static int reader_start(as_reader *r, as_reader **out, const as_reader_opts *opt
 	else {
 		as_fail(err, AS_EXIT_DATAERR,
 			"%s: byte offset 0: unknown trace format (expected a PyTorch memory snapshot pickle, "
-			"an allocsim trace starting with '#allocsim-trace', or an RMM log CSV starting with 'Thread,')",
+			"an allocsim trace starting with '#allocsim-trace', an allocsim binary trace, or an RMM log CSV starting with 'Thread,')",
 			r->in.path);
 		goto fail;
 	}
 	if (rc)
 		goto fail;
-	if (opts->has_device && opts->device != 0 && strcmp(r->meta.format, "pytorch")) {
+	if (opts->has_device && opts->device != 0 && (strcmp(r->meta.format, "pytorch") || !strcmp(r->ops->name, "binary"))) {
 		as_fail(err, AS_EXIT_DATAERR, "%s: a %s trace holds one device (0), not device %d", r->in.path,
-			r->meta.format, opts->device);
+			strcmp(r->ops->name, "binary") ? r->meta.format : "binary", opts->device);
 		goto fail;
 	}
-	idmap *live = xcalloc(1, sizeof(*live));
-	idmap_init(live);
+	live_ids *live = xcalloc(1, sizeof(*live));
+	idmap_init(&live->ids);
 	r->live = live;
 	r->check = as_tracecheck_new(r->time_unordered);
 	*out = r;
@@ -118,7 +133,7 @@ int as_reader_next(as_reader *r, as_event *ev, as_err *err)
 			r->finished = 1;
 		return rc;
 	}
-	idmap *live = r->live;
+	live_ids *live = r->live;
 	void *st;
 	switch (ev->type) {
 	case EV_ALLOC:
@@ -126,25 +141,38 @@ int as_reader_next(as_reader *r, as_event *ev, as_err *err)
 			snprintf(msg, sizeof msg, "allocation %" PRIu64 " has size %" PRIu64 " (must be 1 .. 2^60-1)", ev->id, ev->size);
 			return bad_event(r, ev, err, msg);
 		}
-		if (idmap_get(live, ev->id)) {
+		if (idmap_get(&live->ids, ev->id)) {
 			snprintf(msg, sizeof msg, "allocation id %" PRIu64 " is already live", ev->id);
 			return bad_event(r, ev, err, msg);
 		}
-		idmap_put(live, ev->id, &live_alloc);
+		if (live->nfree)
+			ev->slot = live->free[--live->nfree];
+		else if (live->next == UINT32_MAX)
+			return bad_event(r, ev, err, "more than 2^32-1 allocations live at once");
+		else
+			ev->slot = live->next++;
+		idmap_put(&live->ids, ev->id, LIVE_VAL(ev->slot, 0));
 		break;
 	case EV_FREE_REQ:
-		st = idmap_get(live, ev->id);
-		if (st != &live_alloc) {
+		st = idmap_get(&live->ids, ev->id);
+		if (!st || LIVE_REQ(st)) {
 			snprintf(msg, sizeof msg, st ? "free of id %" PRIu64 " requested twice" : "free of unknown id %" PRIu64, ev->id);
 			return bad_event(r, ev, err, msg);
 		}
-		idmap_put(live, ev->id, &live_req);
+		ev->slot = LIVE_SLOT(st);
+		idmap_put(&live->ids, ev->id, LIVE_VAL(ev->slot, 1));
 		break;
 	case EV_FREE:
-		if (!idmap_del(live, ev->id)) {
+		if (!(st = idmap_del(&live->ids, ev->id))) {
 			snprintf(msg, sizeof msg, "free of unknown id %" PRIu64, ev->id);
 			return bad_event(r, ev, err, msg);
 		}
+		ev->slot = LIVE_SLOT(st);
+		if (live->nfree == live->capfree) {
+			live->capfree = live->capfree ? live->capfree * 2 : 64;
+			live->free = xrealloc(live->free, live->capfree * sizeof(*live->free));
+		}
+		live->free[live->nfree++] = ev->slot;
 		break;
 	default:
 		break;
@@ -161,8 +189,10 @@ void as_reader_close(as_reader *r)
 	if (r->ops && r->ops->close)
 		r->ops->close(r);
 	if (r->live) {
-		idmap_free(r->live);
-		free(r->live);
+		live_ids *live = r->live;
+		idmap_free(&live->ids);
+		free(live->free);
+		free(live);
 	}
 	as_tracecheck_free(r->check);
 	as_input_close(&r->in);

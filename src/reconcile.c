@@ -23,7 +23,6 @@ typedef struct as_reconcile {
 	int resolve;           /* the replay runs the recorded settings; -1 = ask probe */
 	int (*probe)(void *ctx);
 	void *probe_ctx;
-	const as_reader *rd;   /* as_reconcile_for_trace's probe: a second pass over this reader's data */
 	char *conf;
 	int maybe_empty;       /* an EVF_MAYBE empty_cache waits for the next allocation */
 	uint64_t *run;         /* the recorded releases that followed it (sizes, in order) */
@@ -99,7 +98,7 @@ static int rc_event(as_stage *st, as_engine *e, const as_event *ev, as_err *err)
 	switch (ev->type) {
 	case EV_FREE:
 		/* resolve 0: nothing is ever held (and no lookup on the hot path) */
-		if (r->resolve && as_engine_pending(e, ev->id) && resolving(r)) {
+		if (r->resolve && as_engine_pending(e, ev->slot) && resolving(r)) {
 			push(&r->held, &r->nheld, &r->capheld, ev->id);
 			as_event d = *ev;
 			d.flags |= EVF_DEFER;
@@ -164,27 +163,10 @@ void as_reconcile_attach(as_engine *e, int resolve, int (*probe)(void *ctx), voi
 	e->stage = &r->base;
 }
 
-static int probe_recorded(void *ctx)
+void as_reconcile_for_trace(as_engine *e, const as_meta *m, const char *path, const char *conf)
 {
-	as_reconcile *r = ctx;
-	return as_reader_recorded_matches(r->rd, r->conf);
-}
-
-void as_reconcile_for_trace(as_engine *e, const as_reader *rd, const char *conf)
-{
-	const as_meta *m = &rd->meta;
-	if (m->has_settings) {
-		as_reconcile_attach(e, !strcmp(m->settings ? m->settings : "", conf), NULL, NULL);
-	} else if (!strcmp(m->format, "pytorch")) {
-		/* standard input and FIFOs too: the reader reads its (spooled) data again */
-		as_reconcile_attach(e, -1, probe_recorded, NULL);
-		as_reconcile *r = (as_reconcile *)e->stage;
-		r->probe_ctx = r;
-		r->rd = rd;
-		r->conf = xstrdup(conf);
-	} else {
-		as_reconcile_attach(e, 0, NULL, NULL);
-	}
+	(void)path; /* the metadata is complete: every command decodes a snapshot before its replay */
+	as_reconcile_attach(e, as_recorded_matches(m, conf), NULL, NULL);
 }
 
 int as_reconcile_resolved(const as_engine *e)

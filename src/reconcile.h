@@ -9,10 +9,9 @@
  * policy, through AS_CAP_RECONCILE's queries, what its own fallback would release), 0 it does not,
  * -1 unknown until first needed: then probe(ctx) decides (NULL probe = 0). */
 void as_reconcile_attach(as_engine *e, int resolve, int (*probe)(void *ctx), void *ctx);
-/* The same for a replay of rd's trace with settings conf: the recorded settings come from
- * the reader's metadata, or, for a snapshot (which stores them at its end), from a second read of
- * rd's data (the same reader, from its start) when first needed; rd must outlive the replay. */
-void as_reconcile_for_trace(as_engine *e, const as_reader *rd, const char *conf);
+/* The same for a replay of the trace at path with settings conf, from its complete metadata m (a
+ * snapshot stores its settings at its end: the callers decode it first, so they are known). */
+void as_reconcile_for_trace(as_engine *e, const as_meta *m, const char *path, const char *conf);
 /* After a replay: 1 if it ran the recorded settings (resolve as decided), 0 if not or no stage. */
 int as_reconcile_resolved(const as_engine *e);
 #endif

@@ -5,40 +5,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-int as_recorded_settings(const char *path, char **out, as_err *err)
+char *as_recorded_settings(const as_meta *m)
 {
-	as_meta m;
-	*out = NULL;
-	if (as_trace_probe_meta(path, &m, err))
-		return -1;
-	if (m.has_settings)
-		*out = xstrdup(m.settings ? m.settings : "");
-	as_meta_free(&m);
-	return 0;
+	return m->has_settings ? xstrdup(m->settings ? m->settings : "") : NULL;
 }
 
-int as_recorded_matches(const char *path, const char *conf)
+int as_recorded_matches(const as_meta *m, const char *conf)
 {
-	char *rec = NULL;
-	as_err err = { 0, "" };
-	int same = as_recorded_settings(path, &rec, &err) == 0 && rec && !strcmp(rec, conf);
-	free(rec);
-	return same;
+	return m->has_settings && !strcmp(m->settings ? m->settings : "", conf);
 }
 
 int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 {
-	as_reader *r;
+	as_reader *r = NULL;
 	as_engine e;
 	int rc = -1;
-	if (o->source ? as_reader_reopen(o->source, o->reader, &r, err) : as_reader_open(&r, o->path, o->reader, err))
-		return -1;
-	uint64_t cap = o->capacity ? o->capacity : r->meta.capacity;
+	as_source src = { NULL, o->events, 0 };
+	if (!o->events) {
+		if (o->source ? as_reader_reopen(o->source, o->reader, &r, err) : as_reader_open(&r, o->path, o->reader, err))
+			return -1;
+		src.r = r;
+	}
+	const as_meta *meta = o->events ? &o->events->meta : &r->meta;
+	uint64_t cap = o->capacity ? o->capacity : meta->capacity;
 	as_device *dev = as_sim_device_new(cap, o->addr_mode);
 	as_lifetimes lt;
 	as_lifetimes_init(&lt);
 	int ok = as_engine_init(&e, o->ops, o->config, dev, err) == 0;
-	if (ok && as_plan_from_trace(&e, &lt, o->path, err)) {
+	if (ok && (o->events ? as_plan_from_events(&e, &lt, o->events, err) : as_plan_from_trace(&e, &lt, o->path, err))) {
 		as_engine_free(&e);
 		ok = 0;
 	}
@@ -46,7 +40,7 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 		as_reconcile_attach(&e, o->recorded ? !strcmp(o->recorded, o->config) : o->resolve_maybe, NULL, NULL);
 		as_event ev;
 		int st;
-		while ((st = as_reader_next(r, &ev, err)) > 0) {
+		while ((st = as_source_next(&src, &ev, err)) > 0) {
 			if (cli_interrupted || as_engine_step(&e, &ev, err))
 				break;
 			if (o->hook && ev.type < EV_SEG_ALLOC)

@@ -2,12 +2,14 @@
 #ifndef ALLOCSIM_RUN_H
 #define ALLOCSIM_RUN_H
 #include "engine.h"
+#include "evbuf.h"
 
 /* Called after every replayed event, and once with ev NULL at the end (as_run_opts.hook). */
 typedef void (*as_run_hook)(as_engine *e, const as_event *ev, void *ctx);
 
 typedef struct as_run_opts {
-	const char *path;
+	const char *path;       /* read with a streaming reader, unless events is set */
+	const as_evbuf *events; /* the trace decoded once (shared read-only between threads) */
 	const as_policy_ops *ops;
 	const char *config;
 	uint64_t capacity;
@@ -23,10 +25,10 @@ typedef struct as_run_opts {
 
 /* Replays a trace; fills *out (timing columns left 0). */
 int as_run(const as_run_opts *o, as_summary *out, as_err *err);
-/* The trace's recorded settings (probing a snapshot); *out NULL when none. */
-int as_recorded_settings(const char *path, char **out, as_err *err);
-/* Whether the trace recorded exactly these settings (0 when unknown or unreadable). */
-int as_recorded_matches(const char *path, const char *conf);
+/* The recorded settings of a trace's metadata (a copy); NULL when none. */
+char *as_recorded_settings(const as_meta *m);
+/* Whether the metadata records exactly these settings. */
+int as_recorded_matches(const as_meta *m, const char *conf);
 /* A parameter's values: "21,64,none", ranges "32..1024:x2" (geometric) and "0..512:+64". */
 int as_parse_values(const char *spec, char ***vals, size_t *n, char *msg, size_t len);
 #endif

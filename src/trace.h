@@ -34,6 +34,9 @@ typedef struct as_event {
 	uint64_t pos;     /* line number or byte offset where the event starts */
 	uint64_t index;   /* 0-based index of the source record (trace entry) */
 	const char *label; /* EV_PHASE only; valid until the next call */
+	uint32_t slot;    /* alloc/free events: a dense number for the live allocation, set by
+	                   * as_reader_next (the lowest numbers are reused once freed, so slots stay
+	                   * below the most allocations ever live at once); the engine indexes by it */
 } as_event;
 
 /* One segment of a snapshot's end state (for validate). */

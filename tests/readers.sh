@@ -149,6 +149,18 @@ run "$A" info --device 7 "$TMP/dev2.pickle"
 is "$st" 65 "info --device 7 of a two-device snapshot exits 65"
 run "$A" replay --device 1 "$TMP/ok.trace"
 contains "$errout" "ok.trace: a native trace holds one device (0), not device 1"; ok $? "--device 1 on a native trace is refused"
+# a binary trace (convert's .asbin) holds the one device it was converted from: mapped, decoded
+# for a sweep, or streamed from standard input, --device 1 is refused alike
+"$A" convert --device 1 "$TMP/dev2.pickle" -o "$TMP/dev2.asbin"
+run "$A" replay --device 1 "$TMP/dev2.asbin"
+is "$st" 65 "replay --device 1 of a binary trace exits 65"
+contains "$errout" "dev2.asbin: a binary trace holds one device (0), not device 1"; ok $? "replay --device 1 of a binary trace: the message says why"
+run "$A" sweep -t "$TMP/dev2.asbin" -p passthrough --device 1
+contains "$errout" "dev2.asbin: a binary trace holds one device (0), not device 1"; ok $? "sweep --device 1 of a binary trace is refused"
+run sh -c "\"\$1\" replay --device 1 - < \"\$2\"" sh "$A" "$TMP/dev2.asbin"
+contains "$errout" "<stdin>: a binary trace holds one device (0), not device 1"; ok $? "a binary trace from standard input: --device 1 is refused"
+run "$A" replay --no-timing -p passthrough "$TMP/dev2.asbin"
+is "$st $(col "$out" allocs) $(col "$out" peak_requested_bytes)" "0 2 100" "the binary form of device 1's history replays as device 0"
 # containers shared through the memo (as the snapshot writer shares frames), but never a cycle
 printf '\200\004]q\001h\001a.' > "$TMP/self.pickle"
 expect_bad "$TMP/self.pickle" "self.pickle: byte offset 7: pickle changes a list already placed in a container, or puts it in itself" "pickle list appended to itself"

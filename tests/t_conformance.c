@@ -234,7 +234,7 @@ static as_event *workload(unsigned long seed, size_t nev, uint64_t maxsize, size
 		if (i == nev / 2) {
 			for (int s = 0; s < 256; s++)
 				if (live[s] && req[s]) {
-					v[k++] = (as_event){ .type = EV_FREE, .id = live[s], .time_us = -1 };
+					v[k++] = (as_event){ .type = EV_FREE, .id = live[s], .slot = (uint32_t)s, .time_us = -1 };
 					live[s] = 0;
 					req[s] = 0;
 				}
@@ -242,7 +242,7 @@ static as_event *workload(unsigned long seed, size_t nev, uint64_t maxsize, size
 			v[k++] = (as_event){ .type = EV_EMPTY_CACHE, .time_us = -1 };
 		}
 		size_t s = gsl_rng_uniform_int(rng, 256);
-		as_event ev = { .time_us = -1, .stream = gsl_rng_uniform_int(rng, 3) };
+		as_event ev = { .time_us = -1, .stream = gsl_rng_uniform_int(rng, 3), .slot = (uint32_t)s };
 		if (live[s]) {
 			ev.id = live[s];
 			if (!req[s] && gsl_rng_uniform(rng) < 0.15) {
@@ -266,7 +266,7 @@ static as_event *workload(unsigned long seed, size_t nev, uint64_t maxsize, size
 	}
 	for (int s = 0; s < 256; s++)
 		if (live[s])
-			v[k++] = (as_event){ .type = EV_FREE, .id = live[s], .time_us = -1 };
+			v[k++] = (as_event){ .type = EV_FREE, .id = live[s], .slot = (uint32_t)s, .time_us = -1 };
 	v[k++] = (as_event){ .type = EV_EMPTY_CACHE, .time_us = -1 };
 	gsl_rng_free(rng);
 	*n = k;
@@ -384,15 +384,15 @@ static uint64_t plan_peak(const as_lifetimes *lt)
 static int replay_run(const char *name, const as_event *at, uint64_t out[3])
 {
 	const as_event v[] = {
-		{ .type = EV_ALLOC, .id = 1, .size = 30 * MiB, .time_us = -1 },
-		{ .type = EV_ALLOC, .id = 2, .size = 30 * MiB, .time_us = -1 },
-		{ .type = EV_FREE, .id = 1, .time_us = -1 },
+		{ .type = EV_ALLOC, .id = 1, .slot = 0, .size = 30 * MiB, .time_us = -1 },
+		{ .type = EV_ALLOC, .id = 2, .slot = 1, .size = 30 * MiB, .time_us = -1 },
+		{ .type = EV_FREE, .id = 1, .slot = 0, .time_us = -1 },
 		*at,
 		{ .type = EV_SEG_FREE, .addr = 0x7f0000000000ULL, .size = 30 * MiB, .time_us = -1 },
 		{ .type = EV_PHASE, .label = "step", .time_us = -1 },
-		{ .type = EV_ALLOC, .id = 3, .size = 30 * MiB, .time_us = -1 },
+		{ .type = EV_ALLOC, .id = 3, .slot = 2, .size = 30 * MiB, .time_us = -1 },
 	};
-	const as_event tail[] = { { .type = EV_FREE, .id = 2, .time_us = -1 }, { .type = EV_FREE, .id = 3, .time_us = -1 } };
+	const as_event tail[] = { { .type = EV_FREE, .id = 2, .slot = 1, .time_us = -1 }, { .type = EV_FREE, .id = 3, .slot = 2, .time_us = -1 } };
 	as_err err = { 0, "" };
 	as_device *dev = as_sim_device_new(0, ADDR_MODEL);
 	as_engine e;

@@ -289,7 +289,7 @@ static void test_random(const char *conf, uint64_t capacity)
 	uint64_t live[256] = { 0 }, next = 1, ooms = 0;
 	for (int i = 0; good && i < 20000; i++) {
 		int slot = (int)gsl_rng_uniform_int(rng, 256);
-		as_event ev = { .time_us = -1, .stream = gsl_rng_uniform_int(rng, 3) };
+		as_event ev = { .time_us = -1, .stream = gsl_rng_uniform_int(rng, 3), .slot = (uint32_t)slot };
 		if (live[slot]) {
 			ev.type = EV_FREE;
 			ev.id = live[slot];
@@ -309,7 +309,7 @@ static void test_random(const char *conf, uint64_t capacity)
 	}
 	for (int s = 0; good && s < 256; s++)
 		if (live[s]) {
-			as_event ev = { .type = EV_FREE, .id = live[s], .time_us = -1 };
+			as_event ev = { .type = EV_FREE, .id = live[s], .slot = (uint32_t)s, .time_us = -1 };
 			good = !as_engine_step(&e, &ev, &err);
 		}
 	as_event ec = { .type = EV_EMPTY_CACHE, .time_us = -1 };

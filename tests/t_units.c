@@ -2,6 +2,7 @@
 #include "tap.h"
 #include "../src/common.h"
 #include "../src/idmap.h"
+#include "../src/device.h"
 #include "../src/engine.h"
 #include "../src/pool_sim.h"
 #include "../policies/pytorch.h"
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <string.h>
 
 #define MiB (1ULL << 20)
 
@@ -55,6 +57,76 @@ static void test_idmap(void)
 			good = 0;
 	ok(good && m.count == 5000, "idmap deletes half and keeps the rest");
 	idmap_free(&m);
+	/* ids are never reused: a million inserted and deleted with at most 8 live at once must not
+	 * grow the table (it used to double at each rehash, tombstones counted as used) */
+	idmap_init(&m);
+	good = 1;
+	for (uint64_t i = 1; i <= 1000000; i++) {
+		idmap_put(&m, i, (void *)(uintptr_t)i);
+		if (i > 8 && idmap_del(&m, i - 8) != (void *)(uintptr_t)(i - 8))
+			good = 0;
+	}
+	ok(good && m.count == 8 && m.cap <= 64, "idmap stays at 64 slots through 1M short-lived ids (cap %zu)", m.cap);
+	idmap_free(&m);
+}
+
+/* The device model's placement, as the linear scan from the highest range it replaced. */
+static uint64_t place_scan(const uint64_t *ad, const uint64_t *sz, size_t n, uint64_t need, uint64_t vtop, uint64_t g)
+{
+	uint64_t top = vtop;
+	for (size_t i = n; i-- > 0;) { /* ad sorted ascending */
+		if (ad[i] >= top)
+			continue;
+		uint64_t end = (ad[i] + sz[i] + g - 1) / g * g;
+		if (end < top && top - end >= need)
+			return top - need;
+		top = ad[i] / g * g;
+	}
+	return top - need;
+}
+
+/* The simulated device's placement (an augmented red-black tree, src/device_sim.c) against the
+ * linear scan it replaced: random model placements and frees, exact addresses. */
+static void test_placement(void)
+{
+	const uint64_t g = 2 << 20, vtop = 0x7f0000000000ULL;
+	as_device *d = as_sim_device_new(0, ADDR_MODEL);
+	gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+	gsl_rng_set(rng, 7);
+	uint64_t ad[600], sz[600];
+	size_t n = 0, placed = 0;
+	int good = 1;
+	for (int it = 0; it < 20000 && good; it++) {
+		uint64_t need = (1 + gsl_rng_uniform_int(rng, 40)) * g;
+		if (n && (n == 600 || gsl_rng_uniform(rng) < 0.45)) {
+			size_t k = gsl_rng_uniform_int(rng, n);
+			as_dev_free(d, ad[k], sz[k], 0);
+			memmove(ad + k, ad + k + 1, (n - k - 1) * sizeof(*ad));
+			memmove(sz + k, sz + k + 1, (n - k - 1) * sizeof(*sz));
+			n--;
+			continue;
+		}
+		uint64_t size = need - gsl_rng_uniform_int(rng, g), a = 0;
+		uint64_t want = place_scan(ad, sz, n, need, vtop, g);
+		if (as_dev_alloc(d, size, 0, &a) || a != want) {
+			good = 0;
+			break;
+		}
+		placed++;
+		size_t k = 0;
+		while (k < n && ad[k] < a)
+			k++;
+		memmove(ad + k + 1, ad + k, (n - k) * sizeof(*ad));
+		memmove(sz + k + 1, sz + k, (n - k) * sizeof(*sz));
+		ad[k] = a;
+		sz[k] = size;
+		n++;
+	}
+	ok(good && placed > 5000, "device model: %zu random placements equal the linear scan from the highest range", placed);
+	for (size_t k = 0; k < n; k++)
+		as_dev_free(d, ad[k], sz[k], 0);
+	as_device_destroy(d);
+	gsl_rng_free(rng);
 }
 
 /* PyTorch worked examples (spec section 19). */
@@ -101,7 +173,7 @@ static as_engine *run_script(const char *policy, const char *conf, uint64_t cap,
 	}
 	e.check = 1;
 	for (size_t i = 0; i < n; i++) {
-		as_event ev = { .type = (as_ev_type)s[i].type, .id = s[i].id, .size = s[i].size, .stream = s[i].stream, .time_us = -1 };
+		as_event ev = { .type = (as_ev_type)s[i].type, .id = s[i].id, .slot = (uint32_t)s[i].id, .size = s[i].size, .stream = s[i].stream, .time_us = -1 };
 		if (as_engine_step(&e, &ev, &err)) {
 			printf("# %s\n", err.msg);
 			break;
@@ -170,7 +242,7 @@ static void test_random(const char *policy, const char *conf)
 	int requested[512] = { 0 };
 	for (int i = 0; good && i < 20000; i++) {
 		int slot = (int)gsl_rng_uniform_int(rng, 512);
-		as_event ev = { .time_us = -1, .stream = gsl_rng_uniform_int(rng, 3) };
+		as_event ev = { .time_us = -1, .stream = gsl_rng_uniform_int(rng, 3), .slot = (uint32_t)slot };
 		if (live[slot]) {
 			/* sometimes the free is first requested and completes later (another stream) */
 			ev.id = live[slot];
@@ -200,7 +272,7 @@ static void test_random(const char *policy, const char *conf)
 	/* free everything, then empty the cache: nothing may remain reserved */
 	for (int s = 0; good && s < 512; s++)
 		if (live[s]) {
-			as_event ev = { .type = EV_FREE, .id = live[s], .time_us = -1 };
+			as_event ev = { .type = EV_FREE, .id = live[s], .slot = (uint32_t)s, .time_us = -1 };
 			if (as_engine_step(&e, &ev, &err))
 				good = 0;
 		}
@@ -454,6 +526,7 @@ int main(void)
 	test_device_model();
 	test_sizes();
 	test_idmap();
+	test_placement();
 	test_rounding();
 	test_pytorch_examples();
 	test_random("pytorch", "");
