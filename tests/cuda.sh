@@ -70,18 +70,23 @@ is "$st" 0 "allocsim transfer runs"
 pin=$(awk -F, '$1==67108864 && $2=="pinned" && $3=="H2D"{print $5}' "$TMP/transfer.csv")
 pag=$(awk -F, '$1==67108864 && $2=="pageable" && $3=="H2D"{print $5}' "$TMP/transfer.csv")
 ok "$(awk -v a="$pin" -v b="$pag" 'BEGIN{exit !(a > b)}'; echo $?)" "64 MiB host-to-device: pinned $pin GB/s > pageable $pag GB/s"
-# a real out-of-memory: another replay holds most of the GPU (its input pipe stays open), and the
-# driver's refusals go through the pytorch policy's fallback chain
+# a real out-of-memory: another replay holds most of the GPU, and the driver's refusals go through
+# the pytorch policy's fallback chain. The holder replays a long trace from a file (its first event
+# takes the memory) and is stopped (SIGSTOP) once the memory is taken: a pipe would be read to its
+# end first (a non-seekable input is spooled before the replay), so it cannot hold the memory open.
 free_mib=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits -i 0 | head -1)
 hold=$(( (free_mib - 12000) * 1048576 ))
 before=$(used)
-# (zlib and the reader fill 128 KiB buffers: pad well past them so the allocation is made at once)
-( printf '#allocsim-trace 1\na 1 %s 0\n' "$hold"; i=0; while [ $i -lt 12000 ]; do echo "# padding padding padding padding padding padding"; i=$((i + 1)); done; sleep 30 ) | "$A" replay --backend cuda -p passthrough -o /dev/null - & holder=$!
-sleep 3
+awk -v h="$hold" 'BEGIN { print "#allocsim-trace 1"; print "a 1 " h " 0"
+	for (i = 2; i <= 1000000; i++) { print "a " i " 512 0"; print "f " i } }' > "$TMP/hold.trace"
+"$A" replay --backend cuda -p passthrough --no-timing -o /dev/null "$TMP/hold.trace" & holder=$!
+want=$(( before + (free_mib - 12000) * 9 / 10 )); n=0
+while [ "$(used)" -lt "$want" ] && [ $n -lt 200 ]; do sleep 0.05; n=$((n + 1)); done
+kill -STOP $holder 2>/dev/null
 run "$A" replay --backend cuda -c "" --no-timing "$T/gpt2_train_varlen__default.pickle.gz"
 is "$st" 0 "a replay that runs out of real GPU memory exits 0"
 ok "$([ "$(col "$out" num_ooms)" -gt 0 ] && [ "$(col "$out" num_alloc_retries)" -gt 0 ]; echo $?)" "driver refusals counted: $(col "$out" num_ooms) OOMs after $(col "$out" num_alloc_retries) flush-and-retry"
-kill -TERM $holder 2>/dev/null; pkill -TERM -f "replay --backend cuda -p passthrough -o /dev/null -" 2>/dev/null; wait $holder 2>/dev/null
+kill -TERM $holder 2>/dev/null; kill -CONT $holder 2>/dev/null; wait $holder 2>/dev/null
 sleep 1
 is "$(used)" "$before" "the holder's memory is released on SIGTERM"
 # an interrupted replay releases everything and writes nothing
