@@ -200,39 +200,6 @@ void as_reader_close(as_reader *r)
 	free(r);
 }
 
-/* Reads r to its end for the metadata (settings, counts), then closes it. */
-static int probe_all(as_reader *r, as_meta *out, as_err *err)
-{
-	as_event ev;
-	int rc = 0;
-	while (!cli_interrupted && (rc = as_reader_next(r, &ev, err)) > 0)
-		;
-	if (as_check_interrupted(err))
-		rc = -1;
-	if (rc == 0) {
-		*out = r->meta;
-		if (r->meta.settings)
-			out->settings = xstrdup(r->meta.settings);
-		out->segments = NULL;
-		out->nsegments = 0;
-		if (r->meta.device_entries) {
-			out->device_entries = xmalloc(r->meta.ndevices * sizeof(uint64_t));
-			memcpy(out->device_entries, r->meta.device_entries, r->meta.ndevices * sizeof(uint64_t));
-		}
-	}
-	as_reader_close(r);
-	return rc;
-}
-
-int as_trace_probe_meta(const char *path, as_meta *out, as_err *err)
-{
-	as_reader *r;
-	as_reader_opts any = { .any_device = 1 };
-	if (as_reader_open(&r, path, &any, err))
-		return -1;
-	return probe_all(r, out, err);
-}
-
 int as_reader_reopen(const as_reader *src, const as_reader_opts *opts, as_reader **out, as_err *err)
 {
 	as_reader *r = xcalloc(1, sizeof(*r));
@@ -241,38 +208,4 @@ int as_reader_reopen(const as_reader *src, const as_reader_opts *opts, as_reader
 		return -1;
 	}
 	return reader_start(r, out, opts, err);
-}
-
-int as_reader_probe_meta(const as_reader *src, as_meta *out, as_err *err)
-{
-	as_reader *r;
-	as_reader_opts any = { .any_device = 1 };
-	if (as_reader_reopen(src, &any, &r, err))
-		return -1;
-	return probe_all(r, out, err);
-}
-
-int as_reader_recorded_matches(const as_reader *r, const char *conf)
-{
-	char *rec = NULL;
-	as_err err = { 0, "" };
-	int same = as_reader_recorded_settings(r, &rec, &err) == 0 && rec && !strcmp(rec, conf);
-	free(rec);
-	return same;
-}
-
-int as_reader_recorded_settings(const as_reader *src, char **out, as_err *err)
-{
-	as_meta m;
-	*out = NULL;
-	if (src->meta.has_settings) {
-		*out = xstrdup(src->meta.settings ? src->meta.settings : "");
-		return 0;
-	}
-	if (as_reader_probe_meta(src, &m, err))
-		return -1;
-	if (m.has_settings)
-		*out = xstrdup(m.settings ? m.settings : "");
-	as_meta_free(&m);
-	return 0;
 }

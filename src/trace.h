@@ -132,15 +132,6 @@ int as_reader_open_fd(as_reader **out, int fd, const char *name, const as_reader
 int as_reader_next(as_reader *r, as_event *ev, as_err *err);
 void as_reader_close(as_reader *r);
 void as_meta_free(as_meta *m);
-/* Reads a whole trace to collect the metadata only (for -c recorded when settings come last). */
-int as_trace_probe_meta(const char *path, as_meta *out, as_err *err);
-/* The same for the data an open reader reads (a second pass from its start, never a reopen by name,
- * so standard input and FIFOs work). */
-int as_reader_probe_meta(const as_reader *r, as_meta *out, as_err *err);
-/* The recorded settings of r's trace: *out NULL when none; -1 on a read error. */
-int as_reader_recorded_settings(const as_reader *r, char **out, as_err *err);
-/* Whether r's trace recorded exactly these settings (0 when unknown or unreadable). */
-int as_reader_recorded_matches(const as_reader *r, const char *conf);
 /* A second reader over r's data from its start. */
 int as_reader_reopen(const as_reader *r, const as_reader_opts *opts, as_reader **out, as_err *err);
 
