@@ -22,6 +22,8 @@ typedef struct bblock {
 	struct bblock *prev, *next;
 	int allocated, pending;
 	RB_ENTRY(bblock) rb;
+	RB_ENTRY(bblock) wrb;   /* in the tree of whole free segments (no neighbours) */
+	int whole;
 	struct bblock *all_prev, *all_next;
 } bblock;
 
@@ -35,6 +37,10 @@ static int bcmp_(const bblock *a, const bblock *b)
 }
 RB_HEAD(bftree, bblock);
 RB_GENERATE_STATIC(bftree, bblock, rb, bcmp_);
+/* The free blocks that are whole segments, in the free tree's order: what a release walks (walking
+ * the whole free tree at every failed device allocation was quadratic; found by fuzz_native). */
+RB_HEAD(bfwhole, bblock);
+RB_GENERATE_STATIC(bfwhole, bblock, wrb, bcmp_);
 
 typedef struct bestfit {
 	as_policy base;
@@ -42,6 +48,7 @@ typedef struct bestfit {
 	as_device *dev;
 	as_counters *ctr;
 	struct bftree free;
+	struct bfwhole whole;
 	bblock *all;
 	uint64_t reserved;
 } bestfit;
@@ -102,6 +109,24 @@ static void bdel(bestfit *p, bblock *b)
 	free(b);
 }
 
+/* A block's neighbours do not change while it is free (merges and splits take it out first), so
+ * whether it is a whole segment is decided when it enters the free tree. */
+static void free_insert(bestfit *p, bblock *b)
+{
+	RB_INSERT(bftree, &p->free, b);
+	b->whole = !b->prev && !b->next;
+	if (b->whole)
+		RB_INSERT(bfwhole, &p->whole, b);
+}
+
+static void free_remove(bestfit *p, bblock *b)
+{
+	RB_REMOVE(bftree, &p->free, b);
+	if (b->whole)
+		RB_REMOVE(bfwhole, &p->whole, b);
+	b->whole = 0;
+}
+
 static int bf_create(as_policy **out, const char *config, as_device *dev, as_counters *ctr, as_err *err)
 {
 	extern const as_policy_ops as_policy_bestfit;
@@ -115,6 +140,7 @@ static int bf_create(as_policy **out, const char *config, as_device *dev, as_cou
 	p->dev = dev;
 	p->ctr = ctr;
 	RB_INIT(&p->free);
+	RB_INIT(&p->whole);
 	*out = &p->base;
 	return 0;
 }
@@ -122,10 +148,8 @@ static int bf_create(as_policy **out, const char *config, as_device *dev, as_cou
 static void release_free_segments(bestfit *p)
 {
 	bblock *b, *n;
-	RB_FOREACH_SAFE(b, bftree, &p->free, n) {
-		if (b->prev || b->next)
-			continue;
-		RB_REMOVE(bftree, &p->free, b);
+	RB_FOREACH_SAFE(b, bfwhole, &p->whole, n) {
+		free_remove(p, b);
 		as_dev_free(p->dev, b->ptr, b->size, b->dev_stream);
 		p->reserved -= b->size;
 		bdel(p, b);
@@ -142,7 +166,7 @@ static int bf_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 	bblock key = { .key_stream = ks, .size = s, .ptr = 0 };
 	bblock *b = RB_NFIND(bftree, &p->free, &key);
 	if (b && b->key_stream == ks) {
-		RB_REMOVE(bftree, &p->free, b);
+		free_remove(p, b);
 	} else {
 		uint64_t seg = s > p->c.min_segment ? s : p->c.min_segment;
 		seg = (seg + p->c.segment_round - 1) / p->c.segment_round * p->c.segment_round;
@@ -164,7 +188,7 @@ static int bf_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 			b->next->prev = rem;
 		b->next = rem;
 		b->size = s;
-		RB_INSERT(bftree, &p->free, rem);
+		free_insert(p, rem);
 	}
 	b->allocated = 1;
 	*handle = b;
@@ -193,7 +217,7 @@ static void bf_free(as_policy *pol, void *h)
 	b->allocated = b->pending = 0;
 	if (mergeable(b->prev)) {
 		bblock *pr = b->prev;
-		RB_REMOVE(bftree, &p->free, pr);
+		free_remove(p, pr);
 		b->ptr = pr->ptr;
 		b->size += pr->size;
 		b->prev = pr->prev;
@@ -203,14 +227,14 @@ static void bf_free(as_policy *pol, void *h)
 	}
 	if (mergeable(b->next)) {
 		bblock *nx = b->next;
-		RB_REMOVE(bftree, &p->free, nx);
+		free_remove(p, nx);
 		b->size += nx->size;
 		b->next = nx->next;
 		if (b->next)
 			b->next->prev = b;
 		bdel(p, nx);
 	}
-	RB_INSERT(bftree, &p->free, b);
+	free_insert(p, b);
 }
 
 static void bf_empty_cache(as_policy *pol)
@@ -229,6 +253,8 @@ static int bf_check(as_policy *pol, as_err *err)
 			return as_fail(err, AS_EXIT_SOFTWARE, "bestfit: free neighbours at 0x%" PRIx64 " are not merged", b->ptr);
 		if (mergeable(b) != (RB_FIND(bftree, &p->free, b) == b))
 			return as_fail(err, AS_EXIT_SOFTWARE, "bestfit: free set disagrees with block 0x%" PRIx64, b->ptr);
+		if ((mergeable(b) && !b->prev && !b->next) != (b->whole && RB_FIND(bfwhole, &p->whole, b) == b))
+			return as_fail(err, AS_EXIT_SOFTWARE, "bestfit: the whole-segment set disagrees with block 0x%" PRIx64, b->ptr);
 		seg_bytes += b->size;
 	}
 	if (seg_bytes != p->reserved || p->reserved != p->dev->reserved)
