@@ -1,7 +1,7 @@
 /* fuzz_binfmt.c - the binary event format: streamed through the generic reader, and mapped whole
  * (as replay, sweep and fit read it), each followed by a pytorch replay that must keep its invariants. */
 #include "fuzz_common.h"
-#include "../src/binfmt.h"
+#include "readers/binfmt.h"
 #include <stdio.h>
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -12,8 +12,8 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "../src/engine.h"
-#include "../src/reconcile.h"
+#include "engine/engine.h"
+#include "engine/reconcile.h"
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../src/tree.h"
+#include "util/tree.h"
 
 typedef struct bf_conf {
 	uint64_t granule, min_segment, segment_round, split_threshold;

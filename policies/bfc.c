@@ -26,7 +26,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../src/tree.h"
+#include "util/tree.h"
 
 #define MIN_ALLOC 256ULL      /* kMinAllocationSize */
 #define NUM_BINS 21           /* kNumBins */

@@ -4,7 +4,7 @@
  * With --backend cuda the policy allocates from a memory pool of its own (cudaMemPoolCreate, with the
  * release threshold and reuse flags below) and the reserved bytes are the pool's
  * cudaMemPoolAttrReservedMemCurrent; empty_cache trims the pool to the threshold.
- * In simulation the simulated device provides a model of the driver's pool (src/pool_sim.c,
+ * In simulation the simulated device provides a model of the driver's pool (src/device/pool_sim.c,
  * derived from the real pool and compared with it in doc/real-gpu.md): one virtual range, 512-byte
  * blocks placed by best fit among blocks freed since the last synchronisation, then among the others
  * with memory under them, then the rest; physical memory held in 32 MiB chunks that a growing pool

@@ -27,7 +27,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../src/tree.h"
+#include "util/tree.h"
 
 #define CUPY_UNIT 512ULL /* ALLOCATION_UNIT_SIZE */
 

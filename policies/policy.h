@@ -1,8 +1,8 @@
 /* policy.h - the interface every allocator policy implements, and its option tables. */
 #ifndef ALLOCSIM_POLICY_H
 #define ALLOCSIM_POLICY_H
-#include "../src/common.h"
-#include "../src/device.h"
+#include "util/common.h"
+#include "device/device.h"
 
 typedef struct as_policy as_policy;
 
@@ -68,7 +68,7 @@ typedef struct as_waste {
 /* Properties (no query behind them): */
 #define AS_CAP_NO_INFERRED_EMPTY (1u << 7) /* a snapshot's inferred empty_cache (EVF_MAYBE) never applies: the
                                             * policy models an allocator other than the recording one, so such a
-                                            * run is the recording allocator's own doing (src/reconcile.c) */
+                                            * run is the recording allocator's own doing (src/engine/reconcile.c) */
 #define AS_CAP_PROPERTIES  AS_CAP_NO_INFERRED_EMPTY /* the bits that are not queries */
 
 /* The optional queries (curl's connection-filter queries): query(p, AS_Q_..., arg) returns 0 when
@@ -80,7 +80,7 @@ enum {
 	AS_Q_WASTE,            /* as_waste *: the attribution now */
 	AS_Q_SUMMARY,          /* FILE *: write the summary table */
 	AS_Q_FIT_VALUES,       /* as_q_fit_values *: the values 'allocsim fit param' tries for an option */
-	/* Snapshot reconciliation (src/reconcile.c; doc/internals.md): */
+	/* Snapshot reconciliation (src/engine/reconcile.c; doc/internals.md): */
 	AS_Q_EXPLAINS_RELEASE, /* as_q_release *: would this request, now, make the policy itself release
 	                        * exactly these device ranges (sizes in order) through its fallback on a miss? */
 	AS_Q_NEEDS_FLUSH,      /* as_q_flush *: would this request reach the policy's full flush (which
@@ -116,7 +116,7 @@ typedef struct as_q_flush {
 	const as_request *rq;
 	int answer;
 } as_q_flush;
-/* One allocation's lifetime, from a first pass over the trace (src/lifetimes.c). Event indices count
+/* One allocation's lifetime, from a first pass over the trace (src/engine/lifetimes.c). Event indices count
  * the events the engine replays (as summary.events does); the k-th lifetime is the k-th malloc. */
 #define AS_NEVER UINT64_MAX
 typedef struct as_lifetime {

@@ -10,7 +10,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../src/tree.h"
+#include "util/tree.h"
 
 typedef struct ppool ppool;
 typedef struct expseg expseg;
@@ -1060,7 +1060,7 @@ static void waste_walk(ptpol *p, as_waste *w)
 }
 
 /* The optional queries (policy.h): statistics, segment map, fragmentation, waste, the
- * memory_summary() table, and what snapshot reconciliation asks (src/reconcile.c). */
+ * memory_summary() table, and what snapshot reconciliation asks (src/engine/reconcile.c). */
 static int pt_query(as_policy *pol, int what, void *arg)
 {
 	ptpol *p = (ptpol *)pol;

@@ -11,7 +11,7 @@
  * device's: what the whole stack obtained from the GPU.
  */
 #include "policy.h"
-#include "../src/idmap.h"
+#include "util/idmap.h"
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>

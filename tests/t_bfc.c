@@ -4,9 +4,9 @@
  * best fit by (size, address), and what one device_put of n bytes allocated in JAX 0.11.2 on the H200
  * (scripts/replay_jax.py --probe). */
 #include "tap.h"
-#include "../src/common.h"
-#include "../src/device.h"
-#include "../policies/policy.h"
+#include "util/common.h"
+#include "device/device.h"
+#include "policies/policy.h"
 #include <stdlib.h>
 
 #define MiB (1ULL << 20)

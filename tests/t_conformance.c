@@ -3,10 +3,10 @@
  * no edit here (a new policy is tested the moment it is added to policies/registry.c), and the
  * interface's own mechanisms (the plan step of offline policies).
  */
-#include "../src/engine.h"
-#include "../src/lifetimes.h"
-#include "../src/reconcile.h"
-#include "../src/run.h"
+#include "engine/engine.h"
+#include "engine/lifetimes.h"
+#include "engine/reconcile.h"
+#include "engine/run.h"
 #include "tap.h"
 #include <gsl/gsl_rng.h>
 #include <stdlib.h>

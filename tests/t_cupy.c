@@ -2,8 +2,8 @@
  * at v14.2.0, TestSingleDeviceMemoryPool), driven through the policy interface, plus random
  * workloads under the invariant check. */
 #include "tap.h"
-#include "../src/common.h"
-#include "../src/engine.h"
+#include "util/common.h"
+#include "engine/engine.h"
 #include <gsl/gsl_rng.h>
 #include <stdlib.h>
 

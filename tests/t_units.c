@@ -1,11 +1,11 @@
 /* t_units.c - unit tests: parsers, rounding rules, the engine's accounting and policy invariants. */
 #include "tap.h"
-#include "../src/common.h"
-#include "../src/idmap.h"
-#include "../src/device.h"
-#include "../src/engine.h"
-#include "../src/pool_sim.h"
-#include "../policies/pytorch.h"
+#include "util/common.h"
+#include "util/idmap.h"
+#include "device/device.h"
+#include "engine/engine.h"
+#include "device/pool_sim.h"
+#include "policies/pytorch.h"
 #include <gsl/gsl_rng.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -85,7 +85,7 @@ static uint64_t place_scan(const uint64_t *ad, const uint64_t *sz, size_t n, uin
 	return top - need;
 }
 
-/* The simulated device's placement (an augmented red-black tree, src/device_sim.c) against the
+/* The simulated device's placement (an augmented red-black tree, src/device/device_sim.c) against the
  * linear scan it replaced: random model placements and frees, exact addresses. */
 static void test_placement(void)
 {

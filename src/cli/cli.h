@@ -1,0 +1,30 @@
+/* cli.h - subcommands. Each returns an exit status. */
+#ifndef ALLOCSIM_CLI_H
+#define ALLOCSIM_CLI_H
+#include "util/common.h"
+#include "readers/trace.h"
+#include "device/latency.h"
+#include <signal.h>
+
+int cmd_replay(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+int cmd_policies(int argc, char **argv);
+int cmd_columns(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_fit(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
+int cmd_transfer(int argc, char **argv);
+
+void cli_catch_signals(void);
+int cli_load_model(const char *path, as_lat_model *m, int *have, as_err *err);
+
+/* Prints "allocsim: error: MSG" and returns the error's exit status. */
+int cli_report(const as_err *err);
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cli_version(void);
+/* Resolves -c: "recorded" takes the trace's own settings from its complete metadata m (path
+ * names the trace in the error when it records none). */
+int cli_resolve_config(const char *path, const as_meta *m, const char *config, char **out, as_err *err);
+#endif

@@ -1,0 +1,95 @@
+/* cmd_convert.c - allocsim convert: any readable trace to the native format. */
+#include "cli/cli.h"
+#include "readers/evbuf.h"
+#include "readers/binfmt.h"
+#include <getopt.h>
+#include <string.h>
+
+static const char convert_usage[] =
+	"usage: allocsim convert [--device N] TRACE -o OUT\n"
+	"\n"
+	"Rewrites TRACE (any readable format, '-' for standard input) in allocsim's native text format\n"
+	"(doc/trace-format.md); OUT is gzip-compressed when its name ends in .gz, '-' is standard output.\n"
+	"An OUT ending in .asbin gets the binary event format instead (fixed-size records, mapped in place\n"
+	"when read; doc/trace-format.md).\n"
+	"The output appears only when the whole input was read without error. --device N picks the\n"
+	"device of a multi-device snapshot (default: the one device with history).\n";
+
+/* After Ctrl-C/SIGTERM a read cut short by the signal is no data error: report the interruption. */
+static int convert_report(as_err *err)
+{
+	if (cli_interrupted) {
+		as_err_clear(err);
+		as_fail(err, AS_EXIT_INTERRUPTED, "interrupted; nothing was written");
+	}
+	return cli_report(err);
+}
+
+int cmd_convert(int argc, char **argv)
+{
+	static const struct option lo[] = { { "output", required_argument, 0, 'o' }, { "device", required_argument, 0, 'D' },
+		{ "help", no_argument, 0, 'h' },
+		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
+	const char *out = NULL;
+	as_reader_opts ro = { 0 };
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 'D':
+			if (as_reader_opts_device(&ro, optarg))
+				return cli_usage_error("convert", "--device: '%s' is not a device number (0 .. 4095)", optarg);
+			break;
+		case 'h': fputs(convert_usage, stdout); return 0;
+		case 'V': cli_version(); return 0;
+		default: return cli_usage_error("convert", "invalid option");
+		}
+	}
+	if (optind != argc - 1)
+		return cli_usage_error("convert", "expected one TRACE");
+	if (!out)
+		return cli_usage_error("convert", "missing -o OUT");
+	const char *path = argv[optind];
+	as_err err = { 0, "" };
+	if (as_outputs_check(&out, 1, &path, 1, &err))
+		return cli_report(&err);
+	cli_catch_signals(); /* Ctrl-C/SIGTERM: the temporary output is removed, exit 130 */
+	/* Snapshots store their settings at the end and the header carries them: the input is decoded
+	 * once into memory, then written. */
+	as_reader *r;
+	as_evbuf buf;
+	if (as_reader_open(&r, path, &ro, &err))
+		return convert_report(&err);
+	int rc = as_evbuf_from_reader(&buf, r, 1, &err);
+	as_reader_close(r);
+	if (rc)
+		return convert_report(&err);
+	if (cli_interrupted) {
+		as_evbuf_free(&buf);
+		as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; nothing was written");
+		return convert_report(&err);
+	}
+	if (!buf.meta.source[0])
+		snprintf(buf.meta.source, sizeof buf.meta.source, "%s", buf.meta.format);
+	as_writer *w = NULL;
+	if (as_binfmt_path(out))
+		as_binfmt_write(&buf, out, NULL, &err);
+	else
+		w = as_native_writer_open(out, &buf.meta, &err);
+	if (w) {
+		as_event ev;
+		for (size_t i = 0; i < buf.n; i++) {
+			if (cli_interrupted) {
+				as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; nothing was written");
+				break;
+			}
+			as_evbuf_event(&buf, i, &ev);
+			if (as_native_writer_event(w, &ev, &err))
+				break;
+		}
+		as_native_writer_close(w, !err.code, &err);
+	}
+	as_evbuf_free(&buf);
+	return err.code ? convert_report(&err) : 0;
+}

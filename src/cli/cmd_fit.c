@@ -1,0 +1,294 @@
+/* cmd_fit.c - allocsim fit: what-if searches over capacity and parameters. */
+#include "cli/cli.h"
+#include "engine/run.h"
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char fit_usage[] =
+	"usage: allocsim fit capacity [options] TRACE\n"
+	"       allocsim fit param NAME [options] --capacity SIZE TRACE\n"
+	"\n"
+	"fit capacity: the smallest capacity (a multiple of 2 MiB, or to the byte with --exact) at which\n"
+	"  the replay has no out-of-memory, by bisection between the peak of live requested bytes and the\n"
+	"  unlimited run's peak reserved bytes. Caching allocators need not be monotonic in capacity, so\n"
+	"  the answer is checked just below, and capacities above and below it are sampled; any sample that\n"
+	"  contradicts monotonicity is reported. The last line is the capacity in bytes.\n"
+	"fit param: the value of option NAME that minimises the objective with no out-of-memory at the\n"
+	"  given capacity. The last line is the best value.\n"
+	"\n"
+	"  -p, --policy NAME       policy (default pytorch)\n"
+	"  -c, --config STRING     other settings\n"
+	"      --capacity SIZE     (fit param) the capacity\n"
+	"      --exact             (fit capacity) to the byte instead of 2 MiB\n"
+	"      --samples N         (fit capacity) monotonicity samples on each side (default 8)\n"
+	"      --values LIST       (fit param) values to try (default: the option's own, where it has\n"
+	"                          one, e.g. pytorch's max_split_size_mb: none,20..2048:x2)\n"
+	"      --objective NAME    (fit param) peak_reserved (default) or num_device_alloc\n"
+	"      --device N          the device of a multi-GPU snapshot (default: the one with history)\n"
+	"  -h, --help              show this help\n";
+
+typedef struct fitctx {
+	as_run_opts o;
+	uint64_t runs;
+} fitctx;
+
+/* One replay; -1 on error or after Ctrl-C/SIGTERM (err says which). */
+static int fit_run(fitctx *f, as_summary *s, as_err *err)
+{
+	if (cli_interrupted)
+		return as_fail(err, AS_EXIT_INTERRUPTED, "interrupted");
+	f->runs++;
+	int rc = as_run(&f->o, s, err);
+	if (cli_interrupted) {
+		as_err_clear(err);
+		return as_fail(err, AS_EXIT_INTERRUPTED, "interrupted");
+	}
+	return rc;
+}
+
+/* Reports an error, or an interruption: the lines already printed are whole; fit keeps no state. */
+static int fit_fail(const fitctx *f, const as_err *err)
+{
+	if (err->code != AS_EXIT_INTERRUPTED)
+		return cli_report(err);
+	fprintf(stderr, "%s: interrupted after %" PRIu64 " replays: the lines above are complete, the answer is not; "
+		"fit does not resume, run the same command again\n", as_progname, f->runs);
+	return AS_EXIT_INTERRUPTED;
+}
+
+/* 1 if the replay at capacity c has no OOM; -1 on error. */
+static int fits(fitctx *f, uint64_t c, as_summary *s, as_err *err)
+{
+	as_summary tmp;
+	f->o.capacity = c;
+	f->o.stop_at_oom = 1;
+	if (fit_run(f, s ? s : &tmp, err))
+		return -1;
+	return (s ? s : &tmp)->num_ooms == 0;
+}
+
+static int fit_capacity(fitctx *f, int exact, uint64_t samples)
+{
+	as_err err = { 0, "" };
+	as_summary full;
+	f->o.capacity = 0;
+	f->o.stop_at_oom = 0;
+	if (fit_run(f, &full, &err))
+		return fit_fail(f, &err);
+	uint64_t g = exact ? 1 : 2ULL << 20;
+	uint64_t lo = full.peak_requested_bytes / g;                    /* in units of g; may fail */
+	uint64_t hi = (full.peak_reserved_bytes + g - 1) / g;          /* succeeds: the unlimited run */
+	printf("unlimited: peak_reserved_bytes %" PRIu64 ", peak_requested_bytes %" PRIu64 "\n",
+		full.peak_reserved_bytes, full.peak_requested_bytes);
+	int r = fits(f, hi * g, NULL, &err);
+	if (r < 0)
+		return fit_fail(f, &err);
+	if (!r) {
+		fprintf(stderr, "%s: error: the replay runs out of memory even at its own unlimited peak (%" PRIu64 " bytes)\n",
+			as_progname, hi * g);
+		return AS_EXIT_SOFTWARE;
+	}
+	if (lo && (r = fits(f, lo * g, NULL, &err)) != 0) {
+		if (r < 0)
+			return fit_fail(f, &err);
+		hi = lo; /* already fits at the lower bound */
+	}
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if ((r = fits(f, mid * g, NULL, &err)) < 0)
+			return fit_fail(f, &err);
+		printf("capacity %" PRIu64 ": %s\n", mid * g, r ? "ok" : "OOM");
+		if (r)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	uint64_t best = hi * g;
+	/* Monotonicity: samples above must fit, samples below must not. */
+	int nonmono = 0;
+	uint64_t top = full.peak_reserved_bytes, smaller_ok = 0;
+	for (uint64_t k = 1; k <= samples; k++) {
+		uint64_t above = best + (top > best ? (top - best) * k / (samples + 1) : 0);
+		above = above / g * g;
+		uint64_t below = (full.peak_requested_bytes + (best - full.peak_requested_bytes) * k / (samples + 1)) / g * g;
+		if (above > best) {
+			if ((r = fits(f, above, NULL, &err)) < 0)
+				return fit_fail(f, &err);
+			if (!r) {
+				printf("non-monotonic: OOM at capacity %" PRIu64 " although %" PRIu64 " fits\n", above, best);
+				nonmono = 1;
+			}
+		}
+		if (below < best && below >= g) {
+			if ((r = fits(f, below, NULL, &err)) < 0)
+				return fit_fail(f, &err);
+			if (r) {
+				printf("non-monotonic: capacity %" PRIu64 " fits although %" PRIu64 " runs out of memory\n", below, best - g);
+				nonmono = 1;
+				if (!smaller_ok || below < smaller_ok)
+					smaller_ok = below;
+			}
+		}
+	}
+	printf("checked: %" PRIu64 " fits, %" PRIu64 " runs out of memory; %" PRIu64 " replays%s\n", best, best - g, f->runs,
+		nonmono ? "; OOM is NOT monotonic in capacity for this trace" : "; no non-monotonic sample found");
+	if (smaller_ok)
+		printf("smallest capacity seen to fit: %" PRIu64 "\n", smaller_ok);
+	printf("%" PRIu64 "\n", best);
+	return 0;
+}
+
+static int fit_param(fitctx *f, const char *name, const char *values, const char *objective, const char *base)
+{
+	char **vals = NULL, m[256];
+	size_t n = 0;
+	if (!values) {
+		/* the policy's own default search values for the option, if it has any */
+		as_err e = { 0, "" };
+		as_device *dev = as_sim_device_new(0, ADDR_MODEL);
+		as_counters ctr = { 0 };
+		as_policy *pol;
+		as_q_fit_values q = { name, NULL };
+		if (as_policy_create(f->o.ops, &pol, "", dev, &ctr, &e) == 0) {
+			if (as_policy_query(pol, AS_Q_FIT_VALUES, &q))
+				q.values = NULL;
+			pol->ops->destroy(pol);
+		}
+		as_device_destroy(dev);
+		if (!(values = q.values))
+			return cli_usage_error("fit", "--values is required for '%s'", name);
+	}
+	if (as_parse_values(values, &vals, &n, m, sizeof m)) {
+		for (size_t i = 0; i < n; i++)
+			free(vals[i]);
+		free(vals);
+		return cli_usage_error("fit", "--values: %s", m);
+	}
+	int by_calls = !strcmp(objective, "num_device_alloc");
+	if (!by_calls && strcmp(objective, "peak_reserved")) {
+		for (size_t i = 0; i < n; i++)
+			free(vals[i]);
+		free(vals);
+		return cli_usage_error("fit", "--objective: peak_reserved or num_device_alloc, not '%s'", objective);
+	}
+	printf("%s,peak_reserved_bytes,num_device_alloc,num_ooms\n", name);
+	const char *bestv = NULL;
+	uint64_t bestobj = UINT64_MAX;
+	int rc = 0;
+	uint64_t cap = f->o.capacity;
+	for (size_t i = 0; i < n; i++) {
+		char *conf = !strcmp(vals[i], "none") ? xstrdup(base) : as_conf_with(base, name, vals[i]);
+		as_summary s;
+		as_err err = { 0, "" };
+		f->o.config = conf;
+		f->o.capacity = cap;
+		f->o.stop_at_oom = 1;
+		if (fit_run(f, &s, &err)) {
+			free(conf);
+			rc = fit_fail(f, &err);
+			break;
+		}
+		printf("%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", vals[i], s.peak_reserved_bytes, s.num_device_alloc, s.num_ooms);
+		uint64_t obj = by_calls ? s.num_device_alloc : s.peak_reserved_bytes;
+		if (!s.num_ooms && obj < bestobj) {
+			bestobj = obj;
+			bestv = vals[i];
+		}
+		free(conf);
+	}
+	if (!rc) {
+		if (bestv) {
+			printf("%s\n", bestv);
+		} else {
+			fprintf(stderr, "%s: no value of %s avoids out-of-memory at this capacity\n", as_progname, name);
+			rc = 2;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		free(vals[i]);
+	free(vals);
+	return rc;
+}
+
+int cmd_fit(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "policy", required_argument, 0, 'p' }, { "config", required_argument, 0, 'c' },
+		{ "capacity", required_argument, 0, 'C' }, { "exact", no_argument, 0, 'E' },
+		{ "samples", required_argument, 0, 'N' }, { "values", required_argument, 0, 'v' },
+		{ "objective", required_argument, 0, 'b' }, { "device", required_argument, 0, 'D' },
+		{ "help", no_argument, 0, 'h' },
+		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
+	};
+	as_reader_opts ro = { 0 };
+	const char *policy = "pytorch", *config = "", *values = NULL, *objective = "peak_reserved";
+	uint64_t capacity = 0, samples = 8;
+	int exact = 0, c;
+	char m[256];
+	optind = 1;
+	cli_catch_signals(); /* a replay under way stops at the next event: exit 130 */
+	while ((c = getopt_long(argc, argv, "p:c:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'p': policy = optarg; break;
+		case 'c': config = optarg; break;
+		case 'C':
+			if (as_parse_capacity(optarg, &capacity, m, sizeof m))
+				return cli_usage_error("fit", "--capacity: %s", m);
+			break;
+		case 'E': exact = 1; break;
+		case 'N':
+			if (as_parse_u64(optarg, &samples) || samples > 1000)
+				return cli_usage_error("fit", "--samples: '%s' is not a number up to 1000", optarg);
+			break;
+		case 'v': values = optarg; break;
+		case 'b': objective = optarg; break;
+		case 'D':
+			if (as_reader_opts_device(&ro, optarg))
+				return cli_usage_error("fit", "--device: '%s' is not a device number (0 .. 4095)", optarg);
+			break;
+		case 'h': fputs(fit_usage, stdout); return 0;
+		case 'V': cli_version(); return 0;
+		default: return cli_usage_error("fit", "invalid option");
+		}
+	}
+	int nargs = argc - optind;
+	if (nargs < 1 || (strcmp(argv[optind], "capacity") && strcmp(argv[optind], "param")))
+		return cli_usage_error("fit", "expected 'capacity' or 'param'");
+	int is_param = !strcmp(argv[optind], "param");
+	if (nargs != (is_param ? 3 : 2))
+		return cli_usage_error("fit", is_param ? "expected: fit param NAME TRACE" : "expected: fit capacity TRACE");
+	const char *trace = argv[argc - 1];
+	fitctx f;
+	memset(&f, 0, sizeof f);
+	f.o.ops = as_policy_find(policy);
+	if (!f.o.ops)
+		return cli_usage_error("fit", "unknown policy '%s'", policy);
+	f.o.path = trace;
+	f.o.config = config;
+	f.o.addr_mode = ADDR_AUTO;
+	f.o.reader = &ro;
+	as_err err = { 0, "" };
+	cli_catch_signals(); /* from here Ctrl-C/SIGTERM end the fit with 130 (fit_fail) */
+	as_evbuf buf; /* decoded once; every trial replays it */
+	if (as_evbuf_load(&buf, trace, &ro, &err))
+		return cli_interrupted ? fit_fail(&f, &(as_err){ AS_EXIT_INTERRUPTED, "" }) : cli_report(&err);
+	f.o.events = &buf;
+	char *rec = as_recorded_settings(&buf.meta);
+	f.o.recorded = rec;
+	int rc;
+	if (is_param) {
+		if (!capacity)
+			rc = cli_usage_error("fit", "fit param needs --capacity");
+		else {
+			f.o.capacity = capacity;
+			rc = fit_param(&f, argv[optind + 1], values, objective, config);
+		}
+	} else {
+		rc = fit_capacity(&f, exact, samples);
+	}
+	free(rec);
+	as_evbuf_free(&buf);
+	return rc;
+}

@@ -1,0 +1,147 @@
+/* cmd_info.c - allocsim info: what is in a trace. */
+#include "cli/cli.h"
+#include "util/idmap.h"
+#include <getopt.h>
+#include <gsl/gsl_histogram.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char info_usage[] =
+	"usage: allocsim info [--device N] TRACE\n"
+	"\n"
+	"Prints the trace's format and settings, its event counts, streams, time span, the peak of\n"
+	"live requested bytes (a lower bound on what any allocator must reserve) and a histogram of\n"
+	"request sizes in power-of-two buckets. For a snapshot it lists the devices with their history\n"
+	"entries; the counts are for --device N (default: the first device with history).\n";
+
+int cmd_info(int argc, char **argv)
+{
+	static const struct option lo[] = { { "device", required_argument, 0, 'D' }, { "help", no_argument, 0, 'h' },
+		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
+	as_reader_opts ro = { .any_device = 1 };
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		if (c == 'D') {
+			if (as_reader_opts_device(&ro, optarg))
+				return cli_usage_error("info", "--device: '%s' is not a device number (0 .. 4095)", optarg);
+			continue;
+		}
+		if (c == 'h') {
+			fputs(info_usage, stdout);
+			return 0;
+		}
+		if (c == 'V') {
+			cli_version();
+			return 0;
+		}
+		return cli_usage_error("info", "invalid option");
+	}
+	if (optind != argc - 1)
+		return cli_usage_error("info", "expected one TRACE");
+	as_err err = { 0, "" };
+	as_reader *r;
+	cli_catch_signals();
+	if (as_reader_open(&r, argv[optind], &ro, &err))
+		return cli_report(&err);
+	uint64_t counts[EV__COUNT] = { 0 }, live = 0, peak = 0, ooms = 0;
+	int64_t tmin = INT64_MAX, tmax = INT64_MIN;
+	idmap sizes, streams;
+	idmap_init(&sizes);
+	idmap_init(&streams);
+	/* Buckets: [2^k, 2^(k+1)) for k = 0..60. */
+	gsl_histogram *h = gsl_histogram_alloc(61);
+	gsl_histogram_set_ranges_uniform(h, 0.0, 61.0);
+	as_event ev;
+	int rc = 0;
+	static char one;
+	while (!cli_interrupted && (rc = as_reader_next(r, &ev, &err)) > 0) {
+		counts[ev.type]++;
+		if (ev.time_us >= 0) {
+			if (ev.time_us < tmin)
+				tmin = ev.time_us;
+			if (ev.time_us > tmax)
+				tmax = ev.time_us;
+		}
+		if (ev.type == EV_ALLOC) {
+			idmap_put(&streams, ev.stream, &one);
+			gsl_histogram_increment(h, (double)(63 - __builtin_clzll(ev.size)) + 0.5);
+			if (ev.flags & EVF_OOM) {
+				ooms++;
+				continue;
+			}
+			idmap_put(&sizes, ev.id, (void *)(uintptr_t)ev.size);
+			live += ev.size;
+			if (live > peak)
+				peak = live;
+		} else if (ev.type == EV_FREE) {
+			void *s = idmap_del(&sizes, ev.id);
+			if (s)
+				live -= (uint64_t)(uintptr_t)s;
+		}
+	}
+	if (as_check_interrupted(&err))
+		rc = -1;
+	if (rc < 0) {
+		gsl_histogram_free(h);
+		idmap_free(&sizes);
+		idmap_free(&streams);
+		as_reader_close(r);
+		return cli_report(&err);
+	}
+	as_meta *m = &r->meta;
+	/* one "key: value" a line: strings from the trace are escaped as in the native format */
+	const char *keys[] = { "trace", "format", "source", "device" };
+	const char *vals[] = { r->in.path, m->format, m->source, m->device };
+	for (int k = 0; k < 4; k++)
+		if (vals[k][0] || k < 2) {
+			char *e = as_escape(vals[k], 0);
+			if (k == 1 && !strcmp(r->ops->name, "binary"))
+				printf("%s: binary (converted from %s)\n", keys[k], e);
+			else
+				printf("%s: %s\n", keys[k], e);
+			free(e);
+		}
+	if (m->device_entries) {
+		printf("devices: %zu\n", m->ndevices);
+		for (size_t d = 0; d < m->ndevices; d++)
+			printf("device_%zu_history_entries: %" PRIu64 "\n", d, m->device_entries[d]);
+		printf("replayed_device: %d\n", m->device_index);
+	}
+	if (m->device_total)
+		printf("device_total_bytes: %" PRIu64 "\n", m->device_total);
+	if (m->capacity)
+		printf("capacity_bytes: %" PRIu64 "\n", m->capacity);
+	if (m->has_settings) {
+		char *e = as_escape(m->settings ? m->settings : "", 0);
+		printf("allocator_settings: %s\n", e);
+		free(e);
+	}
+	uint64_t replay_events = 0;
+	for (int t = 0; t < EV__COUNT; t++) {
+		if (t < EV_SEG_ALLOC)
+			replay_events += counts[t];
+		printf("%s_events: %" PRIu64 "\n", as_ev_names[t], counts[t]);
+	}
+	printf("events: %" PRIu64 "\n", replay_events);
+	printf("recorded_ooms: %" PRIu64 "\n", ooms);
+	printf("streams: %zu\n", streams.count);
+	printf("live_at_end: %zu\n", sizes.count);
+	if (tmax >= tmin)
+		printf("time_span_us: %" PRId64 "\n", tmax - tmin);
+	printf("peak_live_requested_bytes: %" PRIu64 "\n", peak);
+	if (strcmp(m->format, "pytorch") == 0)
+		printf("inferred_empty_cache: %" PRIu64 "\n", m->inferred_empty_cache);
+	if (m->history_truncated)
+		printf("history_truncated: yes (%" PRIu64 " frees of earlier allocations skipped)\n", m->unmatched_frees);
+	printf("size_histogram (bucket_low_bytes,count):\n");
+	for (size_t k = 0; k < gsl_histogram_bins(h); k++)
+		if (gsl_histogram_get(h, k) > 0)
+			printf("  %" PRIu64 ",%.0f\n", (uint64_t)1 << k, gsl_histogram_get(h, k));
+	gsl_histogram_free(h);
+	idmap_free(&sizes);
+	idmap_free(&streams);
+	as_reader_close(r);
+	return 0; /* main() checks the writes to stdout */
+}

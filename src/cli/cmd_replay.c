@@ -1,0 +1,448 @@
+/* cmd_replay.c - allocsim replay: one trace, one policy, one summary row. */
+#include "cli/cli.h"
+#include "engine/engine.h"
+#include "engine/run.h"
+#include "readers/evbuf.h"
+#include "engine/reconcile.h"
+#include "engine/lifetimes.h"
+#include "readers/binfmt.h"
+#include <errno.h>
+#include <sys/stat.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <signal.h>
+#include <unistd.h>
+
+static const char replay_usage[] =
+	"usage: allocsim replay [options] TRACE\n"
+	"\n"
+	"  -p, --policy NAME       policy to replay against (default pytorch; see 'allocsim policies')\n"
+	"  -c, --config STRING     policy settings, e.g. 'max_split_size_mb:128' for pytorch;\n"
+	"                          'recorded' uses the trace's own settings (default: policy defaults)\n"
+	"      --capacity SIZE     memory the allocator may reserve (e.g. 80GiB); requests beyond it OOM\n"
+	"  -o, --output FILE       write the summary CSV to FILE (default: standard output)\n"
+	"      --timeline FILE     write requested/allocated/reserved bytes after every event\n"
+	"      --every N           with --timeline, only every N-th event\n"
+	"      --stats FILE        write every statistic the policy keeps (pytorch: memory_stats() keys)\n"
+	"      --summary           print the policy's statistics table (pytorch: torch.cuda.memory_summary())\n"
+	"      --segments FILE     write the segment and block map at the reserved peak and at the end\n"
+	"      --check             verify the policy's invariants after every event\n"
+	"      --addresses MODE    auto (recorded segment addresses while the calls agree, default),\n"
+	"                          model (the driver model only), recorded, or ascending (bottom-up,\n"
+	"                          as the driver placed JAX's regions; bfc's default)\n"
+	"      --stop-at-oom       end the replay at the first out-of-memory, as the program would\n"
+	"      --backend NAME      sim (default: the simulated device) or cuda (the real GPU)\n"
+	"      --device N          the device of a multi-GPU snapshot to replay (default: the one with\n"
+	"                          history); with --backend cuda also the GPU ordinal (default 0)\n"
+	"      --latency FILE      write one row per malloc/free: event,op,bytes,ns,device_us\n"
+	"      --device-log FILE   write one row per device call: call,event,gap,op,model_op,bytes,\n"
+	"                          address,result,us,reserved_bytes (doc/real-gpu.md)\n"
+	"      --latency-model F   device-call latency model for the simulation (default: the bundled\n"
+	"                          H200 calibration, h200-latency-model.csv); 'none' for none\n"
+	"      --no-timing         print 0 for wall_seconds and events_per_second (byte-identical output)\n"
+	"      --cache             keep the trace's binary form beside it (TRACE.asbin) and replay from it\n"
+	"                          while the trace is unchanged (a snapshot is then decoded only once)\n"
+	"  -h, --help              show this help\n";
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	cli_interrupted = 1;
+}
+
+void cli_catch_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* The latency model: explicit path, 'none', or the bundled H200 calibration (installed, or in the
+ * source tree when run uninstalled); without one the simulation reports latency_source none. */
+int cli_load_model(const char *path, as_lat_model *m, int *have, as_err *err)
+{
+	*have = 0;
+	if (path && !strcmp(path, "none"))
+		return 0;
+	if (path) {
+		if (as_lat_model_load(m, path, err))
+			return -1;
+		*have = 1;
+		return 0;
+	}
+	static const char *const where[] = { ALLOCSIM_PKGDATADIR "/h200-latency-model.csv",
+		ALLOCSIM_SRCDIR "/traces/h200-latency-model.csv" };
+	for (size_t i = 0; i < 2; i++)
+		if (access(where[i], R_OK) == 0) {
+			if (as_lat_model_load(m, where[i], err))
+				return -1;
+			*have = 1;
+			return 0;
+		}
+	return 0;
+}
+
+int cli_resolve_config(const char *path, const as_meta *m, const char *config, char **out, as_err *err)
+{
+	if (config && strcmp(config, "recorded")) {
+		*out = xstrdup(config);
+		return 0;
+	}
+	if (!m->has_settings)
+		return as_fail(err, AS_EXIT_DATAERR, "%s: the trace records no allocator settings; pass -c explicitly", path);
+	*out = xstrdup(m->settings ? m->settings : "");
+	return 0;
+}
+
+/* --cache: the binary form of a trace, kept beside it as TRACE.asbin and used while it was made
+ * from the trace as it is now (same size and modification time); otherwise (re)written. */
+static int use_cache(const char *path, as_evbuf *b, as_err *err)
+{
+	struct stat st;
+	if (!strcmp(path, "-"))
+		return as_fail(err, AS_EXIT_USAGE, "--cache needs a file, not standard input");
+	if (stat(path, &st))
+		return as_fail(err, AS_EXIT_NOINPUT, "cannot open '%s': %s", path, strerror(errno));
+	char *cpath = xmalloc(strlen(path) + sizeof AS_BIN_EXT);
+	sprintf(cpath, "%s%s", path, AS_BIN_EXT);
+	int rc = -1;
+	as_err cerr = { 0, "" };
+	int m = access(cpath, F_OK) ? 1 : as_binfmt_map(b, cpath, &cerr);
+	if (m == 0 && as_binfmt_cache_ok(b, &st)) {
+		free(cpath);
+		return 0;
+	}
+	if (m == 0)
+		as_evbuf_free(b);
+	else if (m == 1 && !access(cpath, F_OK)) {
+		as_fail(err, AS_EXIT_USAGE, "--cache: '%s' exists and is not an allocsim binary trace; not overwritten", cpath);
+		goto out;
+	} else if (m < 0)
+		fprintf(stderr, "%s: warning: rewriting the cache: %s\n", as_progname, cerr.msg);
+	if (as_evbuf_load(b, path, NULL, err))
+		goto out;
+	if (as_binfmt_write(b, cpath, &st, err)) {
+		as_evbuf_free(b);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(cpath);
+	return rc;
+}
+
+typedef struct seg_out {
+	FILE *f;
+	const char *moment;
+	uint64_t n;
+} seg_out;
+
+static void seg_rows(void *ctx, const as_seg_view *v)
+{
+	seg_out *o = ctx;
+	uint64_t off = 0;
+	for (size_t i = 0; i < v->nblocks; i++) {
+		static const char *const st[] = { "free", "allocated", "pending_free" };
+		fprintf(o->f, "%s,%" PRIu64 ",0x%" PRIx64 ",%" PRIu64 ",%" PRIu64 ",%s,%d,%" PRIu64 ",%" PRIu64 ",%s\n", o->moment, o->n,
+			v->addr, v->size, v->stream, v->is_small ? "small" : "large", v->is_expandable, off, v->block_sizes[i],
+			st[v->block_states[i]]);
+		off += v->block_sizes[i];
+	}
+	o->n++;
+}
+
+typedef struct seg_pass {
+	seg_out so;
+	uint64_t peak_event;
+	int written;
+} seg_pass;
+
+static void seg_hook(as_engine *e, const as_event *ev, void *ctx)
+{
+	seg_pass *sp = ctx;
+	as_q_segments q = { seg_rows, &sp->so };
+	if (!ev) {
+		sp->so.moment = "end";
+		sp->so.n = 0;
+		as_policy_query(e->pol, AS_Q_SEGMENTS, &q);
+	} else if (!sp->written && e->s.events == sp->peak_event + 1) {
+		as_policy_query(e->pol, AS_Q_SEGMENTS, &q);
+		sp->written = 1;
+	}
+}
+
+/* The segment map needs the state at the reserved peak, known only after a first pass: replay
+ * again, writing the map after the peak's event and at the end. */
+static int write_segments(const char *path, const as_evbuf *events, const as_policy_ops *ops, const char *conf,
+	uint64_t capacity, int addr_mode, int resolve_maybe, uint64_t peak_event, FILE *f, as_err *err)
+{
+	fputs("moment,segment,segment_address,segment_bytes,stream,pool,expandable,block_offset,block_bytes,state\n", f);
+	seg_pass sp = { { f, "peak", 0 }, peak_event, 0 };
+	as_run_opts o = { .path = path, .events = events, .ops = ops, .config = conf, .capacity = capacity, .addr_mode = addr_mode,
+		.resolve_maybe = resolve_maybe > 0, .hook = seg_hook, .hook_ctx = &sp };
+	as_summary s;
+	return as_run(&o, &s, err);
+}
+
+/* Every output is checked (and opened: a FIFO blocks here until its reader comes) before the
+ * replay, so a bad path fails at once; none is committed unless all were written. */
+static int open_outputs(as_outfile *const *of, const char *const *paths, size_t n, const char *input, as_err *err)
+{
+	if (as_outputs_check(paths, n, &input, 1, err))
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (paths[i] && as_outfile_open(of[i], paths[i], err))
+			return -1;
+	return 0;
+}
+
+typedef struct stat_out {
+	FILE *f;
+} stat_out;
+
+static void stat_line(void *ctx, const char *key, int64_t v)
+{
+	fprintf(((stat_out *)ctx)->f, "%s,%" PRId64 "\n", key, v);
+}
+
+int cmd_replay(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "policy", required_argument, 0, 'p' }, { "config", required_argument, 0, 'c' },
+		{ "capacity", required_argument, 0, 'C' }, { "output", required_argument, 0, 'o' },
+		{ "timeline", required_argument, 0, 'T' }, { "every", required_argument, 0, 'E' },
+		{ "stats", required_argument, 0, 'S' }, { "summary", no_argument, 0, 'Y' },
+		{ "check", no_argument, 0, 'K' }, { "addresses", required_argument, 0, 'A' },
+		{ "no-timing", no_argument, 0, 'N' }, { "stop-at-oom", no_argument, 0, 'O' },
+		{ "segments", required_argument, 0, 'G' }, { "backend", required_argument, 0, 'B' },
+		{ "device", required_argument, 0, 'D' }, { "latency", required_argument, 0, 'L' },
+		{ "latency-model", required_argument, 0, 'M' }, { "device-log", required_argument, 0, 'J' },
+		{ "cache", no_argument, 0, 'W' },
+		{ "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
+	};
+	const char *policy = "pytorch", *config = NULL, *out = NULL, *timeline = NULL, *stats = NULL, *segments = NULL;
+	const char *latency = NULL, *model_path = NULL, *devlog = NULL;
+	int use_cuda = 0;
+	uint64_t ordinal = 0;
+	uint64_t capacity = 0, every = 1;
+	int cache = 0, capacity_set = 0, summary = 0, check = 0, addr_mode = ADDR_AUTO, no_timing = 0, stop_at_oom = 0, c;
+	char m[256];
+	as_reader_opts ro = { 0 };
+	optind = 1;
+	cli_catch_signals();
+	while ((c = getopt_long(argc, argv, "p:c:o:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'p': policy = optarg; break;
+		case 'c': config = optarg; break;
+		case 'C':
+			if (as_parse_capacity(optarg, &capacity, m, sizeof m))
+				return cli_usage_error("replay", "--capacity: %s", m);
+			capacity_set = 1;
+			break;
+		case 'o': out = optarg; break;
+		case 'T': timeline = optarg; break;
+		case 'E':
+			if (as_parse_u64(optarg, &every) || !every)
+				return cli_usage_error("replay", "--every: '%s' is not a positive number", optarg);
+			break;
+		case 'S': stats = optarg; break;
+		case 'Y': summary = 1; break;
+		case 'K': check = 1; break;
+		case 'A':
+			if (!strcmp(optarg, "auto")) addr_mode = ADDR_AUTO;
+			else if (!strcmp(optarg, "model")) addr_mode = ADDR_MODEL;
+			else if (!strcmp(optarg, "recorded")) addr_mode = ADDR_RECORDED;
+			else if (!strcmp(optarg, "ascending")) addr_mode = ADDR_ASCENDING;
+			else return cli_usage_error("replay", "--addresses: expected auto, model, recorded or ascending, not '%s'", optarg);
+			break;
+		case 'N': no_timing = 1; break;
+		case 'O': stop_at_oom = 1; break;
+		case 'G': segments = optarg; break;
+		case 'B':
+			if (!strcmp(optarg, "cuda")) use_cuda = 1;
+			else if (strcmp(optarg, "sim")) return cli_usage_error("replay", "--backend: sim or cuda, not '%s'", optarg);
+			break;
+		case 'D':
+			if (as_parse_u64(optarg, &ordinal) || ordinal > 1024 || as_reader_opts_device(&ro, optarg))
+				return cli_usage_error("replay", "--device: '%s' is not a device number (0 .. 1024)", optarg);
+			break;
+		case 'L': latency = optarg; break;
+		case 'M': model_path = optarg; break;
+		case 'J': devlog = optarg; break;
+		case 'W': cache = 1; break;
+		case 'h': fputs(replay_usage, stdout); return 0;
+		case 'V': cli_version(); return 0;
+		default: return cli_usage_error("replay", "invalid option");
+		}
+	}
+	if (cache && ro.has_device)
+		return cli_usage_error("replay", "--cache keeps the default device's events; not with --device");
+	if (optind != argc - 1)
+		return cli_usage_error("replay", optind >= argc ? "missing TRACE" : "expected one TRACE, got %d", argc - optind);
+	const char *path = argv[optind];
+	const as_policy_ops *ops = as_policy_find(policy);
+	if (!ops)
+		return cli_usage_error("replay", "unknown policy '%s' (see 'allocsim policies')", policy);
+	if (segments && !(ops->flags & AS_CAP_SEGMENTS))
+		return cli_usage_error("replay", "--segments: the %s policy has no segment map", ops->name);
+	if (summary && !(ops->flags & AS_CAP_SUMMARY))
+		return cli_usage_error("replay", "--summary: the %s policy has no statistics table", ops->name);
+
+	as_err err = { 0, "" };
+	char *conf = NULL;
+	as_reader *r = NULL;
+	as_device *dev = NULL;
+	as_engine e;
+	int engine_ok = 0, rc = 0;
+	as_outfile tl = { 0 }, so = { 0 }, sf = { 0 }, lf = { 0 }, df = { 0 }, gf = { 0 }, po = { 0 };
+	/* the summary (stdout without -o), the other files, and stdout again for --summary after -o */
+	as_outfile *const ofs[] = { &so, &tl, &sf, &gf, &lf, &df, &po };
+	const char *const opaths[] = { out ? out : "-", timeline, stats, segments, latency, devlog };
+	const size_t nofs = sizeof ofs / sizeof ofs[0];
+	as_lat_model model = { 0 };
+	int have_model = 0;
+	as_lifetimes lt;
+	as_lifetimes_init(&lt);
+	memset(&e, 0, sizeof e);
+
+	as_evbuf buf;
+	int have_buf = 0;
+	memset(&buf, 0, sizeof buf);
+	cli_catch_signals(); /* from here: an output FIFO's open waits for its reader */
+	if (open_outputs(ofs, opaths, sizeof opaths / sizeof opaths[0], path, &err))
+		goto done;
+	if (summary && out && as_outfile_open(&po, "-", &err))
+		goto done;
+	/* The input is read once (standard input and FIFOs too: the reader spools them). A binary trace is mapped in place (--cache: one kept beside the
+	 * trace). Which settings were recorded decides how ambiguous empty_cache() inferences resolve
+	 * (and -c recorded needs them): a snapshot stores them at its end, so it is decoded into memory
+	 * first (also serving --segments' second pass); other traces stream. */
+	int mapped = as_binfmt_map(&buf, path, &err);
+	if (mapped < 0)
+		goto done;
+	if (mapped == 0) {
+		have_buf = 1;
+		if (ro.has_device && ro.device != 0) {
+			as_fail(&err, AS_EXIT_DATAERR, "%s: a binary trace holds one device (0), not device %d", path, ro.device);
+			goto done;
+		}
+	} else if (cache) {
+		if (use_cache(path, &buf, &err))
+			goto done;
+		have_buf = 1;
+	} else {
+		if (as_reader_open(&r, path, &ro, &err))
+			goto done;
+		if (segments || (!r->meta.has_settings && !strcmp(r->meta.format, "pytorch"))) {
+			if (as_evbuf_from_reader(&buf, r, 0, &err))
+				goto done;
+			have_buf = 1;
+		}
+	}
+	const as_meta *meta = have_buf ? &buf.meta : &r->meta;
+	if (cli_resolve_config(path, meta, config ? config : "", &conf, &err))
+		goto done;
+	if (!capacity_set && meta->capacity)
+		capacity = meta->capacity;
+	if (use_cuda) {
+		if (!(dev = as_cuda_device_new((int)ordinal, capacity, &err)))
+			goto done;
+	} else {
+		dev = as_sim_device_new(capacity, addr_mode);
+		if (cli_load_model(model_path, &model, &have_model, &err))
+			goto done;
+		if (have_model)
+			dev->model = &model;
+	}
+	if (as_engine_init(&e, ops, conf, dev, &err))
+		goto done;
+	e.host_timing = !no_timing;
+	engine_ok = 1;
+	/* the metadata is complete here: the recorded settings are known */
+	as_reconcile_for_trace(&e, meta, path, conf);
+	if (have_buf ? as_plan_from_events(&e, &lt, &buf, &err) : as_plan_from_trace(&e, &lt, path, &err))
+		goto done; /* an offline policy takes the whole trace first (from memory when decoded) */
+	e.check = check;
+	e.every = every;
+	if (timeline) {
+		e.timeline = tl.fp;
+		fputs("event,type,time_us,requested_bytes,allocated_bytes,reserved_bytes\n", tl.fp);
+	}
+	if (latency) {
+		e.latency = lf.fp;
+		fputs("event,op,bytes,ns,device_us\n", lf.fp);
+	}
+	if (devlog) {
+		dev->log = df.fp;
+		as_dev_log_header(df.fp);
+	}
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	as_event ev;
+	as_source src = { r, have_buf ? &buf : NULL, 0 };
+	while ((rc = as_source_next(&src, &ev, &err)) > 0) {
+		if (cli_interrupted) {
+			as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; every device allocation was released, nothing was written");
+			break;
+		}
+		if (as_engine_step(&e, &ev, &err))
+			break;
+		if (stop_at_oom && e.s.num_ooms)
+			break;
+	}
+	if (cli_interrupted && err.code != AS_EXIT_INTERRUPTED) { /* a read the signal cut short */
+		as_err_clear(&err);
+		as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; every device allocation was released, nothing was written");
+	}
+	if (err.code)
+		goto done;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	as_engine_finish(&e);
+	e.s.wall_seconds = no_timing ? 0.0 : (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+	if (meta->history_truncated)
+		fprintf(stderr, "%s: warning: %s: the recorded history is truncated (%" PRIu64 " frees of allocations made "
+			"before it began were skipped); results cover the recorded part only\n", as_progname, r ? r->in.path : path,
+			meta->unmatched_frees);
+
+	if (segments && write_segments(path, &buf, ops, conf, capacity, addr_mode, as_reconcile_resolved(&e), e.peak_event, gf.fp, &err))
+		goto done;
+	if (stats) {
+		fputs("key,value\n", sf.fp);
+		stat_out so_ctx = { sf.fp };
+		as_q_stats q = { stat_line, &so_ctx };
+		as_policy_query(e.pol, AS_Q_STATS, &q);
+		as_summary_stats(sf.fp, &e.s);
+	}
+	as_summary_header(so.fp);
+	as_summary_row(so.fp, path, policy, conf, capacity, &e.s);
+	if (summary) {
+		if (!out)
+			fflush(stdout);
+		as_policy_query(e.pol, AS_Q_SUMMARY, stdout);
+	}
+done:
+	if (err.code && cli_interrupted && err.code != AS_EXIT_INTERRUPTED) {
+		/* a read cut short by the signal (a pipe, a FIFO) is no data error */
+		as_err_clear(&err);
+		as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; every device allocation was released, nothing was written");
+	}
+	if (dev)
+		dev->log = NULL;
+	as_outfiles_close(ofs, nofs, !err.code, &err);
+	if (engine_ok)
+		as_engine_free(&e);
+	as_device_destroy(dev);
+	as_lat_model_free(&model);
+	as_lifetimes_free(&lt);
+	as_reader_close(r);
+	as_evbuf_free(&buf);
+	free(conf);
+	if (err.code)
+		return cli_report(&err);
+	return 0;
+}

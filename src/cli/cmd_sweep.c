@@ -1,0 +1,532 @@
+/* cmd_sweep.c - allocsim sweep: traces x policies x parameter values, in parallel, in order. */
+#include "cli/cli.h"
+#include "engine/run.h"
+#include "cli/resume.h"
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char sweep_usage[] =
+	"usage: allocsim sweep -t TRACE... [-p POLICY...] [--param NAME=VALUES]... [options]\n"
+	"\n"
+	"Replays every combination of traces, policies and parameter values and writes one summary CSV\n"
+	"row per run, in grid order, with a 'run' index column and one column per parameter. The output\n"
+	"is byte-identical whatever -j is (timing columns are 0 unless --timing).\n"
+	"\n"
+	"  -t, --trace TRACE       a trace (repeat, or several after one -t)\n"
+	"  -p, --policy NAME       a policy (repeat; default pytorch)\n"
+	"      --param NAME=VALUES a policy option (e.g. max_split_size_mb) or 'capacity'; VALUES is a\n"
+	"                          comma list of values, 'none' (option left out) and ranges A..B:xK\n"
+	"                          (geometric) or A..B:+K (arithmetic)\n"
+	"  -c, --config STRING     settings common to every run (the parameters are appended)\n"
+	"      --capacity SIZE     capacity of every run (unless a 'capacity' parameter is swept)\n"
+	"  -j, --jobs N            worker threads (default 1)\n"
+	"  -o, --output FILE       write the CSV to FILE (default standard output)\n"
+	"      --resume            keep the rows already in FILE and run only the missing ones\n"
+	"      --shard K/N         run only the runs whose index is K-1 modulo N\n"
+	"      --stop-at-oom       end each replay at its first out-of-memory\n"
+	"      --device N          the device of multi-GPU snapshots (default: the one with history)\n"
+	"      --timing            fill wall_seconds and events_per_second\n"
+	"  -h, --help              show this help\n";
+
+typedef struct param {
+	char *name;
+	char **vals;
+	size_t n;
+} param;
+
+typedef struct job {
+	size_t index;
+	const char *trace;
+	const as_policy_ops *ops;
+	char *config;
+	uint64_t capacity;
+	char **pvals;   /* one value per parameter */
+	char *row;      /* result (CSV row without header), NULL if not run */
+	char *key;      /* identity for --resume */
+	const char *recorded;
+	const as_evbuf *events; /* the trace, decoded once for all its runs */
+} job;
+
+typedef struct sweep {
+	job *jobs;
+	size_t njobs, next, done, torun, active;
+	pthread_mutex_t mu;
+	int timing, stop_at_oom;
+	as_reader_opts ro;   /* --device */
+	size_t nparams;
+	as_err err;
+	/* decoding: each trace once, by the same workers, before any run */
+	const char **traces;
+	as_evbuf *bufs;
+	as_err *load_err;
+	size_t ntraces, next_load;
+} sweep;
+
+static void *loader(void *arg)
+{
+	sweep *sw = arg;
+	for (;;) {
+		pthread_mutex_lock(&sw->mu);
+		size_t t = sw->next_load++;
+		pthread_mutex_unlock(&sw->mu);
+		if (t >= sw->ntraces)
+			return NULL;
+		as_evbuf_load(&sw->bufs[t], sw->traces[t], &sw->ro, &sw->load_err[t]);
+	}
+}
+
+/* Decodes every trace once with `jobs` threads; the first failure in trace order is reported. */
+static int load_traces(sweep *sw, uint64_t jobs, as_err *err)
+{
+	sw->bufs = xcalloc(sw->ntraces, sizeof(*sw->bufs));
+	sw->load_err = xcalloc(sw->ntraces, sizeof(*sw->load_err));
+	uint64_t n = jobs < sw->ntraces ? jobs : sw->ntraces;
+	if (n <= 1) /* in this thread, where Ctrl-C/SIGTERM interrupt a read (a FIFO, a pipe) */
+		loader(sw);
+	pthread_t *th = xcalloc(n > 1 ? n : 1, sizeof(pthread_t));
+	if (n <= 1)
+		n = 0;
+	for (uint64_t w = 0; w < n; w++)
+		pthread_create(&th[w], NULL, loader, sw);
+	for (uint64_t w = 0; w < n; w++)
+		pthread_join(th[w], NULL);
+	free(th);
+	for (size_t t = 0; t < sw->ntraces; t++)
+		if (sw->load_err[t].code) {
+			*err = sw->load_err[t];
+			return -1;
+		}
+	return 0;
+}
+
+static int parse_values(param *p, const char *spec, char *msg, size_t len)
+{
+	return as_parse_values(spec, &p->vals, &p->n, msg, len);
+}
+
+static void free_params(param *params, size_t npar)
+{
+	for (size_t k = 0; k < npar; k++) {
+		for (size_t v = 0; v < params[k].n; v++)
+			free(params[k].vals[v]);
+		free(params[k].vals);
+		free(params[k].name);
+	}
+	free(params);
+}
+
+static void *worker(void *arg)
+{
+	sweep *sw = arg;
+	for (;;) {
+		pthread_mutex_lock(&sw->mu);
+		while (sw->next < sw->njobs && sw->jobs[sw->next].row)
+			sw->next++; /* already present (--resume) or not in this shard */
+		if (sw->next >= sw->njobs || sw->err.code || cli_interrupted) {
+			sw->active--;
+			pthread_mutex_unlock(&sw->mu);
+			return NULL;
+		}
+		job *j = &sw->jobs[sw->next++];
+		pthread_mutex_unlock(&sw->mu);
+
+		as_run_opts o = { .path = j->trace, .events = j->events, .ops = j->ops, .config = j->config, .capacity = j->capacity,
+			.addr_mode = ADDR_AUTO, .stop_at_oom = sw->stop_at_oom, .recorded = j->recorded, .reader = &sw->ro };
+		as_summary s;
+		as_err err = { 0, "" };
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		int rc = as_run(&o, &s, &err);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		char *buf = NULL;
+		size_t len = 0;
+		if (!rc) {
+			s.wall_seconds = sw->timing ? (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9 : 0.0;
+			FILE *f = open_memstream(&buf, &len);
+			fprintf(f, "%zu", j->index);
+			for (size_t k = 0; k < sw->nparams; k++)
+				fprintf(f, ",%s", j->pvals[k]);
+			fputc(',', f);
+			as_summary_row(f, j->trace, j->ops->name, j->config, o.capacity, &s);
+			fclose(f);
+			if (len && buf[len - 1] == '\n')
+				buf[len - 1] = 0;
+		}
+		pthread_mutex_lock(&sw->mu);
+		if (rc && !sw->err.code && !cli_interrupted)
+			sw->err = err;
+		j->row = buf;
+		sw->done++;
+		pthread_mutex_unlock(&sw->mu);
+	}
+}
+
+/* ---- output, --resume and interruption ------------------------------------------------- */
+
+/* A parameter's name is a CSV column name and its values are written unquoted: nothing in them
+ * may end a field or a line. */
+static int check_param(const param *p, char *msg, size_t len)
+{
+	static const char bad[] = ",\"\n\r";
+	const char *what = NULL, *s = NULL;
+	if (strpbrk(p->name, bad)) {
+		what = "name";
+		s = p->name;
+	}
+	for (size_t v = 0; !what && v < p->n; v++)
+		if (strpbrk(p->vals[v], bad)) {
+			what = "value";
+			s = p->vals[v];
+		}
+	if (!what)
+		return 0;
+	char c = *strpbrk(s, bad);
+	snprintf(msg, len, "the %s '%s' contains %s, which a CSV column cannot hold unquoted", what, s,
+		c == ',' ? "a comma" : c == '"' ? "a double quote" : "a line break");
+	return -1;
+}
+
+/* The header line this sweep writes, without the newline. */
+static char *sweep_header(const param *params, size_t npar)
+{
+	char *b = NULL;
+	size_t l = 0;
+	FILE *f = open_memstream(&b, &l);
+	fputs("run", f);
+	for (size_t k = 0; k < npar; k++)
+		fprintf(f, ",%s", params[k].name);
+	fputc(',', f);
+	as_summary_header(f);
+	fclose(f);
+	if (l && b[l - 1] == '\n')
+		b[l - 1] = 0;
+	return b;
+}
+
+/* --resume: the verified rows of the earlier output (resume.c) fill their jobs, this shard's or
+ * another's (so that shards run one after another into one file keep each other's rows). */
+static int sweep_resume(sweep *sw, const as_outfile *of, const char *header, const char *sample, size_t npar, int timing,
+	as_err *err)
+{
+	if (!of->tmp)
+		return as_fail(err, AS_EXIT_USAGE, "--resume needs -o a regular file, not %s", of->path ? of->path : "standard output");
+	const char **keys = xmalloc((sw->njobs ? sw->njobs : 1) * sizeof(char *));
+	char **kept = xcalloc(sw->njobs ? sw->njobs : 1, sizeof(char *));
+	for (size_t i = 0; i < sw->njobs; i++)
+		keys[i] = sw->jobs[i].key;
+	as_resume_spec sp = { .header = header, .sample = sample, .nkey = npar + 4, .keys = keys, .njobs = sw->njobs,
+		.timing = timing };
+	long n = as_resume_load(of->target, &sp, kept, err);
+	for (size_t i = 0; n >= 0 && i < sw->njobs; i++)
+		if (kept[i]) {
+			free(sw->jobs[i].row);
+			sw->jobs[i].row = kept[i];
+		}
+	free(keys);
+	free(kept);
+	return n < 0 ? -1 : 0;
+}
+
+static size_t rows_done(const sweep *sw)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < sw->njobs; i++)
+		n += sw->jobs[i].row && sw->jobs[i].row[0];
+	return n;
+}
+
+/* Writes the header and every finished row, in grid order, and commits the file. */
+static int sweep_write(as_outfile *of, const char *header, const sweep *sw, as_err *err)
+{
+	fprintf(of->fp, "%s\n", header);
+	for (size_t i = 0; i < sw->njobs; i++)
+		if (sw->jobs[i].row && sw->jobs[i].row[0])
+			fprintf(of->fp, "%s\n", sw->jobs[i].row);
+	return as_outfile_close(of, 1, err);
+}
+
+/* Ctrl-C or SIGTERM: the runs that finished are written (whole rows, in grid order) and the user
+ * is told how to go on; nothing replaces an earlier output if no run finished. Exit 130. */
+static int sweep_interrupted(as_outfile *of, const char *header, const sweep *sw, const char *out)
+{
+	as_err err = { 0, "" };
+	size_t have = rows_done(sw), left = 0;
+	for (size_t i = 0; i < sw->njobs; i++)
+		left += !sw->jobs[i].row;
+	if (!have) {
+		as_outfile_close(of, 0, &err);
+		fprintf(stderr, "%s: interrupted before any run finished; %s\n", as_progname,
+			out && strcmp(out, "-") ? "the output was left as it was" : "nothing was written");
+		return AS_EXIT_INTERRUPTED;
+	}
+	if (sweep_write(of, header, sw, &err))
+		return cli_report(&err);
+	if (out && strcmp(out, "-"))
+		fprintf(stderr, "%s: interrupted: '%s' holds the %zu finished runs, %zu are not done; run the same command "
+			"with --resume to do only those\n", as_progname, out, have, left);
+	else
+		fprintf(stderr, "%s: interrupted: %zu finished runs were written, %zu are not done; to resume, write to a "
+			"file (-o FILE) and run again with --resume\n", as_progname, have, left);
+	return AS_EXIT_INTERRUPTED;
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "trace", required_argument, 0, 't' }, { "policy", required_argument, 0, 'p' },
+		{ "param", required_argument, 0, 'P' }, { "config", required_argument, 0, 'c' },
+		{ "capacity", required_argument, 0, 'C' }, { "jobs", required_argument, 0, 'j' },
+		{ "output", required_argument, 0, 'o' }, { "resume", no_argument, 0, 'R' },
+		{ "shard", required_argument, 0, 'S' }, { "timing", no_argument, 0, 'T' },
+		{ "stop-at-oom", no_argument, 0, 'O' }, { "device", required_argument, 0, 'D' },
+		{ "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
+	};
+	as_reader_opts ro = { 0 };
+	const char **traces = NULL;
+	const as_policy_ops **pols = NULL;
+	param *params = NULL;
+	size_t ntr = 0, npol = 0, npar = 0;
+	const char *base = "", *out = NULL;
+	uint64_t capacity = 0, jobs = 1, shard_k = 1, shard_n = 1;
+	int resume = 0, timing = 0, stop_at_oom = 0, c, rc = 0;
+	char m[256];
+	optind = 1;
+	cli_catch_signals(); /* every replay under way stops at its next event */
+	while ((c = getopt_long(argc, argv, "-t:p:c:j:o:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 1: /* a trace following -t */
+		case 't':
+			traces = xrealloc(traces, (ntr + 1) * sizeof(*traces));
+			traces[ntr++] = optarg;
+			break;
+		case 'p': {
+			const as_policy_ops *o = as_policy_find(optarg);
+			if (!o)
+				{ rc = cli_usage_error("sweep", "unknown policy '%s'", optarg); goto args_out; }
+			pols = xrealloc(pols, (npol + 1) * sizeof(*pols));
+			pols[npol++] = o;
+			break;
+		}
+		case 'P': {
+			char *eq = strchr(optarg, '=');
+			if (!eq || eq == optarg)
+				{ rc = cli_usage_error("sweep", "--param needs NAME=VALUES, got '%s'", optarg); goto args_out; }
+			params = xrealloc(params, (npar + 1) * sizeof(*params));
+			param *p = &params[npar++];
+			memset(p, 0, sizeof(*p));
+			p->name = xmalloc((size_t)(eq - optarg) + 1);
+			memcpy(p->name, optarg, (size_t)(eq - optarg));
+			p->name[eq - optarg] = 0;
+			if (parse_values(p, eq + 1, m, sizeof m) || check_param(p, m, sizeof m))
+				{ rc = cli_usage_error("sweep", "--param %s: %s", p->name, m); goto args_out; }
+			break;
+		}
+		case 'c': base = optarg; break;
+		case 'C':
+			if (as_parse_capacity(optarg, &capacity, m, sizeof m))
+				{ rc = cli_usage_error("sweep", "--capacity: %s", m); goto args_out; }
+			break;
+		case 'j':
+			if (as_parse_u64(optarg, &jobs) || !jobs || jobs > 1024)
+				{ rc = cli_usage_error("sweep", "-j: '%s' is not a number of workers (1..1024)", optarg); goto args_out; }
+			break;
+		case 'o': out = optarg; break;
+		case 'R': resume = 1; break;
+		case 'S':
+			if (sscanf(optarg, "%" SCNu64 "/%" SCNu64 "%c", &shard_k, &shard_n, m) != 2 || !shard_n || !shard_k || shard_k > shard_n)
+				{ rc = cli_usage_error("sweep", "--shard: expected K/N with 1 <= K <= N, got '%s'", optarg); goto args_out; }
+			break;
+		case 'T': timing = 1; break;
+		case 'O': stop_at_oom = 1; break;
+		case 'D':
+			if (as_reader_opts_device(&ro, optarg)) {
+				rc = cli_usage_error("sweep", "--device: '%s' is not a device number (0 .. 4095)", optarg);
+				goto args_out;
+			}
+			break;
+		case 'h': fputs(sweep_usage, stdout); return 0;
+		case 'V': cli_version(); return 0;
+		default: { rc = cli_usage_error("sweep", "invalid option"); goto args_out; }
+		}
+	}
+	if (!ntr)
+		{ rc = cli_usage_error("sweep", "no trace (-t TRACE)"); goto args_out; }
+	if (resume && !out)
+		{ rc = cli_usage_error("sweep", "--resume needs -o FILE"); goto args_out; }
+	if (!npol) {
+		pols = xmalloc(sizeof(*pols));
+		pols[npol++] = as_policy_find("pytorch");
+	}
+
+	if (0) {
+args_out:
+		free_params(params, npar);
+		free(traces);
+		free(pols);
+		return rc;
+	}
+	sweep sw;
+	memset(&sw, 0, sizeof sw);
+	as_err err = { 0, "" };
+	as_outfile of;
+	char **recorded = NULL, *header = NULL, *sample = NULL;
+	/* The output first, so that a bad -o fails before any work; the lock is held from here, while
+	 * --resume reads the file, to the rename. */
+	cli_catch_signals();
+	if (as_outputs_check(&out, 1, traces, ntr, &err) || as_outfile_open_locked(&of, out, &err)) {
+		rc = cli_report(&err);
+		goto args_out;
+	}
+	header = sweep_header(params, npar);
+	pthread_mutex_init(&sw.mu, NULL);
+	sw.timing = timing;
+	sw.stop_at_oom = stop_at_oom;
+	sw.ro = ro;
+	sw.nparams = npar;
+	size_t ncomb = 1;
+	for (size_t k = 0; k < npar; k++) {
+		if (ncomb > 10000000 / params[k].n) {
+			rc = cli_usage_error("sweep", "the grid is larger than 10 million runs");
+			goto done;
+		}
+		ncomb *= params[k].n;
+	}
+	sw.njobs = ntr * npol * ncomb;
+	sw.jobs = xcalloc(sw.njobs, sizeof(job));
+	recorded = xcalloc(ntr, sizeof(char *));
+	sw.traces = traces;
+	sw.ntraces = ntr;
+	if (load_traces(&sw, jobs, &err)) {
+		rc = cli_interrupted ? sweep_interrupted(&of, header, &sw, out) : cli_report(&err);
+		goto done;
+	}
+	for (size_t t = 0; t < ntr; t++)
+		recorded[t] = as_recorded_settings(&sw.bufs[t].meta);
+	size_t idx = 0;
+	for (size_t t = 0; t < ntr; t++)
+		for (size_t p = 0; p < npol; p++)
+			for (size_t cmb = 0; cmb < ncomb; cmb++, idx++) {
+				job *j = &sw.jobs[idx];
+				j->index = idx;
+				j->trace = traces[t];
+				j->ops = pols[p];
+				j->recorded = recorded[t];
+				j->events = &sw.bufs[t];
+				j->capacity = capacity;
+				j->pvals = xcalloc(npar + 1, sizeof(char *));
+				size_t rest = cmb;
+				for (size_t k = npar; k-- > 0;) {
+					j->pvals[k] = params[k].vals[rest % params[k].n];
+					rest /= params[k].n;
+				}
+				j->config = xstrdup(base);
+				for (size_t k = 0; k < npar; k++) {
+					if (!strcmp(j->pvals[k], "none"))
+						continue;
+					if (!strcmp(params[k].name, "capacity")) {
+						if (as_parse_capacity(j->pvals[k], &j->capacity, m, sizeof m)) {
+							rc = cli_usage_error("sweep", "--param capacity: %s", m);
+							goto done;
+						}
+						continue;
+					}
+					char *nc = as_conf_with(j->config, params[k].name, j->pvals[k]); /* a stack: the top layer's */
+					free(j->config);
+					j->config = nc;
+				}
+				/* identity for --resume: params, trace, policy, config, capacity (as CSV text) */
+				char *kb = NULL;
+				size_t kl = 0;
+				FILE *kf = open_memstream(&kb, &kl);
+				fprintf(kf, "0");
+				for (size_t k = 0; k < npar; k++)
+					fprintf(kf, ",%s", j->pvals[k]);
+				fputc(',', kf);
+				as_summary zero;
+				memset(&zero, 0, sizeof zero);
+				as_summary_row(kf, j->trace, j->ops->name, j->config, j->capacity, &zero);
+				fclose(kf);
+				j->key = as_resume_key(kb, npar + 4);
+				if (!sample) {
+					sample = kb;
+					size_t sl = strlen(sample);
+					if (sl && sample[sl - 1] == '\n')
+						sample[sl - 1] = 0;
+				} else {
+					free(kb);
+				}
+				if ((idx % shard_n) != shard_k - 1)
+					j->row = xstrdup(""); /* another shard's */
+			}
+	if (resume && sweep_resume(&sw, &of, header, sample, npar, timing, &err)) {
+		rc = cli_report(&err);
+		goto done;
+	}
+	for (size_t i = 0; i < sw.njobs; i++)
+		if (!sw.jobs[i].row)
+			sw.torun++;
+	pthread_t *th = xcalloc(jobs, sizeof(pthread_t));
+	sw.active = jobs;
+	for (uint64_t w = 0; w < jobs; w++)
+		pthread_create(&th[w], NULL, worker, &sw);
+	int tty = isatty(2);
+	struct timespec start, now;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	while (tty) {
+		pthread_mutex_lock(&sw.mu);
+		size_t d = sw.done, t = sw.torun, active = sw.active;
+		pthread_mutex_unlock(&sw.mu);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		double el = (double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) * 1e-9;
+		int w = t ? (int)(30 * d / t) : 30;
+		fprintf(stderr, "\r[%.*s%*s] %zu/%zu  ETA %4.0fs ", w, "##############################", 30 - w, "", d, t,
+			d ? el / (double)d * (double)(t - d) : 0.0);
+		if (d >= t || !active)
+			break;
+		usleep(200000);
+	}
+	for (uint64_t w = 0; w < jobs; w++)
+		pthread_join(th[w], NULL);
+	free(th);
+	if (tty)
+		fputc('\n', stderr);
+	if (sw.err.code) {
+		rc = cli_report(&sw.err);
+		goto done;
+	}
+	if (cli_interrupted) {
+		rc = sweep_interrupted(&of, header, &sw, out);
+		goto done;
+	}
+	if (sweep_write(&of, header, &sw, &err))
+		rc = cli_report(&err);
+done:
+	as_outfile_close(&of, 0, &err); /* after an error: the temporary file goes, the lock is released */
+	free(header);
+	free(sample);
+	for (size_t i = 0; i < sw.njobs; i++) {
+		free(sw.jobs[i].config);
+		free(sw.jobs[i].pvals);
+		free(sw.jobs[i].row);
+		free(sw.jobs[i].key);
+	}
+	free(sw.jobs);
+	for (size_t t = 0; recorded && t < ntr; t++) {
+		free(recorded[t]);
+		if (sw.bufs)
+			as_evbuf_free(&sw.bufs[t]);
+	}
+	free(recorded);
+	free(sw.bufs);
+	free(sw.load_err);
+	free_params(params, npar);
+	free(traces);
+	free(pols);
+	pthread_mutex_destroy(&sw.mu);
+	return rc;
+}

@@ -1,0 +1,85 @@
+/* main.c - git-style subcommand dispatch. */
+#include "cli/cli.h"
+#include "config.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+	const char *name;
+	int (*fn)(int, char **);
+	const char *help;
+} cmds[] = {
+	{ "replay", cmd_replay, "replay a trace against a policy and write summary CSV" },
+	{ "validate", cmd_validate, "replay a PyTorch snapshot and compare with what PyTorch recorded" },
+	{ "info", cmd_info, "describe a trace: events, streams, peak live bytes, size histogram" },
+	{ "convert", cmd_convert, "rewrite a trace in allocsim's native format" },
+	{ "policies", cmd_policies, "list the policies with their options" },
+	{ "columns", cmd_columns, "list the summary CSV's columns (the table in doc/metrics.md)" },
+	{ "sweep", cmd_sweep, "replay traces x policies x parameter values in parallel, one CSV row each" },
+	{ "calibrate", cmd_calibrate, "measure the GPU's allocation primitives and fit a latency model" },
+	{ "transfer", cmd_transfer, "measure pageable vs pinned host<->GPU copies and cudaHostAlloc cost" },
+	{ "fit", cmd_fit, "find the smallest capacity without OOM, or the best parameter value" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: allocsim <command> [options] [args]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+		fprintf(f, "   %-10s %s\n", cmds[i].name, cmds[i].help);
+	fprintf(f, "\n'allocsim <command> --help' describes a command; see allocsim(1).\n");
+}
+
+void cli_version(void)
+{
+	printf("allocsim %s\n", PACKAGE_VERSION);
+}
+
+int cli_report(const as_err *err)
+{
+	if (cli_interrupted && err->code != AS_EXIT_INTERRUPTED) { /* whatever failed, a signal cut it short */
+		fprintf(stderr, "%s: error: interrupted; nothing was written\n", as_progname);
+		return AS_EXIT_INTERRUPTED;
+	}
+	fprintf(stderr, "%s: error: %s\n", as_progname, err->msg[0] ? err->msg : "unknown error");
+	return err->code ? err->code : AS_EXIT_SOFTWARE;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "%s %s: ", as_progname, cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'allocsim %s --help'.\n", cmd);
+	return AS_EXIT_USAGE;
+}
+
+static int dispatch(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return AS_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		cli_version();
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "%s: '%s' is not an allocsim command. See 'allocsim --help'.\n", as_progname, argv[1]);
+	return AS_EXIT_USAGE;
+}
+
+/* Every command's standard output is checked once more at the end (a full disk, a closed pipe):
+ * whatever a command printed, a lost write is an error (doc/reliability.md, "Outputs"). */
+int main(int argc, char **argv)
+{
+	return as_stdout_finish(dispatch(argc, argv));
+}

@@ -1,0 +1,282 @@
+/* engine.c - the replay loop's accounting, identical for every policy. */
+#include "engine/engine.h"
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+/* Latency of one malloc/free: host time (measured backends always; the simulation only with host
+ * timing on) plus the device time charged during it (measured, or modelled). */
+static double op_begin(as_engine *e)
+{
+	e->dev->op_us = 0;
+	e->dev->event = e->s.events;
+	return (e->dev->measured || e->host_timing) ? mono_ns() : 0;
+}
+
+static void op_end(as_engine *e, double t0, int is_alloc, const as_event *ev)
+{
+	double ns;
+	if (e->dev->measured)
+		ns = mono_ns() - t0;
+	else
+		ns = e->dev->op_us * 1000.0 + (e->host_timing ? mono_ns() - t0 : 0.0);
+	as_quant_add(is_alloc ? &e->lat_alloc : &e->lat_free, ns);
+	if (e->latency)
+		fprintf(e->latency, "%" PRIu64 ",%s,%" PRIu64 ",%.0f,%.3f\n", e->s.events, is_alloc ? "malloc" : "free",
+			ev->size, ns, e->dev->op_us);
+}
+
+int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, as_device *dev, as_err *err)
+{
+	memset(e, 0, sizeof(*e));
+	as_quant_init(&e->lat_alloc);
+	as_quant_init(&e->lat_free);
+	e->dev = dev;
+	e->s.first_oom_event = -1;
+	e->every = 1;
+	if (as_policy_create(ops, &e->pol, config ? config : "", dev, &e->ctr, err)) {
+		as_engine_free(e); /* the quantile workspaces (found by fuzz_config) */
+		return -1;
+	}
+	return 0;
+}
+
+/* The slot of an event, the array grown to hold it (slots are dense: see as_event.slot). */
+static as_live *slot_at(as_engine *e, uint32_t slot)
+{
+	if (slot >= e->nslots) {
+		size_t n = e->nslots ? e->nslots : 256;
+		while (n <= slot)
+			n *= 2;
+		e->slots = xrealloc(e->slots, n * sizeof(*e->slots));
+		memset(e->slots + e->nslots, 0, (n - e->nslots) * sizeof(*e->slots));
+		e->nslots = n;
+	}
+	return &e->slots[slot];
+}
+
+/* Completes one free (the block returns to the policy); l is a copy the caller owns. */
+static void complete_free(as_engine *e, const as_live *l)
+{
+	if (l->handle) {
+		if (!l->free_requested)
+			e->allocated -= l->block_size;
+		e->requested -= l->size;
+		double t0 = op_begin(e);
+		e->pol->ops->free(e->pol, l->handle);
+		as_event fev = { .size = l->size };
+		op_end(e, t0, 0, &fev);
+	}
+	if (l->free_requested)
+		e->npending--;
+}
+
+int as_engine_pending(as_engine *e, uint32_t slot)
+{
+	return slot < e->nslots && e->slots[slot].used && e->slots[slot].free_requested;
+}
+
+void as_engine_complete(as_engine *e, uint64_t id)
+{
+	for (size_t i = 0; i < e->ndeferred; i++)
+		if (e->deferred[i].id == id) {
+			as_live l = e->deferred[i].l;
+			memmove(e->deferred + i, e->deferred + i + 1, (e->ndeferred - i - 1) * sizeof(*e->deferred));
+			e->ndeferred--;
+			complete_free(e, &l);
+			return;
+		}
+}
+
+/* Johnstone & Wilson's fragmentation measures, external fragmentation (sampled every 64 events
+ * and at each new reserved peak) and the waste attribution at the reserved peak. */
+static void update_metrics(as_engine *e)
+{
+	uint64_t res = e->dev->reserved;
+	if (e->requested) {
+		e->jw1_sum += ((double)res - (double)e->requested) / (double)e->requested;
+		e->jw1_n++;
+	}
+	int new_peak = res > e->last_reserved_peak;
+	if (new_peak) {
+		e->last_reserved_peak = res;
+		e->peak_event = e->s.events - 1;
+		e->req_at_peak_res = e->requested;
+		e->alloc_at_peak_res = e->allocated;
+		as_waste w;
+		if ((e->pol->ops->flags & AS_CAP_WASTE) && as_policy_query(e->pol, AS_Q_WASTE, &w) == 0) {
+#define X(n, d) e->s.waste_##n = (double)w.n;
+			AS_WASTE_CATEGORIES(X)
+#undef X
+		}
+	}
+	as_q_free_stats fs;
+	if ((e->pol->ops->flags & AS_CAP_FREE_STATS) && (new_peak || e->s.events % 64 == 0) &&
+	    as_policy_query(e->pol, AS_Q_FREE_STATS, &fs) == 0) {
+		double x = fs.total ? 1.0 - (double)fs.largest / (double)fs.total : 0.0;
+		e->ext_sum += x;
+		e->ext_n++;
+		if (x > e->s.frag_external_max)
+			e->s.frag_external_max = x;
+	}
+}
+
+static void timeline_row(as_engine *e, const as_event *ev)
+{
+	fprintf(e->timeline, "%" PRIu64 ",%s,%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", e->s.events - 1,
+		as_ev_names[ev->type], ev->time_us, e->requested, e->allocated, e->dev->reserved);
+}
+
+int as_engine_step(as_engine *e, const as_event *ev, as_err *err)
+{
+	return e->stage ? e->stage->event(e->stage, e, ev, err) : as_engine_apply(e, ev, err);
+}
+
+int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
+{
+	as_live *l;
+	switch (ev->type) {
+	case EV_ALLOC: {
+		e->s.allocs++;
+		/* The slot is written after the malloc: a flush inside it may complete deferred frees. */
+		as_live n = { NULL, ev->size, 0, 0, 1 };
+		uint64_t addr;
+		double t0 = op_begin(e);
+		as_request rq = as_event_request(ev);
+		int failed = e->pol->ops->malloc(e->pol, &rq, &n.handle, &n.block_size, &addr);
+		op_end(e, t0, 1, ev);
+		if (failed) {
+			n.handle = NULL;
+			n.block_size = 0;
+			if (!e->s.num_ooms)
+				e->s.first_oom_event = (int64_t)e->s.events;
+			e->s.num_ooms++;
+		} else {
+			e->requested += ev->size;
+			e->allocated += n.block_size;
+		}
+		l = slot_at(e, ev->slot);
+		if (l->used)
+			return as_fail(err, AS_EXIT_SOFTWARE, "internal: allocation into live slot %" PRIu32, ev->slot);
+		*l = n;
+		break;
+	}
+	case EV_FREE_REQ:
+		l = slot_at(e, ev->slot);
+		if (!l->used)
+			return as_fail(err, AS_EXIT_SOFTWARE, "internal: free_requested of unknown id %" PRIu64, ev->id);
+		if (l->handle && !l->free_requested) {
+			e->allocated -= l->block_size;
+			if (e->pol->ops->free_requested)
+				e->pol->ops->free_requested(e->pol, l->handle);
+		}
+		if (!l->free_requested)
+			e->npending++;
+		l->free_requested = 1;
+		break;
+	case EV_FREE: {
+		l = slot_at(e, ev->slot);
+		if (!l->used)
+			return as_fail(err, AS_EXIT_SOFTWARE, "internal: free of unknown id %" PRIu64, ev->id);
+		e->s.frees++;
+		as_live done = *l;
+		l->used = 0; /* the reader may give the slot to the next allocation, even while deferred */
+		if (done.free_requested && (ev->flags & EVF_DEFER)) {
+			/* completed later by the stage (as_engine_complete) */
+			if (e->ndeferred == e->capdeferred) {
+				e->capdeferred = e->capdeferred ? e->capdeferred * 2 : 16;
+				e->deferred = xrealloc(e->deferred, e->capdeferred * sizeof(*e->deferred));
+			}
+			e->deferred[e->ndeferred++] = (as_deferred){ ev->id, done };
+			break;
+		}
+		complete_free(e, &done);
+		break;
+	}
+	case EV_EMPTY_CACHE:
+		if (ev->flags & EVF_MAYBE)
+			return 0; /* inferred: only a stage can tell whether it happened */
+		e->pol->ops->empty_cache(e->pol);
+		break;
+	case EV_SEG_ALLOC: case EV_SEG_FREE: case EV_SEG_MAP: case EV_SEG_UNMAP:
+		return 0; /* what the recorded allocator did: informational */
+	default:
+		break;
+	}
+	e->s.events++;
+	if (e->requested > e->s.peak_requested_bytes) {
+		e->s.peak_requested_bytes = e->requested;
+		e->res_at_peak_req = e->dev->reserved;
+	}
+	if (e->allocated > e->s.peak_allocated_bytes) {
+		e->s.peak_allocated_bytes = e->allocated;
+		e->req_at_peak_alloc = e->requested;
+	}
+	update_metrics(e);
+	if (e->timeline && (e->s.events - 1) % e->every == 0)
+		timeline_row(e, ev);
+	if (e->check && e->pol->ops->check(e->pol, err)) {
+		char m[sizeof err->msg];
+		snprintf(m, sizeof m, "%s", err->msg);
+		err->code = 0;
+		return as_fail(err, AS_EXIT_SOFTWARE, "invariant check failed after event %" PRIu64 " (%s, trace record %" PRIu64 "): %s",
+			e->s.events - 1, as_ev_names[ev->type], ev->index, m);
+	}
+	return 0;
+}
+
+void as_engine_finish(as_engine *e)
+{
+	if (e->stage && e->stage->finish && e->pol)
+		e->stage->finish(e->stage, e);
+	e->s.peak_reserved_bytes = e->dev->peak_reserved;
+	e->s.final_reserved_bytes = e->dev->reserved;
+	e->s.final_allocated_bytes = e->allocated;
+	e->s.num_device_alloc = e->dev->num_alloc;
+	e->s.num_device_free = e->dev->num_free;
+	e->s.num_alloc_retries = e->ctr.alloc_retries;
+	as_summary *s = &e->s;
+	s->alloc_ns_p50 = as_quant_p50(&e->lat_alloc);
+	s->alloc_ns_p99 = as_quant_p99(&e->lat_alloc);
+	s->alloc_ns_max = e->lat_alloc.max;
+	s->free_ns_p50 = as_quant_p50(&e->lat_free);
+	s->free_ns_p99 = as_quant_p99(&e->lat_free);
+	s->free_ns_max = e->lat_free.max;
+	s->device_calls = e->dev->calls;
+	s->device_time_us = e->dev->time_us;
+	s->latency_source = e->dev->measured ? "measured" : e->dev->model ? "model" : "none";
+	double pr = (double)s->peak_requested_bytes;
+	s->wasted_bytes_at_peak = (double)s->peak_reserved_bytes - (double)e->alloc_at_peak_res;
+	s->requested_at_peak_reserved = (double)e->req_at_peak_res;
+	s->frag_jw1 = e->jw1_n ? e->jw1_sum / (double)e->jw1_n : 0.0;
+	s->frag_jw2 = pr ? ((double)e->res_at_peak_req - pr) / pr : 0.0;
+	s->frag_jw3 = e->req_at_peak_res ? ((double)s->peak_reserved_bytes - (double)e->req_at_peak_res) / (double)e->req_at_peak_res : 0.0;
+	s->frag_jw4 = pr ? ((double)s->peak_reserved_bytes - pr) / pr : 0.0;
+	s->frag_external_mean = e->ext_n ? e->ext_sum / (double)e->ext_n : 0.0;
+	s->frag_internal_at_peak = (double)s->peak_allocated_bytes - (double)e->req_at_peak_alloc;
+}
+
+void as_engine_free(as_engine *e)
+{
+	free(e->slots);
+	free(e->deferred);
+	e->slots = NULL;
+	e->deferred = NULL;
+	e->nslots = e->ndeferred = e->capdeferred = 0;
+	as_quant_free(&e->lat_alloc);
+	as_quant_free(&e->lat_free);
+	if (e->stage && e->stage->destroy)
+		e->stage->destroy(e->stage);
+	e->stage = NULL;
+	if (e->pol)
+		e->pol->ops->destroy(e->pol);
+	e->pol = NULL;
+}

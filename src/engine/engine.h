@@ -1,0 +1,110 @@
+/* engine.h - replays events against a policy and keeps the accounting every policy shares. */
+#ifndef ALLOCSIM_ENGINE_H
+#define ALLOCSIM_ENGINE_H
+#include "readers/trace.h"
+#include "device/device.h"
+#include "util/idmap.h"
+#include "device/latency.h"
+#include "policies/policy.h"
+#include <stdio.h>
+
+#include "engine/columns.h"
+
+/* The summary of a replay: one field per CNT or SUM column of AS_COLUMNS (columns.h). */
+typedef struct as_summary {
+	AS_COLUMNS(AS_COL_FIELD)
+} as_summary;
+
+typedef struct as_live {
+	void *handle;         /* NULL if the allocation failed */
+	uint64_t size, block_size;
+	uint32_t free_requested;
+	uint32_t used;        /* the slot holds a live allocation */
+} as_live;
+
+/* A free a stage deferred (EVF_DEFER): its allocation, by the event's id, until as_engine_complete. */
+typedef struct as_deferred {
+	uint64_t id;
+	as_live l;
+} as_deferred;
+
+typedef struct as_engine {
+	as_policy *pol;
+	as_device *dev;
+	as_counters ctr;
+	as_live *slots;        /* indexed by as_event.slot (a flat array: no hashing, no allocation per event) */
+	size_t nslots;
+	as_deferred *deferred; /* deferred frees, in order (their slots may already be reused) */
+	size_t ndeferred, capdeferred;
+	as_summary s;
+	uint64_t requested, allocated;
+	int check;
+	FILE *timeline;
+	uint64_t every;
+	as_reader *reader;     /* for error positions */
+	uint64_t npending;     /* frees requested and not yet completed */
+	struct as_stage *stage; /* optional: sees every event before the engine (reconcile.c) */
+	/* metric accumulators */
+	double jw1_sum;
+	uint64_t jw1_n, ext_n, last_reserved_peak;
+	double ext_sum;
+	uint64_t req_at_peak_res, alloc_at_peak_res, res_at_peak_req, req_at_peak_alloc;
+	uint64_t peak_event;   /* index of the event after which reserved bytes peaked */
+	as_quant lat_alloc, lat_free;
+	int host_timing;       /* include the host time of the policy itself (not deterministic) */
+	FILE *latency;         /* --latency: one row per malloc/free */
+} as_engine;
+
+/*
+ * A stage between the reader and the engine: with one set, as_engine_step hands it every event,
+ * and it applies them through as_engine_apply and the calls below (src/engine/reconcile.c reconciles a
+ * snapshot's record with the replayed policy this way). The engine itself knows no allocator.
+ */
+typedef struct as_stage {
+	int (*event)(struct as_stage *st, as_engine *e, const as_event *ev, as_err *err);
+	void (*finish)(struct as_stage *st, as_engine *e);   /* at as_engine_finish, before the summary */
+	void (*destroy)(struct as_stage *st);                /* at as_engine_free */
+} as_stage;
+
+/* The request an EV_ALLOC event makes. */
+static inline as_request as_event_request(const as_event *ev)
+{
+	return (as_request){ .id = ev->id, .size = ev->size, .stream = ev->stream, .thread = ev->thread, .time_us = ev->time_us };
+}
+
+int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, as_device *dev, as_err *err);
+/* Applies one event (through the stage, if one is set); -1 on an internal error (or a --check failure). */
+int as_engine_step(as_engine *e, const as_event *ev, as_err *err);
+/* Applies one event directly. EV_FREE with EVF_DEFER counts the free but leaves a free-requested
+ * block with its owner until as_engine_complete; EV_EMPTY_CACHE with EVF_MAYBE and the segment
+ * events are a stage's business and change nothing here. */
+int as_engine_apply(as_engine *e, const as_event *ev, as_err *err);
+/* Whether the allocation in this slot (as_event.slot) is live with its free requested. */
+int as_engine_pending(as_engine *e, uint32_t slot);
+/* Completes a deferred free (the earliest deferred with this id): the block returns to the policy. */
+void as_engine_complete(as_engine *e, uint64_t id);
+void as_engine_finish(as_engine *e);
+void as_engine_free(as_engine *e);
+
+/* Replays a whole trace; used by replay, sweep-like callers and tests. */
+typedef struct as_replay_opts {
+	const char *policy;
+	const char *config;     /* NULL or "recorded": the trace's own settings */
+	uint64_t capacity;
+	int capacity_set;
+	int addr_mode;
+	int check;
+	FILE *timeline;
+	uint64_t every;
+} as_replay_opts;
+
+/* Summary CSV (summary.c, from AS_COLUMNS). */
+void as_summary_header(FILE *f);
+void as_summary_row(FILE *f, const char *trace, const char *policy, const char *config, uint64_t capacity,
+	const as_summary *s);
+/* --stats: summary.NAME,VALUE for every CNT column. */
+void as_summary_stats(FILE *f, const as_summary *s);
+/* 'allocsim columns': the column table of doc/metrics.md (markdown). */
+void as_columns_markdown(FILE *f);
+
+#endif

@@ -1,0 +1,112 @@
+/* run.c - one whole replay as a library call. */
+#include "engine/run.h"
+#include "engine/reconcile.h"
+#include "engine/lifetimes.h"
+#include <stdlib.h>
+#include <string.h>
+
+char *as_recorded_settings(const as_meta *m)
+{
+	return m->has_settings ? xstrdup(m->settings ? m->settings : "") : NULL;
+}
+
+int as_recorded_matches(const as_meta *m, const char *conf)
+{
+	return m->has_settings && !strcmp(m->settings ? m->settings : "", conf);
+}
+
+int as_run(const as_run_opts *o, as_summary *out, as_err *err)
+{
+	as_reader *r = NULL;
+	as_engine e;
+	int rc = -1;
+	as_source src = { NULL, o->events, 0 };
+	if (!o->events) {
+		if (o->source ? as_reader_reopen(o->source, o->reader, &r, err) : as_reader_open(&r, o->path, o->reader, err))
+			return -1;
+		src.r = r;
+	}
+	const as_meta *meta = o->events ? &o->events->meta : &r->meta;
+	uint64_t cap = o->capacity ? o->capacity : meta->capacity;
+	as_device *dev = as_sim_device_new(cap, o->addr_mode);
+	as_lifetimes lt;
+	as_lifetimes_init(&lt);
+	int ok = as_engine_init(&e, o->ops, o->config, dev, err) == 0;
+	if (ok && (o->events ? as_plan_from_events(&e, &lt, o->events, err) : as_plan_from_trace(&e, &lt, o->path, err))) {
+		as_engine_free(&e);
+		ok = 0;
+	}
+	if (ok) {
+		as_reconcile_attach(&e, o->recorded ? !strcmp(o->recorded, o->config) : o->resolve_maybe, NULL, NULL);
+		as_event ev;
+		int st;
+		while ((st = as_source_next(&src, &ev, err)) > 0) {
+			if (cli_interrupted || as_engine_step(&e, &ev, err))
+				break;
+			if (o->hook && ev.type < EV_SEG_ALLOC)
+				o->hook(&e, &ev, o->hook_ctx);
+			if (o->stop_at_oom && e.s.num_ooms)
+				break;
+		}
+		as_check_interrupted(err);
+		if (!err->code) {
+			if (o->hook)
+				o->hook(&e, NULL, o->hook_ctx);
+			as_engine_finish(&e);
+			*out = e.s;
+			rc = 0;
+		}
+		as_engine_free(&e);
+	}
+	as_device_destroy(dev);
+	as_lifetimes_free(&lt);
+	as_reader_close(r);
+	return rc;
+}
+
+static void add_val(char ***vals, size_t *n, const char *v)
+{
+	*vals = xrealloc(*vals, (*n + 1) * sizeof(char *));
+	(*vals)[(*n)++] = xstrdup(v);
+}
+
+int as_parse_values(const char *spec, char ***vals, size_t *n, char *msg, size_t len)
+{
+	char *copy = xstrdup(spec), *save = NULL;
+	int rc = 0;
+	for (char *it = strtok_r(copy, ",", &save); it && !rc; it = strtok_r(NULL, ",", &save)) {
+		char *dots = strstr(it, "..");
+		if (!dots) {
+			add_val(vals, n, it);
+			continue;
+		}
+		*dots = 0;
+		char *hi = dots + 2, *step = strchr(hi, ':');
+		uint64_t a, b, k;
+		if (!step || (step[1] != 'x' && step[1] != '+')) {
+			snprintf(msg, len, "range '%s..%s' needs a step ':xK' or ':+K'", it, hi);
+			rc = -1;
+			break;
+		}
+		*step = 0;
+		if (as_parse_u64(it, &a) || as_parse_u64(hi, &b) || as_parse_u64(step + 2, &k) || a > b ||
+		    (step[1] == 'x' && (k < 2 || !a)) || (step[1] == '+' && !k)) {
+			snprintf(msg, len, "bad range '%s..%s:%c%s'", it, hi, step[1], step + 2);
+			rc = -1;
+			break;
+		}
+		char buf[32];
+		for (uint64_t v = a; v <= b; v = step[1] == 'x' ? v * k : v + k) {
+			snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+			add_val(vals, n, buf);
+			if (*n > 100000 || (step[1] == 'x' && v > UINT64_MAX / k) || (step[1] == '+' && v > UINT64_MAX - k))
+				break;
+		}
+	}
+	free(copy);
+	if (!rc && !*n) {
+		snprintf(msg, len, "no values");
+		rc = -1;
+	}
+	return rc;
+}

@@ -1,0 +1,34 @@
+/* run.h - one whole replay as a library call (sweep, fit). */
+#ifndef ALLOCSIM_RUN_H
+#define ALLOCSIM_RUN_H
+#include "engine/engine.h"
+#include "readers/evbuf.h"
+
+/* Called after every replayed event, and once with ev NULL at the end (as_run_opts.hook). */
+typedef void (*as_run_hook)(as_engine *e, const as_event *ev, void *ctx);
+
+typedef struct as_run_opts {
+	const char *path;       /* read with a streaming reader, unless events is set */
+	const as_evbuf *events; /* the trace decoded once (shared read-only between threads) */
+	const as_policy_ops *ops;
+	const char *config;
+	uint64_t capacity;
+	int addr_mode;
+	int stop_at_oom;
+	const char *recorded;   /* the trace's recorded settings, or NULL if none/unknown */
+	int resolve_maybe;      /* when recorded is NULL: whether the replay runs the recorded settings (reconcile.h) */
+	as_run_hook hook;       /* optional */
+	void *hook_ctx;
+	const as_reader_opts *reader; /* optional: which device of a snapshot (--device) */
+	const as_reader *source;      /* optional: read this reader's data again instead of opening path */
+} as_run_opts;
+
+/* Replays a trace; fills *out (timing columns left 0). */
+int as_run(const as_run_opts *o, as_summary *out, as_err *err);
+/* The recorded settings of a trace's metadata (a copy); NULL when none. */
+char *as_recorded_settings(const as_meta *m);
+/* Whether the metadata records exactly these settings. */
+int as_recorded_matches(const as_meta *m, const char *conf);
+/* A parameter's values: "21,64,none", ranges "32..1024:x2" (geometric) and "0..512:+64". */
+int as_parse_values(const char *spec, char ***vals, size_t *n, char *msg, size_t len);
+#endif

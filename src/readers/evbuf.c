@@ -1,0 +1,104 @@
+/* evbuf.c - a whole trace decoded once (see evbuf.h). */
+#include "readers/evbuf.h"
+#include "readers/binfmt.h"
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+_Static_assert(sizeof(as_rec) == 56, "as_rec is the binary format's 56-byte record");
+
+void as_evbuf_add(as_evbuf *b, const as_event *ev)
+{
+	if (b->n == b->cap) {
+		b->cap = b->cap ? b->cap * 2 : 4096;
+		b->own = xrealloc(b->own, b->cap * sizeof(*b->own));
+		b->recs = b->own;
+		if (b->keep_ids)
+			b->ids = b->ownids = xrealloc(b->ownids, b->cap * sizeof(*b->ownids));
+	}
+	if (b->keep_ids)
+		b->ownids[b->n] = ev->id;
+	as_rec *x = &b->own[b->n++];
+	x->type = (uint8_t)ev->type;
+	x->flags = (uint8_t)ev->flags;
+	x->reserved = 0;
+	x->slot = ev->type <= EV_FREE ? ev->slot : 0;
+	x->size = ev->size;
+	x->stream = ev->stream;
+	x->addr = ev->addr;
+	x->time_us = ev->time_us;
+	x->index = ev->index;
+	x->thread = ev->thread;
+	if (ev->type <= EV_FREE && ev->slot >= b->nslots)
+		b->nslots = ev->slot + 1;
+	if (ev->type == EV_PHASE) {
+		const char *l = ev->label ? ev->label : "";
+		size_t len = strlen(l) + 1;
+		while (b->nlabels + len > b->caplab) {
+			b->caplab = b->caplab ? b->caplab * 2 : 256;
+			b->ownlab = xrealloc(b->ownlab, b->caplab);
+			b->labels = b->ownlab;
+		}
+		memcpy(b->ownlab + b->nlabels, l, len);
+		x->addr = b->nlabels;
+		b->nlabels += len;
+	}
+}
+
+int as_evbuf_from_reader(as_evbuf *b, as_reader *r, int keep_ids, as_err *err)
+{
+	as_event ev;
+	int rc = 0;
+	memset(b, 0, sizeof(*b));
+	b->keep_ids = keep_ids;
+	b->path = xstrdup(r->in.path ? r->in.path : "-");
+	while (!cli_interrupted && (rc = as_reader_next(r, &ev, err)) > 0)
+		as_evbuf_add(b, &ev);
+	if (as_check_interrupted(err)) /* Ctrl-C: stop decoding (a read the signal cut short too) */
+		rc = -1;
+	if (rc < 0) {
+		as_evbuf_free(b);
+		return -1;
+	}
+	/* The metadata is complete now (a snapshot's settings come last): take it over. */
+	b->meta = r->meta;
+	memset(&r->meta, 0, sizeof r->meta);
+	if (b->cap > b->n && b->n) { /* give back the doubling's slack */
+		b->own = xrealloc(b->own, b->n * sizeof(*b->own));
+		b->recs = b->own;
+		if (b->keep_ids)
+			b->ids = b->ownids = xrealloc(b->ownids, b->n * sizeof(*b->ownids));
+		b->cap = b->n;
+	}
+	return 0;
+}
+
+int as_evbuf_load(as_evbuf *b, const char *path, const as_reader_opts *ro, as_err *err)
+{
+	int m = as_binfmt_map(b, path, err);
+	if (m == 0 && ro && ro->has_device && ro->device != 0) {
+		as_fail(err, AS_EXIT_DATAERR, "%s: a binary trace holds one device (0), not device %d", path, ro->device);
+		as_evbuf_free(b);
+		return -1;
+	}
+	if (m <= 0)
+		return m; /* mapped in place (0), or a bad binary trace (-1) */
+	as_reader *r;
+	if (as_reader_open(&r, path, ro, err))
+		return -1;
+	int rc = as_evbuf_from_reader(b, r, 0, err);
+	as_reader_close(r);
+	return rc;
+}
+
+void as_evbuf_free(as_evbuf *b)
+{
+	free(b->own);
+	free(b->ownlab);
+	free(b->ownids);
+	free(b->path);
+	if (b->map)
+		munmap(b->map, b->maplen);
+	as_meta_free(&b->meta);
+	memset(b, 0, sizeof(*b));
+}

@@ -1,0 +1,1324 @@
+/*
+ * pickle.c - reader for PyTorch memory snapshots (torch.cuda.memory._dump_snapshot).
+ *
+ * A snapshot is a Python pickle. Python's own pickle.load would execute code named in an
+ * untrusted file; this reader instead interprets only the data-building opcodes the snapshot
+ * writer uses (protocols 2-5: dicts, lists, tuples, strings, ints, floats, bools, None, memo)
+ * and rejects everything that could name or call code (GLOBAL, REDUCE, BUILD, ...).
+ *
+ * It streams: trace-entry dicts are turned into events as soon as the pickle appends them to a
+ * device trace list, and then dropped, so memory follows the number of live allocations and
+ * the pickler's batch size (1000 entries), not the trace length. Hand-written because no C
+ * library parses pickles without a Python interpreter.
+ */
+#include "readers/trace.h"
+#include "util/idmap.h"
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum pv_kind { PV_NONE, PV_BOOL, PV_INT, PV_FLOAT, PV_STR, PV_BYTES, PV_TUPLE, PV_LIST, PV_DICT };
+enum pv_role { ROLE_NONE, ROLE_TRACES, ROLE_DEVTRACE, ROLE_SEGMENTS };
+
+#define INLINE_STR 16 /* strings shorter than this live in the value itself (and are interned) */
+
+typedef struct pv {
+	unsigned char kind, role;
+	unsigned char kid, aid; /* PV_STR: what it is as a trace entry's key, as an action (0: not yet known) */
+	unsigned char embedded; /* placed in a container: may no longer change (no cycles) */
+	unsigned short depth; /* containers nested inside this value (0 for a scalar) */
+	uint32_t refs;      /* references held by the stack, containers, the memo and the string table */
+	int dev;            /* ROLE_DEVTRACE: device ordinal */
+	uint64_t memo_at;   /* 1 + the memo index of its last PUT (0: none) */
+	int64_t i;
+	double f;
+	char *s;            /* PV_STR/PV_BYTES, NUL-terminated (inl when short) */
+	size_t n;           /* string length, or item count */
+	size_t cap;
+	struct pv **items;  /* tuple/list items; dict: key, value, key, value ... (kept in the pool) */
+	uint64_t pos;       /* byte offset where the value starts */
+	struct pv *next;    /* in the pool of free values */
+	char inl[INLINE_STR];
+} pv;
+
+/* Limits that keep a hostile file from taking unbounded memory or stack (doc/reliability.md,
+ * allocsim(1) LIMITS). Values are shared, never copied (a memo GET adds a reference), and every
+ * byte a value holds counts against AS_PICKLE_MAX_BYTES, so memory follows the input's size. */
+#define MAX_STACK   (4u << 20)   /* values on the stack */
+#define MAX_MARKS   4096         /* MARKs open at once */
+#define MAX_DEPTH   128          /* containers inside containers (however they were built) */
+#define MAX_STRING  (1u << 20)   /* one string */
+#define MAX_MEMO    (1u << 26)   /* memo index */
+#define MAX_BYTES   ((uint64_t)1 << 30) /* bytes held by values, the stack and the memo at once (default) */
+#define MAX_RUN     (1u << 18)   /* consecutive segment_free/segment_unmap entries (see flush_run) */
+#define MAX_DEVICES 4096         /* device lists in 'device_traces' */
+#define MEMO_SLOT   32           /* bytes a sparse memo entry costs (idmap key and value at half load) */
+#define MEMO_DENSE  65536        /* the flat memo array covers indices below 2x the PUTs so far plus this */
+
+typedef struct rec {
+	int action;
+	uint64_t addr, size, stream, pos, index;
+	int64_t time_us;
+} rec;
+
+enum { A_ALLOC, A_FREE_REQ, A_FREE_DONE, A_SEG_ALLOC, A_SEG_FREE, A_SEG_MAP, A_SEG_UNMAP, A_OOM, A_OTHER };
+
+typedef struct pk {
+	pv **stack;
+	size_t sp, scap;
+	size_t marks[MAX_MARKS];
+	size_t nmarks;
+	pv **memo;           /* index -> pv*, a flat array for the dense indices the pickler writes */
+	size_t memocap, memocount;
+	uint64_t nputs;      /* PUTs so far: the flat array covers indices up to 2x this (+ MEMO_DENSE) */
+	idmap memo_sparse;   /* indices beyond the flat array (a hostile pickle's) */
+	pv *pool;            /* freed values, reused (with their item arrays) */
+	pv *small[256];      /* BININT1 values, shared (one reference each) */
+	pv **strtab;         /* interned short strings (one reference each) */
+	size_t strcap, strcount;
+	uint64_t memo_next;  /* MEMOIZE's next index */
+	uint64_t bytes;      /* bytes held by values, the stack and the memo */
+	uint64_t max_bytes;  /* ... at most (MAX_BYTES unless the caller says) */
+	pv **dead;           /* iterative freeing's work list */
+	size_t ndead, capdead;
+	pv *traces;          /* the top-level 'device_traces' list being streamed (a reference) */
+	pv *seglist;         /* the top-level 'segments' list being streamed (a reference) */
+	int ndevtraces;      /* device lists seen in it */
+	uint64_t *dev_entries; /* trace entries per device */
+	int want_device;     /* --device N, or -1: the one device with history */
+	int any_device;      /* with several devices with history and none chosen: take the first */
+	int device;          /* which device trace is replayed (-1 until known) */
+	int *seg_dev;        /* the device of each segment in meta (-1: not recorded) */
+	int stopped;
+	/* event output queue */
+	as_event *q;
+	size_t qhead, qlen, qcap;
+	/* translation state */
+	idmap live;          /* address -> id (uintptr) of blocks allocated in the trace */
+	uint64_t next_id;
+	uint64_t nentries, other_device_entries;
+	int have_freereq;    /* a free_requested waiting to see if free_completed follows */
+	rec freereq;
+	rec *run;            /* a run of segment_free/segment_unmap entries not yet classified */
+	size_t nrun, caprun;
+	int want_segments;
+} pk;
+
+static void memo_forget(pk *p, pv *v);
+
+static uint64_t pv_bytes(const pv *v)
+{
+	return sizeof(pv) + (v->s && v->s != v->inl ? v->n + 1 : 0) + v->cap * sizeof(pv *);
+}
+
+/* Drops one reference; frees what is no longer referenced without recursion (the nesting
+ * depth is the input's choice), through a work list. */
+static void pv_unref(pk *p, pv *v)
+{
+	if (!v || --v->refs)
+		return;
+	size_t base = p->ndead;
+	if (p->ndead == p->capdead) {
+		p->capdead = p->capdead ? p->capdead * 2 : 64;
+		p->dead = xrealloc(p->dead, p->capdead * sizeof(pv *));
+	}
+	p->dead[p->ndead++] = v;
+	while (p->ndead > base) {
+		pv *d = p->dead[--p->ndead];
+		for (size_t i = 0; d->kind >= PV_TUPLE && i < d->n; i++) {
+			pv *c = d->items[i];
+			if (--c->refs)
+				continue;
+			if (p->ndead == p->capdead) {
+				p->capdead = p->capdead * 2;
+				p->dead = xrealloc(p->dead, p->capdead * sizeof(pv *));
+			}
+			p->dead[p->ndead++] = c;
+		}
+		p->bytes -= pv_bytes(d);
+		if (d->s != d->inl)
+			free(d->s);
+		if (d->cap > 64) {
+			free(d->items);
+			d->items = NULL;
+			d->cap = 0;
+		}
+		d->next = p->pool;
+		p->pool = d;
+	}
+}
+
+/* A new value (one reference, the caller's), from the pool when it has one: a snapshot's trace entries
+ * come and go by the million, each a dict of a dozen values. */
+static pv *pv_new(pk *p, int kind, uint64_t pos)
+{
+	pv *v = p->pool;
+	if (v) {
+		p->pool = v->next;
+	} else {
+		v = xmalloc(sizeof(*v));
+		v->items = NULL;
+		v->cap = 0;
+	}
+	v->kind = (unsigned char)kind;
+	v->role = v->kid = v->aid = v->embedded = 0;
+	v->depth = 0;
+	v->refs = 1;
+	v->dev = 0;
+	v->memo_at = 0;
+	v->i = 0;
+	v->f = 0;
+	v->s = NULL;
+	v->n = 0;
+	v->pos = pos;
+	p->bytes += sizeof(pv) + v->cap * sizeof(pv *);
+	return v;
+}
+
+/* Last key wins, as in a Python dict built by the unpickler. */
+static const pv *dict_get(const pv *d, const char *key)
+{
+	if (!d || d->kind != PV_DICT)
+		return NULL;
+	for (size_t i = d->n & ~(size_t)1; i >= 2; i -= 2)
+		if (d->items[i - 2]->kind == PV_STR && !strcmp(d->items[i - 2]->s, key))
+			return d->items[i - 1];
+	return NULL;
+}
+
+/* Adds item to container c (the item's reference moves into c); callers check too_deep first. */
+static void pv_add(pk *p, pv *c, pv *item)
+{
+	if (c->n == c->cap) {
+		size_t nc = c->cap ? c->cap * 2 : 8;
+		c->items = xrealloc(c->items, nc * sizeof(pv *));
+		p->bytes += (nc - c->cap) * sizeof(pv *);
+		c->cap = nc;
+	}
+	c->items[c->n++] = item;
+	item->embedded = 1;
+	if (item->depth + 1 > c->depth)
+		c->depth = (unsigned short)(item->depth + 1);
+}
+
+/* Whether putting these values into a container would nest containers deeper than MAX_DEPTH. */
+static int too_deep(const pk *p, size_t from, size_t n)
+{
+	for (size_t i = from; i < from + n; i++)
+		if (p->stack[i]->depth + 1 > MAX_DEPTH)
+			return 1;
+	return 0;
+}
+
+/* Values are shared (the memo hands out references), so a container could be put inside itself;
+ * that cannot happen when a container never changes once placed in another, and never holds
+ * itself. Snapshots (and pickle.dump of acyclic data) fill every container before placing it. */
+static int cycle(const pk *p, const pv *c, size_t from, size_t n)
+{
+	if (c->embedded)
+		return 1;
+	for (size_t i = from; i < from + n; i++)
+		if (p->stack[i] == c)
+			return 1;
+	return 0;
+}
+
+static int perr(as_reader *r, uint64_t pos, as_err *err, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int perr(as_reader *r, uint64_t pos, as_err *err, const char *fmt, ...)
+{
+	char m[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m, sizeof m, fmt, ap);
+	va_end(ap);
+	return as_fail(err, AS_EXIT_DATAERR, "%s: byte offset %" PRIu64 ": %s", r->in.path, pos, m);
+}
+
+/* ---- event translation ------------------------------------------------------------------ */
+
+static as_event *qpush(pk *p)
+{
+	if (p->qhead + p->qlen == p->qcap) {
+		if (p->qhead) {
+			memmove(p->q, p->q + p->qhead, p->qlen * sizeof(*p->q));
+			p->qhead = 0;
+		} else {
+			p->qcap = p->qcap ? p->qcap * 2 : 256;
+			p->q = xrealloc(p->q, p->qcap * sizeof(*p->q));
+		}
+	}
+	as_event *e = &p->q[p->qhead + p->qlen++];
+	memset(e, 0, sizeof(*e));
+	return e;
+}
+
+static void emit(pk *p, int type, const rec *x, uint64_t id, uint32_t flags)
+{
+	as_event *e = qpush(p);
+	e->type = (as_ev_type)type;
+	e->id = id;
+	e->size = x->size;
+	e->stream = x->stream;
+	e->addr = x->addr;
+	e->time_us = x->time_us;
+	e->pos = x->pos;
+	e->index = x->index;
+	e->flags = flags;
+}
+
+static void emit_seg(pk *p, const rec *x)
+{
+	static const int map[] = { [A_SEG_ALLOC] = EV_SEG_ALLOC, [A_SEG_FREE] = EV_SEG_FREE,
+		[A_SEG_MAP] = EV_SEG_MAP, [A_SEG_UNMAP] = EV_SEG_UNMAP };
+	emit(p, map[x->action], x, 0, 0);
+}
+
+/*
+ * Snapshots do not record torch.cuda.empty_cache(). A run of segment_free/segment_unmap
+ * entries happens either inside a malloc (garbage collection, the oversize release, the
+ * out-of-memory flush) or in empty_cache(). Inside a malloc, the run is followed by that
+ * malloc asking the device again (segment_alloc/segment_map) or giving up (oom). So a run
+ * followed by anything else - an alloc served from the cache, a free, the end - was an
+ * empty_cache(), emitted before it. A run followed by segment_alloc/segment_map is ambiguous
+ * (empty_cache() then a malloc that misses looks the same): it is emitted as a "maybe"
+ * empty_cache that the engine resolves by asking the policy whether the next allocation's own
+ * fallback would release memory. See doc/pytorch-policy.md.
+ */
+static void free_done(pk *p, const rec *x, as_meta *m)
+{
+	void *id = idmap_del(&p->live, x->addr);
+	if (!id) {
+		m->unmatched_frees++;
+		m->history_truncated = 1;
+		return;
+	}
+	emit(p, EV_FREE, x, (uint64_t)(uintptr_t)id, 0);
+}
+
+static void flush_run(pk *p, int next_action, as_meta *meta)
+{
+	if (!p->nrun)
+		return;
+	if (next_action != A_OOM) {
+		int maybe = next_action == A_SEG_ALLOC || next_action == A_SEG_MAP;
+		emit(p, EV_EMPTY_CACHE, &p->run[0], 0, maybe ? EVF_MAYBE : 0);
+		if (!maybe)
+			meta->inferred_empty_cache++;
+	}
+	for (size_t i = 0; i < p->nrun; i++) {
+		if (p->run[i].action == A_FREE_DONE)
+			free_done(p, &p->run[i], meta);
+		else
+			emit_seg(p, &p->run[i]);
+	}
+	p->nrun = 0;
+}
+
+static void flush_freereq(pk *p)
+{
+	if (!p->have_freereq)
+		return;
+	uint64_t id = (uint64_t)(uintptr_t)idmap_get(&p->live, p->freereq.addr);
+	emit(p, EV_FREE_REQ, &p->freereq, id, 0);
+	p->have_freereq = 0;
+}
+
+static int translate(as_reader *r, pk *p, const rec *x, as_err *err)
+{
+	as_meta *m = &r->meta;
+	/* A free_requested directly followed by its free_completed becomes one EV_FREE. */
+	if (p->have_freereq) {
+		if (x->action == A_FREE_DONE && x->addr == p->freereq.addr) {
+			p->have_freereq = 0;
+			uint64_t id = (uint64_t)(uintptr_t)idmap_del(&p->live, x->addr);
+			emit(p, EV_FREE, x, id, 0);
+			return 0;
+		}
+		flush_freereq(p);
+	}
+	/* Releases, and completions of pending frees among them (a flush synchronizes between the
+	 * garbage collector's releases and its own), are classified together. */
+	if (x->action == A_SEG_FREE || x->action == A_SEG_UNMAP || (x->action == A_FREE_DONE && p->nrun)) {
+		/* The run waits for the entry after it (see flush_run), so its length is bounded: a device
+		 * holds far fewer segments (141 GB / 2 MiB = 67,000 on an H200) than MAX_RUN. */
+		if (p->nrun == MAX_RUN)
+			return perr(r, x->pos, err, "trace entry %" PRIu64 ": more than %u segment releases in a row "
+				"(reader limit; a device holds far fewer segments)", x->index, MAX_RUN);
+		if (p->nrun == p->caprun) {
+			p->caprun = p->caprun ? p->caprun * 2 : 16;
+			p->run = xrealloc(p->run, p->caprun * sizeof(rec));
+		}
+		p->run[p->nrun++] = *x;
+		return 0;
+	}
+	flush_run(p, x->action, m);
+	switch (x->action) {
+	case A_ALLOC: {
+		if (idmap_get(&p->live, x->addr))
+			return perr(r, x->pos, err, "trace entry %" PRIu64 ": alloc at address 0x%" PRIx64 " which is still allocated",
+				x->index, x->addr);
+		uint64_t id = ++p->next_id;
+		idmap_put(&p->live, x->addr, (void *)(uintptr_t)id);
+		emit(p, EV_ALLOC, x, id, 0);
+		break;
+	}
+	case A_FREE_REQ:
+		if (!idmap_get(&p->live, x->addr)) {
+			m->unmatched_frees++;
+			m->history_truncated = 1;
+			break;
+		}
+		p->have_freereq = 1;
+		p->freereq = *x;
+		break;
+	case A_FREE_DONE:
+		free_done(p, x, m);
+		break;
+	case A_OOM:
+		emit(p, EV_ALLOC, x, ++p->next_id, EVF_OOM);
+		break;
+	case A_SEG_ALLOC: case A_SEG_MAP:
+		emit_seg(p, x);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static int get_u64(const pv *d, const char *key, uint64_t *out)
+{
+	const pv *v = dict_get(d, key);
+	if (!v || (v->kind != PV_INT && v->kind != PV_BOOL) || v->i < 0)
+		return -1;
+	*out = (uint64_t)v->i;
+	return 0;
+}
+
+static int u64_of(const pv *v, uint64_t *out)
+{
+	if (!v || (v->kind != PV_INT && v->kind != PV_BOOL) || v->i < 0)
+		return -1;
+	*out = (uint64_t)v->i;
+	return 0;
+}
+
+/* What a string is as a trace entry's key, found once per (interned, shared) string. */
+enum { K_OTHER = 1, K_ACTION, K_ADDR, K_SIZE, K_STREAM, K_TIME };
+static int key_id(pv *k)
+{
+	if (!k->kid) {
+		static const char *const names[] = { "action", "addr", "size", "stream", "time_us" };
+		k->kid = K_OTHER;
+		for (int i = 0; i < 5; i++)
+			if (!strcmp(k->s, names[i]))
+				k->kid = (unsigned char)(K_ACTION + i);
+	}
+	return k->kid;
+}
+
+/* ... and as an action: 1 + A_*, or A_OTHER + 1 (recorded but not replayed), A_OTHER + 2 (unknown). */
+static int action_id(pv *a)
+{
+	if (!a->aid) {
+		static const char *const names[] = { "alloc", "free_requested", "free_completed", "segment_alloc",
+			"segment_free", "segment_map", "segment_unmap", "oom" };
+		a->aid = A_OTHER + 2;
+		for (int i = 0; i < 8; i++)
+			if (!strcmp(a->s, names[i]))
+				a->aid = (unsigned char)(i + 1);
+		if (!strcmp(a->s, "snapshot") || !strcmp(a->s, "annotate") || !strcmp(a->s, "user_defined"))
+			a->aid = A_OTHER + 1;
+	}
+	return a->aid;
+}
+
+static int trace_entry(as_reader *r, pk *p, const pv *d, as_err *err)
+{
+	rec x;
+	memset(&x, 0, sizeof x);
+	x.pos = d->pos;
+	x.index = p->nentries++;
+	x.time_us = -1;
+	/* one pass over the items; a later duplicate key wins, as in Python */
+	pv *a = NULL;
+	const pv *size = NULL, *addr = NULL, *stream = NULL, *time = NULL;
+	for (size_t i = 0; i + 1 < d->n; i += 2) {
+		pv *k = d->items[i], *v = d->items[i + 1];
+		if (k->kind != PV_STR)
+			continue;
+		switch (key_id(k)) {
+		case K_ACTION: a = v; break;
+		case K_ADDR: addr = v; break;
+		case K_SIZE: size = v; break;
+		case K_STREAM: stream = v; break;
+		case K_TIME: time = v; break;
+		default: break;
+		}
+	}
+	if (!a || a->kind != PV_STR)
+		return perr(r, d->pos, err, "trace entry %" PRIu64 " has no 'action' string", x.index);
+	x.action = action_id(a) - 1;
+	if (x.action == A_OTHER + 1)
+		return perr(r, d->pos, err, "trace entry %" PRIu64 ": unknown action '%.60s'", x.index, a->s);
+	if (x.action == A_OTHER)
+		return 0;
+	if (u64_of(size, &x.size))
+		return perr(r, d->pos, err, "trace entry %" PRIu64 " (%s) has no valid 'size'", x.index, a->s);
+	if (x.action != A_OOM && u64_of(addr, &x.addr))
+		return perr(r, d->pos, err, "trace entry %" PRIu64 " (%s) has no valid 'addr'", x.index, a->s);
+	if (u64_of(stream, &x.stream))
+		x.stream = 0;
+	uint64_t t;
+	if (time) { /* NaN, negative or fractional times are errors, not "no time" */
+		if (u64_of(time, &t) || t > INT64_MAX)
+			return perr(r, d->pos, err, "trace entry %" PRIu64 " (%s) has an invalid 'time_us' (must be a whole number 0 .. 2^63-1)",
+				x.index, a->s);
+		x.time_us = (int64_t)t;
+	}
+	if ((x.action == A_ALLOC || x.action == A_OOM) && (x.size == 0 || x.size >= AS_MAX_REQUEST))
+		return perr(r, d->pos, err, "trace entry %" PRIu64 ": %s of %" PRIu64 " bytes (must be 1 .. 2^60-1)",
+			x.index, a->s, x.size);
+	return translate(r, p, &x, err);
+}
+
+static int segment_entry(as_reader *r, pk *p, const pv *d, as_err *err)
+{
+	as_meta *m = &r->meta;
+	uint64_t dev = 0;
+	if (!p->want_segments)
+		return 0;
+	int sdev = get_u64(d, "device", &dev) ? -1 : dev > INT32_MAX ? INT32_MAX : (int)dev;
+	as_snap_segment s;
+	memset(&s, 0, sizeof s);
+	if (get_u64(d, "address", &s.addr) || get_u64(d, "total_size", &s.total_size))
+		return perr(r, d->pos, err, "segment without 'address'/'total_size'");
+	get_u64(d, "stream", &s.stream);
+	const pv *t = dict_get(d, "segment_type");
+	s.is_small = t && t->kind == PV_STR && !strcmp(t->s, "small");
+	t = dict_get(d, "is_expandable");
+	s.is_expandable = t && t->kind == PV_BOOL && t->i;
+	const pv *bl = dict_get(d, "blocks");
+	if (bl && bl->kind == PV_LIST) {
+		s.blocks = xcalloc(bl->n, sizeof(as_snap_block));
+		for (size_t i = 0; i < bl->n; i++) {
+			const pv *b = bl->items[i];
+			get_u64(b, "size", &s.blocks[s.nblocks].size);
+			const pv *st = dict_get(b, "state");
+			int state = 0;
+			if (st && st->kind == PV_STR)
+				state = !strcmp(st->s, "active_allocated") ? 1 : !strcmp(st->s, "active_pending_free") ? 2 : 0;
+			s.blocks[s.nblocks++].state = state;
+		}
+	}
+	m->segments = xrealloc(m->segments, (m->nsegments + 1) * sizeof(*m->segments));
+	p->seg_dev = xrealloc(p->seg_dev, (m->nsegments + 1) * sizeof(int));
+	p->seg_dev[m->nsegments] = sdev;
+	m->segments[m->nsegments++] = s;
+	return 0;
+}
+
+/* Items are being appended to list L (which stays on the stack); consume or keep them. */
+static int append_items(as_reader *r, pk *p, pv *list, pv **items, size_t n, as_err *err)
+{
+	size_t i = 0;
+	int rc = 0;
+	for (; i < n && !rc; i++) {
+		pv *it = items[i];
+		if (list->role == ROLE_DEVTRACE) {
+			if (it->kind != PV_DICT) {
+				rc = perr(r, it->pos, err, "device %d's trace entry %" PRIu64 " is not a dict", list->dev,
+					p->dev_entries[list->dev]);
+			} else {
+				p->dev_entries[list->dev]++;
+				if (p->device < 0 && p->want_device < 0)
+					p->device = list->dev; /* the first device with history, unless another has too */
+				if (list->dev == p->device)
+					rc = trace_entry(r, p, it, err);
+				else
+					p->other_device_entries++;
+				memo_forget(p, it);
+			}
+		} else if (list->role == ROLE_SEGMENTS) {
+			if (it->kind != PV_DICT)
+				rc = perr(r, it->pos, err, "an item of 'segments' is not a dict");
+			else
+				rc = segment_entry(r, p, it, err);
+			memo_forget(p, it);
+		} else if (list->role == ROLE_TRACES) {
+			/* a device's list, already consumed */
+			if (it->kind != PV_LIST || it->role != ROLE_DEVTRACE)
+				rc = perr(r, it->pos, err, "an item of 'device_traces' is not a list of trace entries");
+		} else {
+			pv_add(p, list, it);
+			continue;
+		}
+		pv_unref(p, it);
+	}
+	for (; i < n; i++)
+		pv_unref(p, items[i]);
+	return rc;
+}
+
+/* Whether the string on top of the stack is a key of the top-level dict (stack[0]) with that name:
+ * the dict's own pending items sit directly above it (pickle protocols 2+ write
+ * EMPTY_DICT [MARK] key value ... SETITEM[S]), so a key inside any value is never taken. */
+static int top_key(const pk *p, const char *name)
+{
+	if (p->sp < 2 || p->stack[0]->kind != PV_DICT)
+		return 0;
+	const pv *k = p->stack[p->sp - 1];
+	if (k->kind != PV_STR || strcmp(k->s, name))
+		return 0;
+	size_t at = p->sp - 1;
+	if (!p->nmarks)
+		return at == 1;
+	return p->nmarks == 1 && p->marks[0] == 1 && (at - 1) % 2 == 0;
+}
+
+static uint64_t history_entries(const pk *p)
+{
+	uint64_t n = 0;
+	for (int d = 0; d < p->ndevtraces; d++)
+		n += p->dev_entries[d];
+	return n;
+}
+
+static void drop_segments(pk *p, as_meta *m)
+{
+	for (size_t i = 0; i < m->nsegments; i++)
+		free(m->segments[i].blocks);
+	free(m->segments);
+	m->segments = NULL;
+	m->nsegments = 0;
+}
+
+/* List l is the next device's list of trace entries. */
+static int new_device(as_reader *r, pk *p, pv *l, as_err *err)
+{
+	if (p->ndevtraces == MAX_DEVICES)
+		return perr(r, l->pos, err, "'device_traces' holds more than %d devices (reader limit)", MAX_DEVICES);
+	if (!(p->ndevtraces & (p->ndevtraces - 1)))
+		p->dev_entries = xrealloc(p->dev_entries, (size_t)(p->ndevtraces ? p->ndevtraces * 2 : 1) * sizeof(uint64_t));
+	p->dev_entries[p->ndevtraces] = 0;
+	l->role = ROLE_DEVTRACE;
+	l->dev = p->ndevtraces++;
+	return 0;
+}
+
+/* Consumes the items of a list that was built whole (not streamed): a 'device_traces' or
+ * 'segments' that a pickle made in some other way than the snapshot writer does. */
+static int consume_list(as_reader *r, pk *p, pv *l, int role, as_err *err)
+{
+	pv **items = l->items;
+	size_t n = l->n;
+	p->bytes -= l->cap * sizeof(pv *);
+	l->items = NULL;
+	l->n = l->cap = 0;
+	l->role = (unsigned char)role;
+	int rc = 0;
+	size_t i = 0;
+	for (; i < n && !rc; i++) {
+		pv *it = items[i];
+		if (role == ROLE_TRACES) {
+			if (it->kind != PV_LIST) {
+				rc = perr(r, it->pos, err, "an item of 'device_traces' is not a list of trace entries");
+				break;
+			}
+			if ((rc = new_device(r, p, it, err)))
+				break;
+			rc = consume_list(r, p, it, ROLE_DEVTRACE, err);
+		} else {
+			rc = append_items(r, p, l, &items[i], 1, err);
+			continue; /* append_items dropped the reference */
+		}
+		pv_unref(p, it);
+	}
+	for (; i < n; i++)
+		pv_unref(p, items[i]);
+	free(items);
+	return rc;
+}
+
+/* At STOP: the history is snapshot['device_traces'] of the top-level dict (its last such key), a
+ * list with one list of trace entries per device; say what is missing and how to record it. */
+static int check_history(as_reader *r, pk *p, pv *top, uint64_t pos, as_err *err)
+{
+	as_meta *m = &r->meta;
+	static const char how[] = "record it with torch.cuda.memory._record_memory_history() before the workload "
+		"runs, then torch.cuda.memory._dump_snapshot()";
+	const pv *dt = dict_get(top, "device_traces");
+	const pv *sg = dict_get(top, "segments");
+	if (sg != p->seglist) {
+		drop_segments(p, m);
+		if (sg && sg->kind == PV_LIST && consume_list(r, p, (pv *)sg, ROLE_SEGMENTS, err))
+			return -1;
+	}
+	if (!dt)
+		return perr(r, pos, err, "the snapshot has no allocation history (no 'device_traces', only the end "
+			"state): %s", how);
+	if (dt->kind != PV_LIST)
+		return perr(r, pos, err, "the snapshot's 'device_traces' is not a list (no allocation history): %s", how);
+	if (dt != p->traces) {
+		if (history_entries(p))
+			return perr(r, pos, err, "the snapshot's last 'device_traces' is not the list replayed: a "
+				"pickle Python reads differently from its stream");
+		p->ndevtraces = 0;
+		if (consume_list(r, p, (pv *)dt, ROLE_TRACES, err))
+			return -1;
+	}
+	char list[256];
+	size_t len = 0;
+	int with = 0;
+	list[0] = 0;
+	for (int d = 0; d < p->ndevtraces; d++)
+		if (p->dev_entries[d]) {
+			with++;
+			if (len < sizeof list - 40)
+				len += (size_t)snprintf(list + len, sizeof list - len, "%s%d (%" PRIu64 " entries)",
+					len ? ", " : "", d, p->dev_entries[d]);
+		}
+	if (!with)
+		return perr(r, pos, err, "the snapshot has no allocation history ('device_traces' holds %d empty "
+			"device list%s): %s", p->ndevtraces, p->ndevtraces == 1 ? "" : "s", how);
+	if (p->want_device >= 0 && (p->want_device >= p->ndevtraces || !p->dev_entries[p->want_device]))
+		return perr(r, pos, err, "device %d has no allocation history in this snapshot (devices with "
+			"history: %s)", p->want_device, list);
+	if (p->want_device < 0 && with > 1 && !p->any_device)
+		return perr(r, pos, err, "the snapshot has allocation history on %d devices (%s): choose one with "
+			"--device N", with, list);
+	/* the chosen device's segments only (those without a device field belong to every one) */
+	size_t k = 0;
+	for (size_t i = 0; i < m->nsegments; i++) {
+		if (p->seg_dev[i] < 0 || p->seg_dev[i] == p->device)
+			m->segments[k++] = m->segments[i];
+		else
+			free(m->segments[i].blocks);
+	}
+	m->nsegments = k;
+	m->device_index = p->device;
+	m->ndevices = (size_t)p->ndevtraces;
+	m->device_entries = xmalloc((size_t)p->ndevtraces * sizeof(uint64_t));
+	memcpy(m->device_entries, p->dev_entries, (size_t)p->ndevtraces * sizeof(uint64_t));
+	return 0;
+}
+
+static void finish_top(as_reader *r, pk *p, const pv *top)
+{
+	as_meta *m = &r->meta;
+	const pv *s = dict_get(top, "allocator_settings");
+	snprintf(m->source, sizeof m->source, "pytorch-snapshot");
+	if (s && s->kind == PV_DICT) {
+		const pv *c = dict_get(s, "PYTORCH_CUDA_ALLOC_CONF");
+		free(m->settings);
+		m->settings = xstrdup(c && c->kind == PV_STR ? c->s : "");
+		m->has_settings = 1;
+	}
+	(void)p;
+}
+
+/* ---- the opcode interpreter ----------------------------------------------------------- */
+
+static inline int need(as_reader *r, size_t n, as_err *err)
+{
+	if (r->in.len - r->in.pos >= n)
+		return 0;
+	if (as_input_fill(&r->in, n, err) < n) {
+		if (r->in.error)
+			return -1;
+		return perr(r, as_input_tell(&r->in), err, "truncated pickle (needs %zu more bytes)", n);
+	}
+	return 0;
+}
+
+static uint64_t rd_le(as_reader *r, int n)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < n; i++)
+		v |= (uint64_t)r->in.buf[r->in.pos + (size_t)i] << (8 * i);
+	r->in.pos += (size_t)n;
+	return v;
+}
+
+static int push_slow(as_reader *r, pk *p, pv *v, as_err *err)
+{
+	if (p->sp == MAX_STACK) {
+		uint64_t pos = v->pos;
+		pv_unref(p, v);
+		return perr(r, pos, err, "pickle stack exceeds %u values (reader memory cap)", MAX_STACK);
+	}
+	if (p->sp == p->scap) {
+		size_t nc = p->scap ? p->scap * 2 : 1024;
+		p->stack = xrealloc(p->stack, nc * sizeof(pv *));
+		p->bytes += (nc - p->scap) * sizeof(pv *);
+		p->scap = nc;
+	}
+	p->stack[p->sp++] = v;
+	return 0;
+}
+
+static inline int push(as_reader *r, pk *p, pv *v, as_err *err)
+{
+	if (p->sp < p->scap) {
+		p->stack[p->sp++] = v;
+		return 0;
+	}
+	return push_slow(r, p, v, err);
+}
+
+static size_t mark_base(pk *p)
+{
+	return p->nmarks ? p->marks[p->nmarks - 1] : 0;
+}
+
+static int pop_mark(as_reader *r, pk *p, uint64_t pos, size_t *base, as_err *err)
+{
+	if (!p->nmarks)
+		return perr(r, pos, err, "pickle opcode needs a MARK but none is set");
+	*base = p->marks[--p->nmarks];
+	return 0;
+}
+
+static uint64_t str_hash(const char *b, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)b[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/* The interned string with these bytes (a new reference), or NULL after adding v (given) to the table.
+ * Short strings repeat in a snapshot: keys, actions, 'N/A' in every trace entry. */
+static pv *intern(pk *p, const char *b, size_t n, pv *v)
+{
+	if (p->strcount * 2 >= p->strcap) {
+		size_t nc = p->strcap ? p->strcap * 2 : 1024;
+		pv **t = xcalloc(nc, sizeof(pv *));
+		for (size_t i = 0; i < p->strcap; i++)
+			if (p->strtab[i]) {
+				size_t j = str_hash(p->strtab[i]->s, p->strtab[i]->n) & (nc - 1);
+				while (t[j])
+					j = (j + 1) & (nc - 1);
+				t[j] = p->strtab[i];
+			}
+		free(p->strtab);
+		p->bytes += (nc - p->strcap) * sizeof(pv *);
+		p->strtab = t;
+		p->strcap = nc;
+	}
+	size_t j = str_hash(b, n) & (p->strcap - 1);
+	for (; p->strtab[j]; j = (j + 1) & (p->strcap - 1)) {
+		pv *s = p->strtab[j];
+		if (s->n == n && !memcmp(s->s, b, n)) {
+			s->refs++;
+			return s;
+		}
+	}
+	if (v) {
+		v->refs++;
+		p->strtab[j] = v;
+		p->strcount++;
+	}
+	return NULL;
+}
+
+static int read_string(as_reader *r, pk *p, uint64_t pos, size_t len, int kind, as_err *err)
+{
+	if (len > MAX_STRING)
+		return perr(r, pos, err, "string of %zu bytes exceeds the reader's 1 MiB limit", len);
+	if (len < INLINE_STR) {
+		if (need(r, len, err))
+			return -1;
+		const char *b = (const char *)r->in.buf + r->in.pos;
+		pv *v = kind == PV_STR ? intern(p, b, len, NULL) : NULL;
+		if (!v) {
+			v = pv_new(p, kind, pos);
+			v->s = v->inl;
+			memcpy(v->s, b, len);
+			v->s[len] = 0;
+			v->n = len;
+			if (kind == PV_STR)
+				intern(p, b, len, v);
+		}
+		r->in.pos += len;
+		return push(r, p, v, err);
+	}
+	pv *v = pv_new(p, kind, pos);
+	v->s = xmalloc(len + 1);
+	p->bytes += len + 1;
+	size_t got = 0;
+	while (got < len) {
+		size_t chunk = len - got > 65536 ? 65536 : len - got;
+		if (need(r, chunk, err)) {
+			v->n = len;
+			pv_unref(p, v);
+			return -1;
+		}
+		memcpy(v->s + got, r->in.buf + r->in.pos, chunk);
+		r->in.pos += chunk;
+		got += chunk;
+	}
+	v->s[len] = 0;
+	v->n = len;
+	return push(r, p, v, err);
+}
+
+static int new_list_role(as_reader *r, pk *p, pv *l, as_err *err)
+{
+	if (top_key(p, "device_traces")) {
+		if (p->traces) {
+			/* Python keeps a duplicate key's last value; this one can still be followed unless
+			 * the first has already been replayed. */
+			if (history_entries(p))
+				return perr(r, l->pos, err, "a second 'device_traces' key after a replayed one: Python "
+					"keeps the last, which a streaming reader cannot (remove the duplicate)");
+			pv_unref(p, p->traces);
+		}
+		p->ndevtraces = 0;
+		l->role = ROLE_TRACES;
+		l->refs++;
+		p->traces = l;
+	} else if (top_key(p, "segments")) {
+		if (p->seglist)
+			pv_unref(p, p->seglist);
+		drop_segments(p, &r->meta);
+		l->role = ROLE_SEGMENTS;
+		l->refs++;
+		p->seglist = l;
+	} else if (p->traces) {
+		/* A device's list is an item of the device_traces list: directly above it (APPEND), or
+		 * above the MARK that follows it with earlier device lists in between (APPENDS). */
+		size_t i = p->sp;
+		while (i > 0 && p->stack[i - 1]->kind == PV_LIST && p->stack[i - 1]->role == ROLE_DEVTRACE)
+			i--;
+		if (i > 0 && p->stack[i - 1] == p->traces &&
+		    (mark_base(p) == i || (mark_base(p) < i && p->sp == i))) {
+			if (new_device(r, p, l, err))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static pv *memo_at(const pk *p, uint64_t idx)
+{
+	if (idx < p->memocap && p->memo[idx])
+		return p->memo[idx];
+	return p->memo_sparse.count ? idmap_get(&p->memo_sparse, idx) : NULL;
+}
+
+/* Sets (v: one reference moves in) or clears (v NULL) memo slot idx. */
+static void memo_set(pk *p, uint64_t idx, pv *v)
+{
+	pv *old = NULL;
+	if (p->memo_sparse.count && (old = idmap_del(&p->memo_sparse, idx)))
+		p->bytes -= MEMO_SLOT;
+	if (idx >= p->memocap && v && idx < 2 * p->nputs + MEMO_DENSE) {
+		size_t nc = p->memocap ? p->memocap : 1024;
+		while (nc <= idx)
+			nc *= 2;
+		p->memo = xrealloc(p->memo, nc * sizeof(pv *));
+		memset(p->memo + p->memocap, 0, (nc - p->memocap) * sizeof(pv *));
+		p->bytes += (nc - p->memocap) * sizeof(pv *);
+		p->memocap = nc;
+	}
+	if (idx < p->memocap) {
+		if (p->memo[idx]) {
+			old = p->memo[idx];
+			p->memocount--;
+		}
+		p->memo[idx] = v;
+		if (v)
+			p->memocount++;
+	} else if (v) {
+		idmap_put(&p->memo_sparse, idx, v);
+		p->bytes += MEMO_SLOT;
+	}
+	if (old)
+		pv_unref(p, old);
+}
+
+static int memo_put(pk *p, uint64_t idx)
+{
+	if (idx >= MAX_MEMO)
+		return -1;
+	/* The memo shares values (a reference each), so a GET costs nothing however large the value;
+	 * containers are shared too, as Python does (frames shared between trace entries), with cycles
+	 * refused (see cycle()). A trace entry leaves the memo when it is turned into events. */
+	pv *v = p->stack[p->sp - 1];
+	p->nputs++;
+	v->refs++;
+	v->memo_at = idx + 1;
+	memo_set(p, idx, v);
+	return 0;
+}
+
+static int memo_get(as_reader *r, pk *p, uint64_t idx, uint64_t pos, as_err *err)
+{
+	pv *v = memo_at(p, idx);
+	if (!v)
+		return perr(r, pos, err, "pickle memo index %" PRIu64 " is undefined (or a trace entry already "
+			"replayed, which snapshots do not refer to again)", idx);
+	v->refs++;
+	return push(r, p, v, err);
+}
+
+/* A trace entry or segment turned into events leaves the memo, so memory does not grow with the
+ * trace (the snapshot writer memoizes every dict). */
+static void memo_forget(pk *p, pv *v)
+{
+	if (v->memo_at && v->refs > 1 && memo_at(p, v->memo_at - 1) == v)
+		memo_set(p, v->memo_at - 1, NULL);
+}
+
+static const char *opname(int op)
+{
+	switch (op) {
+	case 'c': return "GLOBAL";
+	case 0x93: return "STACK_GLOBAL";
+	case 'R': return "REDUCE";
+	case 'b': return "BUILD";
+	case 'i': return "INST";
+	case 'o': return "OBJ";
+	case 0x81: return "NEWOBJ";
+	case 0x92: return "NEWOBJ_EX";
+	case 'P': case 'Q': return "PERSID";
+	case 0x82: case 0x83: case 0x84: return "EXT";
+	default: return NULL;
+	}
+}
+
+/* Runs opcodes until the event queue has something or the pickle ends. */
+static int run_vm(as_reader *r, pk *p, as_err *err)
+{
+	while (!p->qlen && !p->stopped) {
+		if (need(r, 1, err))
+			return -1;
+		uint64_t pos = as_input_tell(&r->in);
+		if (p->bytes > p->max_bytes)
+			return perr(r, pos, err, "pickle values take more than %" PRIu64 " MiB at once (reader memory cap)",
+				p->max_bytes >> 20);
+		int op = r->in.buf[r->in.pos++];
+		pv *v;
+		size_t base = 0;
+		uint64_t n;
+		switch (op) {
+		case 0x80: /* PROTO */
+			if (need(r, 1, err))
+				return -1;
+			n = rd_le(r, 1);
+			if (n < 2 || n > 5)
+				return perr(r, pos, err, "unsupported pickle protocol %" PRIu64, n);
+			break;
+		case 0x95: /* FRAME */
+			if (need(r, 8, err))
+				return -1;
+			rd_le(r, 8);
+			break;
+		case '.': /* STOP */
+			if (p->sp != 1 || p->nmarks)
+				return perr(r, pos, err, "pickle STOP with %zu values and %zu marks left (corrupt pickle)", p->sp, p->nmarks);
+			if (p->stack[0]->kind != PV_DICT)
+				return perr(r, pos, err, "pickle is not a dict: not a PyTorch memory snapshot");
+			if (!dict_get(p->stack[0], "device_traces") && !dict_get(p->stack[0], "segments"))
+				return perr(r, pos, err, "pickle has neither 'segments' nor 'device_traces': not a PyTorch memory snapshot");
+			if (check_history(r, p, p->stack[0], pos, err))
+				return -1;
+			flush_freereq(p);
+			flush_run(p, -1, &r->meta);
+			finish_top(r, p, p->stack[0]);
+			p->stopped = 1;
+			break;
+		case '(': /* MARK */
+			if (p->nmarks == MAX_MARKS)
+				return perr(r, pos, err, "pickle nesting deeper than %d (reader limit)", MAX_MARKS);
+			p->marks[p->nmarks++] = p->sp;
+			break;
+		case '}': /* EMPTY_DICT */
+			if (push(r, p, pv_new(p, PV_DICT, pos), err))
+				return -1;
+			break;
+		case ']': /* EMPTY_LIST */
+			v = pv_new(p, PV_LIST, pos);
+			if (new_list_role(r, p, v, err)) {
+				pv_unref(p, v);
+				return -1;
+			}
+			if (push(r, p, v, err))
+				return -1;
+			break;
+		case ')': /* EMPTY_TUPLE */
+			if (push(r, p, pv_new(p, PV_TUPLE, pos), err))
+				return -1;
+			break;
+		case 'N':
+			if (push(r, p, pv_new(p, PV_NONE, pos), err))
+				return -1;
+			break;
+		case 0x88: case 0x89: /* NEWTRUE, NEWFALSE */
+			v = pv_new(p, PV_BOOL, pos);
+			v->i = op == 0x88;
+			if (push(r, p, v, err))
+				return -1;
+			break;
+		case 'K': /* BININT1: 0..255, shared like CPython's small ints */
+			if (need(r, 1, err))
+				return -1;
+			n = r->in.buf[r->in.pos++];
+			if (!(v = p->small[n])) {
+				v = p->small[n] = pv_new(p, PV_INT, pos);
+				v->i = (int64_t)n;
+			}
+			v->refs++;
+			if (push(r, p, v, err))
+				return -1;
+			break;
+		case 'M': case 'J': /* BININT2, BININT */
+			if (need(r, op == 'M' ? 2 : 4, err))
+				return -1;
+			v = pv_new(p, PV_INT, pos);
+			if (op == 'J')
+				v->i = (int32_t)(uint32_t)rd_le(r, 4);
+			else
+				v->i = (int64_t)rd_le(r, 2);
+			if (push(r, p, v, err))
+				return -1;
+			break;
+		case 0x8a: case 0x8b: { /* LONG1, LONG4 */
+			if (need(r, op == 0x8a ? 1 : 4, err))
+				return -1;
+			n = rd_le(r, op == 0x8a ? 1 : 4);
+			if (n > 8)
+				return perr(r, pos, err, "integer of %" PRIu64 " bytes does not fit 64 bits", n);
+			if (need(r, (size_t)n, err))
+				return -1;
+			uint64_t u = rd_le(r, (int)n);
+			if (n && n < 8 && (u >> (8 * n - 1)) & 1)
+				u |= ~0ULL << (8 * n); /* sign-extend */
+			v = pv_new(p, PV_INT, pos);
+			v->i = (int64_t)u;
+			if (push(r, p, v, err))
+				return -1;
+			break;
+		}
+		case 'G': { /* BINFLOAT, big-endian */
+			if (need(r, 8, err))
+				return -1;
+			uint64_t u = 0;
+			for (int i = 0; i < 8; i++)
+				u = (u << 8) | r->in.buf[r->in.pos + (size_t)i];
+			r->in.pos += 8;
+			v = pv_new(p, PV_FLOAT, pos);
+			memcpy(&v->f, &u, 8);
+			if (push(r, p, v, err))
+				return -1;
+			break;
+		}
+		case 0x8c: case 'X': case 0x8d: /* SHORT_BINUNICODE, BINUNICODE, BINUNICODE8 */
+		case 'C': case 'B': case 0x8e: { /* SHORT_BINBYTES, BINBYTES, BINBYTES8 */
+			int w = (op == 0x8c || op == 'C') ? 1 : (op == 'X' || op == 'B') ? 4 : 8;
+			if (need(r, (size_t)w, err))
+				return -1;
+			n = rd_le(r, w);
+			if (read_string(r, p, pos, n > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)n,
+					(op == 'C' || op == 'B' || op == 0x8e) ? PV_BYTES : PV_STR, err))
+				return -1;
+			break;
+		}
+		case 0x94: /* MEMOIZE */
+			if (!p->sp)
+				return perr(r, pos, err, "MEMOIZE on an empty stack");
+			if (memo_put(p, p->memo_next++))
+				return perr(r, pos, err, "pickle memo grows beyond the reader limit");
+			break;
+		case 'q': case 'r': /* BINPUT, LONG_BINPUT */
+			if (need(r, op == 'q' ? 1 : 4, err))
+				return -1;
+			n = rd_le(r, op == 'q' ? 1 : 4);
+			if (!p->sp)
+				return perr(r, pos, err, "PUT on an empty stack");
+			if (memo_put(p, n))
+				return perr(r, pos, err, "pickle memo index %" PRIu64 " beyond the reader limit", n);
+			break;
+		case 'h': case 'j': /* BINGET, LONG_BINGET */
+			if (need(r, op == 'h' ? 1 : 4, err))
+				return -1;
+			n = rd_le(r, op == 'h' ? 1 : 4);
+			if (memo_get(r, p, n, pos, err))
+				return -1;
+			break;
+		case 0x85: case 0x86: case 0x87: { /* TUPLE1..3 */
+			size_t k = (size_t)(op - 0x84);
+			if (p->sp < k + mark_base(p))
+				return perr(r, pos, err, "TUPLE%zu with too few values on the stack", k);
+			if (too_deep(p, p->sp - k, k))
+				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
+			v = pv_new(p, PV_TUPLE, pos);
+			for (size_t i = p->sp - k; i < p->sp; i++)
+				pv_add(p, v, p->stack[i]);
+			p->sp -= k;
+			if (push(r, p, v, err))
+				return -1;
+			break;
+		}
+		case 't': /* TUPLE */
+			if (pop_mark(r, p, pos, &base, err))
+				return -1;
+			if (too_deep(p, base, p->sp - base))
+				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
+			v = pv_new(p, PV_TUPLE, pos);
+			for (size_t i = base; i < p->sp; i++)
+				pv_add(p, v, p->stack[i]);
+			p->sp = base;
+			if (push(r, p, v, err))
+				return -1;
+			break;
+		case 'a': /* APPEND */
+			if (p->sp < 2 + mark_base(p) || p->stack[p->sp - 2]->kind != PV_LIST)
+				return perr(r, pos, err, "APPEND without a list");
+			if (cycle(p, p->stack[p->sp - 2], p->sp - 1, 1))
+				return perr(r, pos, err, "pickle changes a list already placed in a container, or puts it in "
+					"itself (self-referencing data, not supported)");
+			if (too_deep(p, p->sp - 1, 1))
+				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
+			p->sp--;
+			if (append_items(r, p, p->stack[p->sp - 1], &p->stack[p->sp], 1, err))
+				return -1;
+			break;
+		case 'e': /* APPENDS */
+			if (pop_mark(r, p, pos, &base, err))
+				return -1;
+			if (base < 1 || p->stack[base - 1]->kind != PV_LIST)
+				return perr(r, pos, err, "APPENDS without a list");
+			if (cycle(p, p->stack[base - 1], base, p->sp - base))
+				return perr(r, pos, err, "pickle changes a list already placed in a container, or puts it in "
+					"itself (self-referencing data, not supported)");
+			if (too_deep(p, base, p->sp - base))
+				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
+			{
+				size_t k = p->sp - base;
+				p->sp = base;
+				if (append_items(r, p, p->stack[base - 1], &p->stack[base], k, err))
+					return -1;
+			}
+			break;
+		case 's': /* SETITEM */
+			if (p->sp < 3 + mark_base(p) || p->stack[p->sp - 3]->kind != PV_DICT)
+				return perr(r, pos, err, "SETITEM without a dict");
+			if (cycle(p, p->stack[p->sp - 3], p->sp - 2, 2))
+				return perr(r, pos, err, "pickle changes a dict already placed in a container, or puts it in "
+					"itself (self-referencing data, not supported)");
+			if (too_deep(p, p->sp - 2, 2))
+				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
+			pv_add(p, p->stack[p->sp - 3], p->stack[p->sp - 2]);
+			pv_add(p, p->stack[p->sp - 3], p->stack[p->sp - 1]);
+			p->sp -= 2;
+			break;
+		case 'u': /* SETITEMS */
+			if (pop_mark(r, p, pos, &base, err))
+				return -1;
+			if (base < 1 || p->stack[base - 1]->kind != PV_DICT || (p->sp - base) % 2)
+				return perr(r, pos, err, "SETITEMS without a dict or with an odd number of values");
+			if (cycle(p, p->stack[base - 1], base, p->sp - base))
+				return perr(r, pos, err, "pickle changes a dict already placed in a container, or puts it in "
+					"itself (self-referencing data, not supported)");
+			if (too_deep(p, base, p->sp - base))
+				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
+			for (size_t i = base; i < p->sp; i++)
+				pv_add(p, p->stack[base - 1], p->stack[i]);
+			p->sp = base;
+			break;
+		case '0': /* POP */
+			if (p->sp <= mark_base(p))
+				return perr(r, pos, err, "POP on an empty stack");
+			pv_unref(p, p->stack[--p->sp]);
+			break;
+		default: {
+			const char *name = opname(op);
+			if (name)
+				return perr(r, pos, err, "pickle opcode %s (0x%02x) would call code; allocsim never executes "
+					"code from a pickle, and PyTorch snapshots do not use it", name, op);
+			return perr(r, pos, err, "unsupported pickle opcode 0x%02x", op);
+		}
+		}
+	}
+	return 0;
+}
+
+static int pickle_next(as_reader *r, as_event *ev, as_err *err)
+{
+	pk *p = r->priv;
+	if (!p->qlen && run_vm(r, p, err))
+		return -1;
+	if (!p->qlen) {
+		/* Anything after STOP is not part of the snapshot. */
+		if (as_input_fill(&r->in, 1, err) > 0)
+			return perr(r, as_input_tell(&r->in), err, "trailing data after the end of the pickle");
+		if (r->in.error)
+			return -1;
+		return 0;
+	}
+	*ev = p->q[p->qhead++];
+	p->qlen--;
+	if (!p->qlen)
+		p->qhead = 0;
+	return 1;
+}
+
+static void pickle_close(as_reader *r)
+{
+	pk *p = r->priv;
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->sp; i++)
+		pv_unref(p, p->stack[i]);
+	pv_unref(p, p->traces);
+	pv_unref(p, p->seglist);
+	free(p->stack);
+	for (size_t i = 0; i < p->memocap; i++)
+		pv_unref(p, p->memo[i]);
+	free(p->memo);
+	for (size_t i = 0; i < p->memo_sparse.cap; i++)
+		if (idmap_live(&p->memo_sparse, i))
+			pv_unref(p, p->memo_sparse.vals[i]);
+	idmap_free(&p->memo_sparse);
+	for (size_t i = 0; i < p->strcap; i++)
+		pv_unref(p, p->strtab[i]);
+	for (size_t i = 0; i < 256; i++)
+		pv_unref(p, p->small[i]);
+	free(p->strtab);
+	while (p->pool) {
+		pv *v = p->pool;
+		p->pool = v->next;
+		free(v->items);
+		free(v);
+	}
+	idmap_free(&p->live);
+	free(p->q);
+	free(p->run);
+	free(p->dead);
+	free(p->dev_entries);
+	free(p->seg_dev);
+	free(p);
+}
+
+static const struct as_reader_ops pickle_ops = { "pytorch", pickle_next, pickle_close };
+
+int as_pickle_open(as_reader *r, const as_reader_opts *o, as_err *err)
+{
+	pk *p = xcalloc(1, sizeof(*p));
+	idmap_init(&p->memo_sparse);
+	idmap_init(&p->live);
+	p->want_segments = o->want_segments;
+	p->max_bytes = o->max_bytes ? o->max_bytes : MAX_BYTES;
+	p->want_device = o->has_device ? o->device : -1;
+	p->any_device = o->any_device;
+	p->device = p->want_device;
+	r->priv = p;
+	r->ops = &pickle_ops;
+	r->pos_is_line = 0;
+	snprintf(r->meta.format, sizeof r->meta.format, "pytorch");
+	snprintf(r->meta.source, sizeof r->meta.source, "pytorch-snapshot");
+	return 0;
+}

@@ -1,0 +1,211 @@
+/* reader.c - format detection and the consistency checks every reader's events go through. */
+#include "readers/trace.h"
+#include "util/idmap.h"
+#include "readers/tracecheck.h"
+#include "readers/binfmt.h"
+#include <inttypes.h>
+#include <string.h>
+#include <stdlib.h>
+
+/* The live-id map holds, for each live id, (slot << 1 | free requested) + 1: never NULL, and far
+ * below the address of idmap's tombstone marker since slots are 32-bit. */
+#define LIVE_VAL(slot, req) ((void *)(uintptr_t)((((uint64_t)(slot) << 1) | (uint64_t)(req)) + 1))
+#define LIVE_SLOT(v) ((uint32_t)(((uintptr_t)(v) - 1) >> 1))
+#define LIVE_REQ(v) ((int)(((uintptr_t)(v) - 1) & 1))
+
+/* The ids live in the trace and the slots they hold; freed slots are reused most recent first (a stack),
+ * so the slot numbers stay below the most allocations ever live at once. */
+typedef struct live_ids {
+	idmap ids;
+	uint32_t *free;
+	size_t nfree, capfree;
+	uint32_t next;
+} live_ids;
+
+void as_meta_free(as_meta *m)
+{
+	for (size_t i = 0; i < m->nsegments; i++)
+		free(m->segments[i].blocks);
+	free(m->segments);
+	free(m->settings);
+	free(m->device_entries);
+	memset(m, 0, sizeof(*m));
+}
+
+static int reader_start(as_reader *r, as_reader **out, const as_reader_opts *opts, as_err *err);
+
+int as_reader_opts_device(as_reader_opts *o, const char *arg)
+{
+	uint64_t v;
+	if (as_parse_u64(arg, &v) || v >= 4096)
+		return -1;
+	o->has_device = 1;
+	o->device = (int)v;
+	return 0;
+}
+
+int as_reader_open(as_reader **out, const char *path, const as_reader_opts *opts, as_err *err)
+{
+	as_reader *r = xcalloc(1, sizeof(*r));
+	if (as_input_open(&r->in, path, err)) {
+		free(r);
+		return -1;
+	}
+	return reader_start(r, out, opts, err);
+}
+
+int as_reader_open_fd(as_reader **out, int fd, const char *name, const as_reader_opts *opts, as_err *err)
+{
+	as_reader *r = xcalloc(1, sizeof(*r));
+	if (as_input_open_fd(&r->in, fd, name, err)) {
+		free(r);
+		return -1;
+	}
+	return reader_start(r, out, opts, err);
+}
+
+static int reader_start(as_reader *r, as_reader **out, const as_reader_opts *opts, as_err *err)
+{
+	static const as_reader_opts none;
+	int rc;
+	if (!opts)
+		opts = &none;
+	size_t n = as_input_fill(&r->in, 64, err);
+	if (r->in.error)
+		goto fail;
+	const unsigned char *b = r->in.buf + r->in.pos;
+	if (n == 0) {
+		as_fail(err, AS_EXIT_DATAERR, "%s: empty file (not a trace)", r->in.path);
+		goto fail;
+	}
+	if (n >= 2 && b[0] == 0x80 && b[1] >= 2 && b[1] <= 5)
+		rc = as_pickle_open(r, opts, err);
+	else if (n >= AS_BIN_MAGIC_LEN && !memcmp(b, AS_BIN_MAGIC, AS_BIN_MAGIC_LEN))
+		rc = as_binfmt_open(r, opts, err);
+	else if (n >= 15 && !memcmp(b, "#allocsim-trace", 15))
+		rc = as_native_open(r, opts, err);
+	else if (n >= 6 && !memcmp(b, "Thread", 6))
+		rc = as_rmm_open(r, opts, err);
+	else {
+		as_fail(err, AS_EXIT_DATAERR,
+			"%s: byte offset 0: unknown trace format (expected a PyTorch memory snapshot pickle, "
+			"an allocsim trace starting with '#allocsim-trace', an allocsim binary trace, or an RMM log CSV starting with 'Thread,')",
+			r->in.path);
+		goto fail;
+	}
+	if (rc)
+		goto fail;
+	if (opts->has_device && opts->device != 0 && (strcmp(r->meta.format, "pytorch") || !strcmp(r->ops->name, "binary"))) {
+		as_fail(err, AS_EXIT_DATAERR, "%s: a %s trace holds one device (0), not device %d", r->in.path,
+			strcmp(r->ops->name, "binary") ? r->meta.format : "binary", opts->device);
+		goto fail;
+	}
+	live_ids *live = xcalloc(1, sizeof(*live));
+	idmap_init(&live->ids);
+	r->live = live;
+	r->check = as_tracecheck_new(r->time_unordered);
+	*out = r;
+	return 0;
+fail:
+	if (r->ops && r->ops->close)
+		r->ops->close(r); /* the format's state from a failed open (found by fuzz_native) */
+	as_input_close(&r->in);
+	as_meta_free(&r->meta);
+	free(r);
+	return -1;
+}
+
+static int bad_event(as_reader *r, const as_event *ev, as_err *err, const char *what)
+{
+	if (r->pos_is_line)
+		return as_fail(err, AS_EXIT_DATAERR, "%s:%" PRIu64 ": %s", r->in.path, ev->pos, what);
+	return as_fail(err, AS_EXIT_DATAERR, "%s: byte offset %" PRIu64 ": %s", r->in.path, ev->pos, what);
+}
+
+int as_reader_next(as_reader *r, as_event *ev, as_err *err)
+{
+	char msg[240];
+	if (r->finished)
+		return 0;
+	int rc = r->ops->next(r, ev, err);
+	if (rc <= 0) {
+		if (rc == 0)
+			r->finished = 1;
+		return rc;
+	}
+	live_ids *live = r->live;
+	void *st;
+	switch (ev->type) {
+	case EV_ALLOC:
+		if (ev->size == 0 || ev->size >= AS_MAX_REQUEST) {
+			snprintf(msg, sizeof msg, "allocation %" PRIu64 " has size %" PRIu64 " (must be 1 .. 2^60-1)", ev->id, ev->size);
+			return bad_event(r, ev, err, msg);
+		}
+		if (idmap_get(&live->ids, ev->id)) {
+			snprintf(msg, sizeof msg, "allocation id %" PRIu64 " is already live", ev->id);
+			return bad_event(r, ev, err, msg);
+		}
+		if (live->nfree)
+			ev->slot = live->free[--live->nfree];
+		else if (live->next == UINT32_MAX)
+			return bad_event(r, ev, err, "more than 2^32-1 allocations live at once");
+		else
+			ev->slot = live->next++;
+		idmap_put(&live->ids, ev->id, LIVE_VAL(ev->slot, 0));
+		break;
+	case EV_FREE_REQ:
+		st = idmap_get(&live->ids, ev->id);
+		if (!st || LIVE_REQ(st)) {
+			snprintf(msg, sizeof msg, st ? "free of id %" PRIu64 " requested twice" : "free of unknown id %" PRIu64, ev->id);
+			return bad_event(r, ev, err, msg);
+		}
+		ev->slot = LIVE_SLOT(st);
+		idmap_put(&live->ids, ev->id, LIVE_VAL(ev->slot, 1));
+		break;
+	case EV_FREE:
+		if (!(st = idmap_del(&live->ids, ev->id))) {
+			snprintf(msg, sizeof msg, "free of unknown id %" PRIu64, ev->id);
+			return bad_event(r, ev, err, msg);
+		}
+		ev->slot = LIVE_SLOT(st);
+		if (live->nfree == live->capfree) {
+			live->capfree = live->capfree ? live->capfree * 2 : 64;
+			live->free = xrealloc(live->free, live->capfree * sizeof(*live->free));
+		}
+		live->free[live->nfree++] = ev->slot;
+		break;
+	default:
+		break;
+	}
+	if (as_tracecheck_event(r->check, ev, msg, sizeof msg))
+		return bad_event(r, ev, err, msg);
+	return 1;
+}
+
+void as_reader_close(as_reader *r)
+{
+	if (!r)
+		return;
+	if (r->ops && r->ops->close)
+		r->ops->close(r);
+	if (r->live) {
+		live_ids *live = r->live;
+		idmap_free(&live->ids);
+		free(live->free);
+		free(live);
+	}
+	as_tracecheck_free(r->check);
+	as_input_close(&r->in);
+	as_meta_free(&r->meta);
+	free(r);
+}
+
+int as_reader_reopen(const as_reader *src, const as_reader_opts *opts, as_reader **out, as_err *err)
+{
+	as_reader *r = xcalloc(1, sizeof(*r));
+	if (as_input_reopen(&src->in, &r->in, err)) {
+		free(r);
+		return -1;
+	}
+	return reader_start(r, out, opts, err);
+}

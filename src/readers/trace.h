@@ -1,0 +1,152 @@
+/* trace.h - the trace model (events + metadata) and the streaming reader interface. */
+#ifndef ALLOCSIM_TRACE_H
+#define ALLOCSIM_TRACE_H
+#include "util/common.h"
+#include <stdio.h>
+#include <zlib.h>
+
+typedef enum as_ev_type {
+	EV_ALLOC = 0,     /* id, size (requested bytes), stream, thread */
+	EV_FREE_REQ,      /* id: the caller released it; the block may still be in use by other streams */
+	EV_FREE,          /* id: the block returns to the allocator (PyTorch free_completed) */
+	EV_EMPTY_CACHE,   /* torch.cuda.empty_cache() */
+	EV_PHASE,         /* a marker with a label */
+	/* What the recorded allocator did with the device (informational: validate, address hints). */
+	EV_SEG_ALLOC, EV_SEG_FREE, EV_SEG_MAP, EV_SEG_UNMAP,
+	EV__COUNT
+} as_ev_type;
+
+extern const char *const as_ev_names[EV__COUNT];
+
+#define EVF_OOM 1u   /* this allocation failed with out-of-memory in the recording */
+#define EVF_MAYBE 2u /* EV_EMPTY_CACHE: inferred, unless the next allocation's own fallback explains the release */
+#define EVF_DEFER 4u /* EV_FREE, set by a stage: count the free, complete it later (as_engine_complete) */
+
+typedef struct as_event {
+	as_ev_type type;
+	uint32_t flags;
+	uint64_t id;
+	uint64_t size;    /* requested bytes (alloc) or bytes (segment events) */
+	uint64_t stream;
+	uint64_t thread;  /* the thread that made the request (0 if unknown: a snapshot records none) */
+	uint64_t addr;    /* recorded address (0 if unknown) */
+	int64_t time_us;  /* -1 if unknown */
+	uint64_t pos;     /* line number or byte offset where the event starts */
+	uint64_t index;   /* 0-based index of the source record (trace entry) */
+	const char *label; /* EV_PHASE only; valid until the next call */
+	uint32_t slot;    /* alloc/free events: a dense number for the live allocation, set by
+	                   * as_reader_next (the lowest numbers are reused once freed, so slots stay
+	                   * below the most allocations ever live at once); the engine indexes by it */
+} as_event;
+
+/* One segment of a snapshot's end state (for validate). */
+typedef struct as_snap_block {
+	uint64_t size;
+	int state; /* 0 inactive, 1 active_allocated, 2 active_pending_free */
+} as_snap_block;
+typedef struct as_snap_segment {
+	uint64_t addr, total_size, stream;
+	int is_small, is_expandable;
+	size_t nblocks;
+	as_snap_block *blocks;
+} as_snap_segment;
+
+typedef struct as_meta {
+	char format[16];        /* native, pytorch, rmm */
+	char source[64];
+	char device[64];
+	uint64_t device_total;  /* 0 = unknown */
+	uint64_t capacity;      /* 0 = none recorded */
+	int has_settings;
+	char *settings;         /* PYTORCH_CUDA_ALLOC_CONF of the recording */
+	/* Known only after the whole input has been read: */
+	uint64_t unmatched_frees;   /* frees of blocks whose alloc is not in the (truncated) history */
+	uint64_t inferred_empty_cache;
+	size_t nsegments;
+	as_snap_segment *segments;
+	int history_truncated;
+	int device_index;       /* the device replayed (snapshots: one of several) */
+	size_t ndevices;        /* devices in the trace (snapshots: lists in 'device_traces') */
+	uint64_t *device_entries; /* history entries per device (NULL: one device, not counted) */
+} as_meta;
+
+/* Buffered input, gzip-transparent. It reads with pread at its own offset from a seekable file: a
+ * pipe, FIFO or terminal is first copied to an unlinked temporary file, so every input can be read
+ * again from its start (as_input_reopen) and gives the same result however it arrives. */
+typedef struct as_input {
+	int fd;           /* a regular file (or the spool of a non-seekable input) */
+	uint64_t raw_off; /* the next file byte to read */
+	int gzip;         /* 1: gzip members, inflated; 0: plain */
+	int zdone;        /* the current gzip member has ended */
+	z_stream zs;
+	unsigned char *raw;
+	char *path;
+	unsigned char *buf;
+	size_t len, pos;
+	uint64_t offset;  /* uncompressed bytes consumed before buf[0] */
+	int eof, error;
+} as_input;
+
+int as_input_open(as_input *in, const char *path, as_err *err);
+int as_input_open_fd(as_input *in, int fd, const char *name, as_err *err);
+/* A second, independent input over the same data, from its start. */
+int as_input_reopen(const as_input *src, as_input *in, as_err *err);
+void as_input_close(as_input *in);
+/* Ensure at least n bytes are buffered (fewer at end of input); returns bytes available. */
+size_t as_input_fill(as_input *in, size_t n, as_err *err);
+static inline uint64_t as_input_tell(const as_input *in) { return in->offset + in->pos; }
+/* Reads one line (without the newline, CR stripped) into *line; returns 1, 0 at EOF, -1 error. */
+int as_input_line(as_input *in, char **line, size_t *cap, as_err *err);
+
+typedef struct as_reader as_reader;
+struct as_reader_ops {
+	const char *name;
+	int (*next)(as_reader *r, as_event *ev, as_err *err); /* 1 event, 0 end, -1 error */
+	void (*close)(as_reader *r);
+};
+
+struct as_reader {
+	const struct as_reader_ops *ops;
+	as_input in;
+	as_meta meta;
+	int pos_is_line;  /* error positions are lines (text) or byte offsets (binary) */
+	void *priv;    /* the format's own state */
+	void *live;    /* ids live in the trace (generic checks, reader.c) */
+	struct as_tracecheck *check; /* times, addresses, segment sizes (tracecheck.c) */
+	int time_unordered; /* set by the format: times may go backwards (RMM) */
+	int finished;
+};
+
+typedef struct as_reader_opts {
+	int want_segments;  /* keep the snapshot's end-state segments */
+	uint64_t max_bytes; /* snapshot reader: bytes its values may hold at once (0: the default, 1 GiB) */
+	int has_device, device; /* replay this device of a multi-device snapshot (--device N) */
+	int any_device;     /* no --device and several devices with history: the first (info), not an error */
+} as_reader_opts;
+
+int as_reader_open(as_reader **out, const char *path, const as_reader_opts *opts, as_err *err);
+/* --device N: which device of a multi-device snapshot to read; -1 for a bad value. */
+int as_reader_opts_device(as_reader_opts *o, const char *arg);
+/* The same over an open descriptor (taken over and closed by the reader); name is for messages. */
+int as_reader_open_fd(as_reader **out, int fd, const char *name, const as_reader_opts *opts, as_err *err);
+int as_reader_next(as_reader *r, as_event *ev, as_err *err);
+void as_reader_close(as_reader *r);
+void as_meta_free(as_meta *m);
+/* A second reader over r's data from its start. */
+int as_reader_reopen(const as_reader *r, const as_reader_opts *opts, as_reader **out, as_err *err);
+
+/* Format-specific constructors (called by as_reader_open after detection). */
+int as_native_open(as_reader *r, const as_reader_opts *o, as_err *err);
+int as_pickle_open(as_reader *r, const as_reader_opts *o, as_err *err);
+int as_rmm_open(as_reader *r, const as_reader_opts *o, as_err *err);
+
+/* Native writer (convert). */
+typedef struct as_writer as_writer;
+as_writer *as_native_writer_open(const char *path, const as_meta *meta, as_err *err);
+int as_native_writer_event(as_writer *w, const as_event *ev, as_err *err);
+int as_native_writer_close(as_writer *w, int commit, as_err *err); /* commit=0 discards the output */
+
+/* Output files: src/util/outfile.h. */
+#include "util/outfile.h"
+
+#endif

@@ -1,0 +1,240 @@
+/* common.c - error objects, checked allocation, size parsing. */
+#include "util/common.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ctype.h>
+
+const char *as_progname = "allocsim";
+
+volatile sig_atomic_t cli_interrupted;
+
+int as_check_interrupted(as_err *err)
+{
+	if (!cli_interrupted)
+		return 0;
+	as_err_clear(err);
+	return as_fail(err, AS_EXIT_INTERRUPTED, "interrupted; nothing was written");
+}
+
+int as_fail(as_err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+	if (!err)
+		return -1;
+	/* Keep the first error: it names the root cause. */
+	if (err->code)
+		return -1;
+	err->code = code;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+void as_err_clear(as_err *err)
+{
+	err->code = 0;
+	err->msg[0] = 0;
+}
+
+static void oom_die(size_t n)
+{
+	fprintf(stderr, "%s: fatal: out of host memory allocating %zu bytes\n", as_progname, n);
+	exit(AS_EXIT_SOFTWARE);
+}
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		oom_die(n);
+	return p;
+}
+
+void *xcalloc(size_t n, size_t m)
+{
+	void *p = calloc(n ? n : 1, m ? m : 1);
+	if (!p)
+		oom_die(n * m);
+	return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		oom_die(n);
+	return p;
+}
+
+char *xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	return memcpy(xmalloc(n), s, n);
+}
+
+/* Written out rather than strtoull: strtoull's base 0 reads "0100" as octal and its base 10 takes
+ * signs and leading spaces. */
+static int parse_digits(const char *s, unsigned base, uint64_t *out)
+{
+	uint64_t v = 0;
+	if (!s || !*s)
+		return -1;
+	for (; *s; s++) {
+		unsigned d;
+		if (*s >= '0' && *s <= '9')
+			d = (unsigned)(*s - '0');
+		else if (base == 16 && *s >= 'a' && *s <= 'f')
+			d = (unsigned)(*s - 'a' + 10);
+		else if (base == 16 && *s >= 'A' && *s <= 'F')
+			d = (unsigned)(*s - 'A' + 10);
+		else
+			return -1;
+		if (v > (UINT64_MAX - d) / base)
+			return -1;
+		v = v * base + d;
+	}
+	*out = v;
+	return 0;
+}
+
+int as_parse_u64(const char *s, uint64_t *out)
+{
+	return parse_digits(s, 10, out);
+}
+
+int as_parse_num(const char *s, uint64_t *out)
+{
+	if (s && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		return parse_digits(s + 2, 16, out);
+	return parse_digits(s, 10, out);
+}
+
+static const struct {
+	const char *suffix;
+	uint64_t mult;
+} size_units[] = {
+	{ "", 1 }, { "B", 1 },
+	{ "K", 1024 }, { "KiB", 1024 }, { "KB", 1000 }, { "k", 1000 },
+	{ "M", 1024ull << 10 }, { "MiB", 1024ull << 10 }, { "MB", 1000000ull },
+	{ "G", 1024ull << 20 }, { "GiB", 1024ull << 20 }, { "GB", 1000000000ull },
+	{ "T", 1024ull << 30 }, { "TiB", 1024ull << 30 }, { "TB", 1000000000000ull },
+};
+
+/*
+ * Exact decimal parsing in integers: "1.5GB" must be exactly 1500000000, which a double
+ * cannot promise for every input, so the mantissa is kept as an integer and a power of ten.
+ */
+int as_parse_size(const char *s, uint64_t *out, char *msg, size_t msglen)
+{
+	const char *p = s;
+	unsigned __int128 mant = 0, div = 1;
+	int digits = 0, frac = 0;
+
+	if (!s || !*s) {
+		snprintf(msg, msglen, "empty size");
+		return -1;
+	}
+	for (; *p; p++) {
+		if (isdigit((unsigned char)*p)) {
+			mant = mant * 10 + (unsigned)(*p - '0');
+			if (frac)
+				div *= 10;
+			if (mant > ((unsigned __int128)1 << 100) || div > ((unsigned __int128)1 << 60)) {
+				snprintf(msg, msglen, "size '%s' is too large", s);
+				return -1;
+			}
+			digits++;
+		} else if (*p == '.' && !frac) {
+			frac = 1;
+		} else {
+			break;
+		}
+	}
+	if (!digits) {
+		snprintf(msg, msglen, "invalid size '%s' (expected a number with an optional unit: B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)", s);
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(size_units) / sizeof(size_units[0]); i++) {
+		if (strcmp(p, size_units[i].suffix))
+			continue;
+		unsigned __int128 v = mant * size_units[i].mult;
+		if (v % div) {
+			snprintf(msg, msglen, "size '%s' is not a whole number of bytes", s);
+			return -1;
+		}
+		v /= div;
+		if (v > UINT64_MAX) {
+			snprintf(msg, msglen, "size '%s' overflows 64 bits", s);
+			return -1;
+		}
+		*out = (uint64_t)v;
+		return 0;
+	}
+	snprintf(msg, msglen, "unknown unit '%s' in size '%s' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)", p, s);
+	return -1;
+}
+
+char *as_escape(const char *s, int spaces)
+{
+	size_t n = strlen(s);
+	char *out = xmalloc(4 * n + 1), *o = out;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 || c == 0x7f || c == '\\' || (c == ' ' && (spaces || i == 0)))
+			o += sprintf(o, "\\x%02x", c);
+		else
+			*o++ = (char)c;
+	}
+	*o = 0;
+	return out;
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+int as_unescape(char *s)
+{
+	char *o = s;
+	for (; *s; s++) {
+		int hi, lo;
+		if (s[0] == '\\' && s[1] == 'x' && (hi = hexval(s[2])) >= 0 && (lo = hexval(s[3])) >= 0) {
+			if (!hi && !lo)
+				return -1;
+			*o++ = (char)(hi * 16 + lo);
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = 0;
+	return 0;
+}
+
+int as_parse_capacity(const char *s, uint64_t *out, char *msg, size_t msglen)
+{
+	if (as_parse_size(s, out, msg, msglen))
+		return -1;
+	if (!*out) {
+		snprintf(msg, msglen, "a capacity of 0 bytes holds nothing (leave the option out for the device's whole memory)");
+		return -1;
+	}
+	return 0;
+}
+
+void as_format_size(uint64_t b, char *buf, size_t len)
+{
+	if (b <= 1024)
+		snprintf(buf, len, "%" PRIu64 " bytes", b);
+	else if (b <= 1048576)
+		snprintf(buf, len, "%.2f KiB", b / 1024.0);
+	else if (b <= 1073741824)
+		snprintf(buf, len, "%.2f MiB", b / 1048576.0);
+	else
+		snprintf(buf, len, "%.2f GiB", b / 1073741824.0);
+}
