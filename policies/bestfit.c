@@ -271,7 +271,7 @@ static int cmp_head(const void *a, const void *b)
 /* The segment map in address order: a segment is a chain of blocks from one without a prev. */
 static void bf_segments(bestfit *p, as_seg_cb cb, void *ctx)
 {
-	size_t n = 0, cap = 0, bcap = 0;
+	size_t n = 0, cap = 0;
 	bblock **heads = NULL;
 	for (bblock *b = p->all; b; b = b->all_next)
 		if (!b->prev) {
@@ -282,26 +282,14 @@ static void bf_segments(bestfit *p, as_seg_cb cb, void *ctx)
 			heads[n++] = b;
 		}
 	qsort(heads, n, sizeof(*heads), cmp_head);
-	uint64_t *sizes = NULL;
-	int *states = NULL;
+	as_segbuf sb = { 0 };
 	for (size_t i = 0; i < n; i++) {
 		as_seg_view v = { .addr = heads[i]->ptr, .stream = heads[i]->dev_stream };
-		for (bblock *b = heads[i]; b; b = b->next) {
-			if (v.nblocks == bcap) {
-				bcap = bcap ? bcap * 2 : 64;
-				sizes = xrealloc(sizes, bcap * sizeof(*sizes));
-				states = xrealloc(states, bcap * sizeof(*states));
-			}
-			sizes[v.nblocks] = b->size;
-			states[v.nblocks++] = b->allocated ? 1 : b->pending ? 2 : 0;
-			v.size += b->size;
-		}
-		v.block_sizes = sizes;
-		v.block_states = states;
-		cb(ctx, &v);
+		for (bblock *b = heads[i]; b; b = b->next)
+			as_segbuf_push(&sb, b->size, b->allocated ? 1 : b->pending ? 2 : 0);
+		as_segbuf_emit(&sb, &v, cb, ctx);
 	}
-	free(sizes);
-	free(states);
+	as_segbuf_free(&sb);
 	free(heads);
 }
 

@@ -391,25 +391,14 @@ static void bfc_stats(bfc *p, as_stat_cb cb, void *ctx)
 
 static void bfc_segments(bfc *p, as_seg_cb cb, void *ctx)
 {
-	size_t cap = 0;
-	uint64_t *sizes = NULL;
-	int *states = NULL;
+	as_segbuf sb = { 0 };
 	for (bregion *r = p->regions; r; r = r->next) {
-		size_t n = 0;
-		for (bchunk *c = r->first; c; c = c->next) {
-			if (n == cap) {
-				cap = cap ? cap * 2 : 16;
-				sizes = xrealloc(sizes, cap * sizeof(*sizes));
-				states = xrealloc(states, cap * sizeof(*states));
-			}
-			sizes[n] = c->size;
-			states[n++] = c->in_use;
-		}
-		as_seg_view v = { .addr = r->ptr, .size = r->size, .nblocks = n, .block_sizes = sizes, .block_states = states };
-		cb(ctx, &v);
+		for (bchunk *c = r->first; c; c = c->next)
+			as_segbuf_push(&sb, c->size, c->in_use);
+		as_seg_view v = { .addr = r->ptr, .size = r->size };
+		as_segbuf_emit(&sb, &v, cb, ctx);
 	}
-	free(sizes);
-	free(states);
+	as_segbuf_free(&sb);
 }
 
 /* The waste by walking every chunk: what --check compares the running sums with. */

@@ -436,30 +436,16 @@ static void cp_waste(as_policy *pol, as_waste *w)
 static void cp_segments(as_policy *pol, as_seg_cb cb, void *ctx)
 {
 	cupy_pool *p = (cupy_pool *)pol;
-	size_t cap = 0;
-	uint64_t *sizes = NULL;
-	int *states = NULL;
+	as_segbuf sb = { 0 };
 	for (cchunk *h = p->all; h; h = h->all_next) {
 		if (h->prev)
 			continue;
-		size_t n = 0;
-		uint64_t bytes = 0;
-		for (cchunk *c = h; c; c = c->next) {
-			if (n == cap) {
-				cap = cap ? cap * 2 : 16;
-				sizes = xrealloc(sizes, cap * sizeof(*sizes));
-				states = xrealloc(states, cap * sizeof(*states));
-			}
-			sizes[n] = c->size;
-			states[n++] = !c->in_index;
-			bytes += c->size;
-		}
-		as_seg_view v = { .addr = h->ptr, .size = bytes, .stream = h->arena->stream, .nblocks = n,
-			.block_sizes = sizes, .block_states = states };
-		cb(ctx, &v);
+		for (cchunk *c = h; c; c = c->next)
+			as_segbuf_push(&sb, c->size, !c->in_index);
+		as_seg_view v = { .addr = h->ptr, .stream = h->arena->stream };
+		as_segbuf_emit(&sb, &v, cb, ctx);
 	}
-	free(sizes);
-	free(states);
+	as_segbuf_free(&sb);
 }
 
 static int cp_query(as_policy *pol, int what, void *arg)

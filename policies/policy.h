@@ -39,6 +39,17 @@ typedef struct as_seg_view {
 	const int *block_states; /* 0 free, 1 allocated, 2 pending free */
 } as_seg_view;
 typedef void (*as_seg_cb)(void *ctx, const as_seg_view *seg);
+/* Builds the block arrays of segment views, one segment after another (policies/segview.c):
+ * push each block in address order, then emit the segment (blocks and, where the view's size is 0,
+ * their sum as its size) and start the next one; free at the end. */
+typedef struct as_segbuf {
+	uint64_t *sizes, bytes;
+	int *states;
+	size_t n, cap;
+} as_segbuf;
+void as_segbuf_push(as_segbuf *b, uint64_t size, int state);
+void as_segbuf_emit(as_segbuf *b, as_seg_view *v, as_seg_cb cb, void *ctx);
+void as_segbuf_free(as_segbuf *b);
 typedef void (*as_stat_cb)(void *ctx, const char *key, int64_t value);
 
 /* Where reserved bytes go beyond the requested ones, at one moment (doc/metrics.md). */

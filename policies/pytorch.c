@@ -940,28 +940,15 @@ static void pt_segments(ptpol *p, as_seg_cb cb, void *ctx)
 {
 	size_t n;
 	pblock **heads = segment_heads(p, &n);
-	uint64_t *sizes = NULL;
-	int *states = NULL;
-	size_t cap = 0;
+	as_segbuf sb = { 0 };
 	for (size_t i = 0; i < n; i++) {
 		as_seg_view v = { .addr = heads[i]->ptr, .stream = heads[i]->stream, .is_small = heads[i]->pool->is_small,
 			.is_expandable = heads[i]->es != NULL };
-		for (pblock *b = heads[i]; b && b->mapped; b = b->next) {
-			if (v.nblocks == cap) {
-				cap = cap ? cap * 2 : 64;
-				sizes = xrealloc(sizes, cap * sizeof(*sizes));
-				states = xrealloc(states, cap * sizeof(*states));
-			}
-			sizes[v.nblocks] = b->size;
-			states[v.nblocks++] = b->allocated ? 1 : b->pending ? 2 : 0;
-			v.size += b->size;
-		}
-		v.block_sizes = sizes;
-		v.block_states = states;
-		cb(ctx, &v);
+		for (pblock *b = heads[i]; b && b->mapped; b = b->next)
+			as_segbuf_push(&sb, b->size, b->allocated ? 1 : b->pending ? 2 : 0);
+		as_segbuf_emit(&sb, &v, cb, ctx);
 	}
-	free(sizes);
-	free(states);
+	as_segbuf_free(&sb);
 	free(heads);
 }
 
