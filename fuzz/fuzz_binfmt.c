@@ -30,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	as_device *dev = as_sim_device_new(size & 1 ? (64ULL << 20) : 0, ADDR_AUTO);
 	as_engine e;
 	if (as_engine_init(&e, as_policy_find("pytorch"), "", dev, &err) == 0) {
-		as_reconcile_attach(&e, 1, NULL, NULL);
+		as_reconcile_attach(&e, 1);
 		as_event ev;
 		for (size_t i = 0; i < b.n && i < 100000; i++) {
 			as_evbuf_event(&b, i, &ev);

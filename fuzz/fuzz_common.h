@@ -170,7 +170,7 @@ static void fuzz_replay(const fuzz_events *evs, unsigned sel)
 		as_engine e;
 		const char *conf = k < 4 ? confs[k][(sel >> 2) % 3] : "";
 		if (as_engine_init(&e, as_policies[k], conf, dev, &err) == 0) {
-			as_reconcile_attach(&e, 1, NULL, NULL);
+			as_reconcile_attach(&e, 1);
 			e.check = evs->n <= FUZZ_CHECK_EACH;
 			for (size_t i = 0; i < evs->n; i++)
 				if (as_engine_step(&e, &evs->v[i], &err)) {

@@ -398,7 +398,7 @@ static int replay_run(const char *name, const as_event *at, uint64_t out[3])
 	as_engine e;
 	int good = as_engine_init(&e, as_policy_find(name), "", dev, &err) == 0;
 	if (good) {
-		as_reconcile_attach(&e, 1, NULL, NULL);
+		as_reconcile_attach(&e, 1);
 		for (size_t i = 0; good && i < sizeof v / sizeof *v; i++)
 			good = !as_engine_step(&e, &v[i], &err);
 		out[0] = dev->num_alloc, out[1] = dev->num_free, out[2] = dev->reserved;

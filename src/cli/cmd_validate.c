@@ -251,7 +251,7 @@ int cmd_validate(int argc, char **argv)
 	if (as_engine_init(&e, as_policy_find("pytorch"), conf, dev, &err))
 		goto done;
 	engine_ok = 1;
-	as_reconcile_attach(&e, as_recorded_matches(&buf.meta, conf), NULL, NULL);
+	as_reconcile_attach(&e, as_recorded_matches(&buf.meta, conf));
 	as_event ev;
 	as_source src = { NULL, &buf, 0 };
 	while (!v.diverged && !cli_interrupted && (rc = as_source_next(&src, &ev, &err)) > 0) {

@@ -20,9 +20,7 @@
 typedef struct as_reconcile {
 	as_stage base;
 	as_engine *e;
-	int resolve;           /* the replay runs the recorded settings; -1 = ask probe */
-	int (*probe)(void *ctx);
-	void *probe_ctx;
+	int resolve;           /* the replay runs the recorded settings */
 	char *conf;
 	int maybe_empty;       /* an EVF_MAYBE empty_cache waits for the next allocation */
 	uint64_t *run;         /* the recorded releases that followed it (sizes, in order) */
@@ -30,15 +28,6 @@ typedef struct as_reconcile {
 	uint64_t *held;        /* completions of cross-stream frees held back */
 	size_t nheld, capheld;
 } as_reconcile;
-
-/* Whether the replay runs the recorded settings, found out when first needed: a snapshot stores its
- * settings at the end, and most traces never need them. */
-static int resolving(as_reconcile *r)
-{
-	if (r->resolve < 0)
-		r->resolve = r->probe ? r->probe(r->probe_ctx) : 0;
-	return r->resolve;
-}
 
 /*
  * Cross-stream frees complete either at the start of a malloc (process_events) or inside the
@@ -89,7 +78,7 @@ static int rc_event(as_stage *st, as_engine *e, const as_event *ev, as_err *err)
 		 * of the recorded settings can ask its policy that; otherwise the run is taken to be
 		 * the recording allocator's own doing (doc/pytorch-policy.md). */
 		r->maybe_empty = 0;
-		if (resolving(r)) {
+		if (r->resolve) {
 			as_q_release q = { .rq = &rq, .sizes = r->run, .n = r->nrun };
 			if (ev->type != EV_ALLOC || as_policy_query(e->pol, AS_Q_EXPLAINS_RELEASE, &q) || !q.answer)
 				e->pol->ops->empty_cache(e->pol);
@@ -98,7 +87,7 @@ static int rc_event(as_stage *st, as_engine *e, const as_event *ev, as_err *err)
 	switch (ev->type) {
 	case EV_FREE:
 		/* resolve 0: nothing is ever held (and no lookup on the hot path) */
-		if (r->resolve && as_engine_pending(e, ev->slot) && resolving(r)) {
+		if (r->resolve && as_engine_pending(e, ev->slot)) {
 			push(&r->held, &r->nheld, &r->capheld, ev->id);
 			as_event d = *ev;
 			d.flags |= EVF_DEFER;
@@ -150,14 +139,12 @@ static void rc_destroy(as_stage *st)
 	free(r);
 }
 
-void as_reconcile_attach(as_engine *e, int resolve, int (*probe)(void *ctx), void *ctx)
+void as_reconcile_attach(as_engine *e, int resolve)
 {
 	as_reconcile *r = xcalloc(1, sizeof(*r));
 	r->base = (as_stage){ rc_event, rc_finish, rc_destroy };
 	r->e = e;
-	r->resolve = resolve;
-	r->probe = probe;
-	r->probe_ctx = ctx;
+	r->resolve = resolve > 0;
 	if (e->stage && e->stage->destroy)
 		e->stage->destroy(e->stage);
 	e->stage = &r->base;
@@ -166,7 +153,7 @@ void as_reconcile_attach(as_engine *e, int resolve, int (*probe)(void *ctx), voi
 void as_reconcile_for_trace(as_engine *e, const as_meta *m, const char *path, const char *conf)
 {
 	(void)path; /* the metadata is complete: every command decodes a snapshot before its replay */
-	as_reconcile_attach(e, as_recorded_matches(m, conf), NULL, NULL);
+	as_reconcile_attach(e, as_recorded_matches(m, conf));
 }
 
 int as_reconcile_resolved(const as_engine *e)

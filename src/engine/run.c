@@ -22,7 +22,7 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 	int rc = -1;
 	as_source src = { NULL, o->events, 0 };
 	if (!o->events) {
-		if (o->source ? as_reader_reopen(o->source, o->reader, &r, err) : as_reader_open(&r, o->path, o->reader, err))
+		if (as_reader_open(&r, o->path, o->reader, err))
 			return -1;
 		src.r = r;
 	}
@@ -37,7 +37,7 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 		ok = 0;
 	}
 	if (ok) {
-		as_reconcile_attach(&e, o->recorded ? !strcmp(o->recorded, o->config) : o->resolve_maybe, NULL, NULL);
+		as_reconcile_attach(&e, o->recorded ? !strcmp(o->recorded, o->config) : o->resolve_maybe);
 		as_event ev;
 		int st;
 		while ((st = as_source_next(&src, &ev, err)) > 0) {

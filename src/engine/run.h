@@ -20,7 +20,6 @@ typedef struct as_run_opts {
 	as_run_hook hook;       /* optional */
 	void *hook_ctx;
 	const as_reader_opts *reader; /* optional: which device of a snapshot (--device) */
-	const as_reader *source;      /* optional: read this reader's data again instead of opening path */
 } as_run_opts;
 
 /* Replays a trace; fills *out (timing columns left 0). */

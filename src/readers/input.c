@@ -119,16 +119,6 @@ int as_input_open(as_input *in, const char *path, as_err *err)
 	return as_input_open_fd(in, fd, !strcmp(path, "-") ? "<stdin>" : path, err);
 }
 
-int as_input_reopen(const as_input *src, as_input *in, as_err *err)
-{
-	int fd = dup(src->fd);
-	if (fd < 0) {
-		memset(in, 0, sizeof(*in));
-		return as_fail(err, AS_EXIT_NOINPUT, "cannot read '%s' again: %s", src->path, strerror(errno));
-	}
-	return input_start(in, fd, src->path, err);
-}
-
 void as_input_close(as_input *in)
 {
 	if (in->gzip)

@@ -199,13 +199,3 @@ void as_reader_close(as_reader *r)
 	as_meta_free(&r->meta);
 	free(r);
 }
-
-int as_reader_reopen(const as_reader *src, const as_reader_opts *opts, as_reader **out, as_err *err)
-{
-	as_reader *r = xcalloc(1, sizeof(*r));
-	if (as_input_reopen(&src->in, &r->in, err)) {
-		free(r);
-		return -1;
-	}
-	return reader_start(r, out, opts, err);
-}

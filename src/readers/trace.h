@@ -71,8 +71,8 @@ typedef struct as_meta {
 } as_meta;
 
 /* Buffered input, gzip-transparent. It reads with pread at its own offset from a seekable file: a
- * pipe, FIFO or terminal is first copied to an unlinked temporary file, so every input can be read
- * again from its start (as_input_reopen) and gives the same result however it arrives. */
+ * pipe, FIFO or terminal is first copied to an unlinked temporary file, so every input gives the same
+ * result however it arrives. */
 typedef struct as_input {
 	int fd;           /* a regular file (or the spool of a non-seekable input) */
 	uint64_t raw_off; /* the next file byte to read */
@@ -89,8 +89,6 @@ typedef struct as_input {
 
 int as_input_open(as_input *in, const char *path, as_err *err);
 int as_input_open_fd(as_input *in, int fd, const char *name, as_err *err);
-/* A second, independent input over the same data, from its start. */
-int as_input_reopen(const as_input *src, as_input *in, as_err *err);
 void as_input_close(as_input *in);
 /* Ensure at least n bytes are buffered (fewer at end of input); returns bytes available. */
 size_t as_input_fill(as_input *in, size_t n, as_err *err);
@@ -132,8 +130,6 @@ int as_reader_open_fd(as_reader **out, int fd, const char *name, const as_reader
 int as_reader_next(as_reader *r, as_event *ev, as_err *err);
 void as_reader_close(as_reader *r);
 void as_meta_free(as_meta *m);
-/* A second reader over r's data from its start. */
-int as_reader_reopen(const as_reader *r, const as_reader_opts *opts, as_reader **out, as_err *err);
 
 /* Format-specific constructors (called by as_reader_open after detection). */
 int as_native_open(as_reader *r, const as_reader_opts *o, as_err *err);
