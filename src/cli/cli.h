@@ -14,6 +14,7 @@ int cmd_policies(int argc, char **argv);
 int cmd_columns(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
+int cmd_advise(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_transfer(int argc, char **argv);
 

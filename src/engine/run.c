@@ -29,6 +29,7 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 	const as_meta *meta = o->events ? &o->events->meta : &r->meta;
 	uint64_t cap = o->capacity ? o->capacity : meta->capacity;
 	as_device *dev = as_sim_device_new(cap, o->addr_mode);
+	dev->model = o->model;
 	as_lifetimes lt;
 	as_lifetimes_init(&lt);
 	int ok = as_engine_init(&e, o->ops, o->config, dev, err) == 0;

@@ -20,6 +20,7 @@ typedef struct as_run_opts {
 	as_run_hook hook;       /* optional */
 	void *hook_ctx;
 	const as_reader_opts *reader; /* optional: which device of a snapshot (--device) */
+	const struct as_lat_model *model; /* optional: the device-call latency model (read-only, shared) */
 } as_run_opts;
 
 /* Replays a trace; fills *out (timing columns left 0). */

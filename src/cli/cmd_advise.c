@@ -1,0 +1,638 @@
+/* cmd_advise.c - allocsim advise: from a snapshot to the PyTorch settings that would have fitted.
+ *
+ * The snapshot is decoded once; a curated grid of PYTORCH_CUDA_ALLOC_CONF settings (the current
+ * one first) is replayed from it in parallel, each at the target capacity and without a limit, and
+ * for each the smallest capacity it needs is found by bisection. The recommendation is the fitting
+ * setting that needs the least memory. Output: a table (sizes in GiB), CSV or JSON. */
+#include "cli/cli.h"
+#include "engine/run.h"
+#include "util/outfile.h"
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+static const char advise_usage[] =
+	"usage: allocsim advise [options] SNAPSHOT\n"
+	"\n"
+	"Replays a PyTorch trace under a grid of PYTORCH_CUDA_ALLOC_CONF settings at a target memory and\n"
+	"recommends the one that needs the least memory. Exit status 0 if some setting fits the target,\n"
+	"3 if none does.\n"
+	"\n"
+	"Target memory (default: the limit the trace records, if any; otherwise none):\n"
+	"      --capacity SIZE     e.g. 40GiB\n"
+	"      --fraction F        set_per_process_memory_fraction(F) x the device total (the trace's, or\n"
+	"                          --device-total SIZE)\n"
+	"      --gpu NAME          the memory of a common GPU ('--gpu list' shows the table)\n"
+	"\n"
+	"  -c, --config STRING     the current settings (default: the recorded ones; none if not recorded)\n"
+	"  -j, --jobs N            worker threads (default: the number of processors)\n"
+	"      --format FMT        table (default), csv or json\n"
+	"  -o, --output FILE       write there instead of standard output\n"
+	"      --no-fit            skip the search for each setting's smallest capacity (faster)\n"
+	"      --latency-model F   device-call latency model (default: the bundled H200 calibration)\n"
+	"      --device N          the device of a multi-GPU snapshot\n"
+	"  -h, --help              show this help\n";
+
+/* The memory PyTorch reports as a card's total capacity (its OOM message: "GPU 0 has a total
+ * capacity of X GiB"); doc/gpus.md gives the sources. Approximate to about 0.1 GiB: it varies with
+ * the driver, ECC and the board. */
+static const struct gpu {
+	const char *name;
+	double gib;
+	const char *note;
+	uint64_t bytes; /* exact, where measured; else gib x 2^30 */
+} gpus[] = {
+	{ "H200", 139.80, "NVIDIA H200 141GB (measured here: 150109880320 bytes)", 150109880320ULL },
+	{ "H100", 79.11, "NVIDIA H100 80GB HBM3 (SXM)", 0 },
+	{ "H100-PCIe", 79.11, "NVIDIA H100 PCIe 80GB", 0 },
+	{ "A100-80GB", 79.15, "NVIDIA A100 80GB (SXM4/PCIe)", 0 },
+	{ "A100-40GB", 39.39, "NVIDIA A100 40GB", 0 },
+	{ "L40S", 44.39, "NVIDIA L40S 48GB", 0 },
+	{ "A10G", 22.06, "NVIDIA A10G 24GB (AWS g5)", 0 },
+	{ "L4", 22.03, "NVIDIA L4 24GB", 0 },
+	{ "RTX4090", 23.64, "GeForce RTX 4090 24GB", 0 },
+	{ "RTX3090", 23.69, "GeForce RTX 3090 24GB", 0 },
+	{ "V100-32GB", 31.74, "Tesla V100 32GB", 0 },
+	{ "V100-16GB", 15.77, "Tesla V100 16GB", 0 },
+	{ "T4", 14.75, "Tesla T4 16GB", 0 },
+};
+
+static const struct gpu *find_gpu(const char *name)
+{
+	for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++)
+		if (!strcasecmp(gpus[i].name, name))
+			return &gpus[i];
+	return NULL;
+}
+
+/* The grid, applied on top of the current settings (a later key overrides an earlier one, as in
+ * PyTorch's parser). "gc" entries act only with a capacity. */
+static const struct cand {
+	const char *label;
+	const char *set; /* appended to the current settings; "" = the current settings */
+	int gc;
+} grid[] = {
+	{ "current", "", 0 },
+	{ "expandable_segments", "expandable_segments:True", 0 },
+	{ "max_split_size_mb:64", "max_split_size_mb:64", 0 },
+	{ "max_split_size_mb:128", "max_split_size_mb:128", 0 },
+	{ "max_split_size_mb:256", "max_split_size_mb:256", 0 },
+	{ "max_split_size_mb:512", "max_split_size_mb:512", 0 },
+	{ "roundup_power2_divisions:4", "roundup_power2_divisions:4", 0 },
+	{ "roundup_power2_divisions:8", "roundup_power2_divisions:8", 0 },
+	{ "roundup_power2_divisions:[list]", "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", 0 },
+	{ "garbage_collection_threshold:0.6", "garbage_collection_threshold:0.6", 1 },
+	{ "garbage_collection_threshold:0.8", "garbage_collection_threshold:0.8", 1 },
+	{ "expandable+roundup:4", "expandable_segments:True,roundup_power2_divisions:4", 0 },
+	{ "expandable+gc:0.8", "expandable_segments:True,garbage_collection_threshold:0.8", 1 },
+	{ "max_split:128+gc:0.8", "max_split_size_mb:128,garbage_collection_threshold:0.8", 1 },
+	{ "expandable+max_split:128", "expandable_segments:True,max_split_size_mb:128", 0 },
+};
+#define NGRID (sizeof grid / sizeof grid[0])
+#define IDX_EXPANDABLE 1
+#define IDX_HARMFUL (NGRID - 1)
+
+typedef struct result {
+	const struct cand *c;
+	char *config;
+	int skip;                 /* same settings as an earlier entry, or gc without a capacity */
+	as_summary unl;           /* without a limit */
+	as_summary tgt;           /* at the target (when there is one) */
+	int64_t oom_entry;        /* the trace entry of the first OOM at the target; -1 if none */
+	uint64_t need;            /* the smallest capacity found (2 MiB steps); 0 if not searched */
+	int done;
+	as_err err;
+} result;
+
+typedef struct advise {
+	result *res;
+	size_t n, next;
+	pthread_mutex_t mu;
+	const as_evbuf *buf;
+	const as_lat_model *model;
+	const char *recorded;
+	uint64_t target;
+	int fit;
+	const as_reader_opts *ro;
+} advise;
+
+typedef struct oomhook {
+	int64_t entry;
+} oomhook;
+
+static void first_oom(as_engine *e, const as_event *ev, void *ctx)
+{
+	oomhook *h = ctx;
+	if (ev && e->s.num_ooms && h->entry < 0)
+		h->entry = (int64_t)ev->index;
+}
+
+static int run_one(const advise *a, const char *conf, uint64_t cap, int stop, as_summary *s, int64_t *oom_entry, as_err *err)
+{
+	oomhook h = { -1 };
+	as_run_opts o = { .events = a->buf, .ops = as_policy_find("pytorch"), .config = conf, .capacity = cap,
+		.addr_mode = ADDR_AUTO, .stop_at_oom = stop, .recorded = a->recorded, .model = a->model,
+		.hook = oom_entry ? first_oom : NULL, .hook_ctx = &h, .reader = a->ro };
+	if (as_run(&o, s, err))
+		return -1;
+	if (oom_entry)
+		*oom_entry = h.entry;
+	return 0;
+}
+
+/* The smallest capacity at which the replay has no OOM, by bisection between the peak of live
+ * requested bytes and the unlimited peak reserved bytes, narrowed by the run at the target, to
+ * within max(2 MiB, 1/256 of the upper end) (about 0.4%: advice, not `fit capacity`'s exact answer,
+ * and half the replays). The answer is a capacity that was seen to fit, a multiple of 2 MiB. */
+static int smallest(const advise *a, const result *r, uint64_t *need, as_err *err)
+{
+	const uint64_t g = 2 * AS_MiB;
+	uint64_t lo = r->unl.peak_requested_bytes / g, hi = (r->unl.peak_reserved_bytes + g - 1) / g;
+	if (a->target) {
+		uint64_t t = a->target / g;
+		if (!r->tgt.num_ooms && t * g == a->target && t < hi)
+			hi = t;
+		else if (r->tgt.num_ooms && t > lo && t < hi)
+			lo = t;
+	}
+	uint64_t tol = hi / 256 ? hi / 256 : 1;
+	as_summary s;
+	if (lo && lo < hi) {
+		if (run_one(a, r->config, lo * g, 1, &s, NULL, err))
+			return -1;
+		if (!s.num_ooms)
+			hi = lo;
+	}
+	while (hi - lo > tol) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (cli_interrupted)
+			return as_fail(err, AS_EXIT_INTERRUPTED, "interrupted");
+		if (run_one(a, r->config, mid * g, 1, &s, NULL, err))
+			return -1;
+		if (s.num_ooms)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	*need = hi * g;
+	return 0;
+}
+
+static void *worker(void *arg)
+{
+	advise *a = arg;
+	for (;;) {
+		pthread_mutex_lock(&a->mu);
+		size_t i = a->next++;
+		pthread_mutex_unlock(&a->mu);
+		if (i >= a->n || cli_interrupted)
+			return NULL;
+		result *r = &a->res[i];
+		if (r->skip)
+			continue;
+		as_err *err = &r->err;
+		if (run_one(a, r->config, 0, 0, &r->unl, NULL, err))
+			continue;
+		if (a->target && run_one(a, r->config, a->target, 0, &r->tgt, &r->oom_entry, err))
+			continue;
+		if (a->fit && smallest(a, r, &r->need, err))
+			continue;
+		r->done = 1;
+	}
+}
+
+/* ---- output ------------------------------------------------------------------------------ */
+
+static const as_summary *shown(const advise *a, const result *r)
+{
+	return a->target ? &r->tgt : &r->unl;
+}
+
+static int fits(const advise *a, const result *r)
+{
+	return !a->target || r->tgt.num_ooms == 0;
+}
+
+/* What a setting needs: its smallest capacity, or (--no-fit) its peak reserved bytes. */
+static uint64_t need_of(const advise *a, const result *r)
+{
+	return a->fit ? r->need : shown(a, r)->peak_reserved_bytes;
+}
+
+/* The recommendation: among the settings that fit, those within 1% of the least need; of these the
+ * one with the least modelled allocator time (device calls), then the least need, then the first
+ * in the grid. The 1% keeps a setting that saves a few MiB at the price of hundreds of extra
+ * device calls (expandable_segments with max_split_size_mb) from winning. */
+static size_t pick(const advise *a)
+{
+	uint64_t least = UINT64_MAX;
+	for (size_t i = 0; i < a->n; i++)
+		if (!a->res[i].skip && fits(a, &a->res[i]) && need_of(a, &a->res[i]) < least)
+			least = need_of(a, &a->res[i]);
+	size_t best = SIZE_MAX;
+	for (size_t i = 0; i < a->n; i++) {
+		const result *r = &a->res[i];
+		if (r->skip)
+			continue;
+		if (least == UINT64_MAX) { /* nothing fits: the least need */
+			if (best == SIZE_MAX || need_of(a, r) < need_of(a, &a->res[best]))
+				best = i;
+			continue;
+		}
+		if (!fits(a, r) || (double)need_of(a, r) > (double)least * 1.01)
+			continue;
+		if (best == SIZE_MAX)
+			best = i;
+		else {
+			const result *b = &a->res[best];
+			double tr = shown(a, r)->device_time_us, tb = shown(a, b)->device_time_us;
+			if (tr < tb || (tr == tb && need_of(a, r) < need_of(a, b)))
+				best = i;
+		}
+	}
+	return best;
+}
+
+static double gib(uint64_t b)
+{
+	return (double)b / (double)AS_GiB;
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+/* A CSV field: quoted when it holds a comma or a quote. */
+static void csv_str(FILE *f, const char *s)
+{
+	if (!strpbrk(s, ",\"\n")) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+typedef struct report {
+	const char *trace;
+	const char *target_from;
+	uint64_t recorded_ooms;
+	const char *current;
+	int recorded_settings;
+	size_t best;
+	int harmful;              /* expandable + max_split measured worse than expandable alone */
+} report;
+
+static void print_table(FILE *f, const advise *a, const report *rp)
+{
+	const result *b = &a->res[rp->best], *cur = &a->res[0];
+	fprintf(f, "trace: %s (%zu events", rp->trace, a->buf->n);
+	if (rp->recorded_ooms)
+		fprintf(f, "; %" PRIu64 " out-of-memory in the recording", rp->recorded_ooms);
+	fprintf(f, ")\ncurrent settings: %s%s\n", rp->current[0] ? rp->current : "(none)",
+		rp->recorded_settings ? " (recorded)" : "");
+	if (a->target)
+		fprintf(f, "target: %.2f GiB (%" PRIu64 " bytes, %s)\n", gib(a->target), a->target, rp->target_from);
+	else
+		fprintf(f, "target: none (no limit recorded; give --capacity, --fraction or --gpu)\n");
+	fputc('\n', f);
+	if (!fits(a, b)) {
+		fprintf(f, "No setting of the grid fits %.2f GiB.", gib(a->target));
+		if (a->fit)
+			fprintf(f, " The one that needs least: PYTORCH_CUDA_ALLOC_CONF=\"%s\" (needs %.2f GiB).", b->config, gib(b->need));
+		fputc('\n', f);
+	} else if (rp->best == 0) {
+		fprintf(f, "Recommendation: keep the current settings; no setting of the grid needs less memory.\n");
+	} else {
+		fprintf(f, "Recommendation: PYTORCH_CUDA_ALLOC_CONF=\"%s\"\n", b->config);
+		if (a->fit)
+			fprintf(f, "  needs %.2f GiB instead of %.2f GiB (saves %.2f GiB)", gib(b->need), gib(cur->need),
+				cur->need > b->need ? gib(cur->need - b->need) : 0.0);
+		else
+			fprintf(f, "  peak reserved %.2f GiB instead of %.2f GiB", gib(shown(a, b)->peak_reserved_bytes),
+				gib(shown(a, cur)->peak_reserved_bytes));
+		if (a->target && !fits(a, cur))
+			fprintf(f, "; the current settings run out of memory at trace entry %" PRId64, cur->oom_entry);
+		fputc('\n', f);
+	}
+	fputc('\n', f);
+	fprintf(f, "%-34s %-5s %-9s %13s %11s %10s %10s %12s\n", "setting", "fits", "oom_entry", "peak_reserved",
+		"needs", "efficiency", "cudaMalloc", "alloc_ms");
+	for (size_t i = 0; i < a->n; i++) {
+		const result *r = &a->res[i];
+		if (r->skip)
+			continue;
+		const as_summary *s = shown(a, r);
+		char oom[24] = "-", need[24] = "-";
+		if (a->target && r->oom_entry >= 0)
+			snprintf(oom, sizeof oom, "%" PRId64, r->oom_entry);
+		if (a->fit)
+			snprintf(need, sizeof need, "%.2f GiB", gib(r->need));
+		fprintf(f, "%-34s %-5s %-9s %9.2f GiB %11s %10.3f %10" PRIu64 " %12.3f%s\n", r->c->label,
+			a->target ? (fits(a, r) ? "yes" : "no") : "-", oom, gib(s->peak_reserved_bytes), need,
+			s->peak_reserved_bytes ? (double)s->peak_allocated_bytes / (double)s->peak_reserved_bytes : 0.0,
+			s->num_device_alloc, s->device_time_us / 1000.0, i == rp->best ? "  <- recommended" : "");
+	}
+	if (rp->harmful) {
+		const result *e = &a->res[IDX_EXPANDABLE], *h = &a->res[IDX_HARMFUL];
+		fprintf(f, "\nwarning: max_split_size_mb together with expandable_segments costs more here than expandable_segments\n"
+			"  alone (pytorch#123548): %s %.2f GiB vs %.2f GiB, %" PRIu64 " vs %" PRIu64 " cudaMalloc/map calls, %.3f vs %.3f ms\n",
+			a->fit ? "needs" : "peak reserved", gib(need_of(a, h)), gib(need_of(a, e)), shown(a, h)->num_device_alloc,
+			shown(a, e)->num_device_alloc, shown(a, h)->device_time_us / 1000.0, shown(a, e)->device_time_us / 1000.0);
+	}
+	if (!a->target)
+		fprintf(f, "\nnote: garbage_collection_threshold acts only under a memory limit: its settings were not replayed.\n");
+	fprintf(f, "\n(peak_reserved, efficiency, cudaMalloc and alloc_ms are %s; needs: the smallest capacity without\n"
+		"out-of-memory found by bisection, to within 0.4%%; alloc_ms: modelled device time of the allocator's calls.\n"
+		"Recommended: of the settings that fit, those within 1%% of the least need, the least alloc_ms.)\n",
+		a->target ? "at the target" : "without a limit");
+}
+
+static void print_csv(FILE *f, const advise *a, const report *rp)
+{
+	fputs("trace,setting,config,target_bytes,fits,oom_entry,peak_reserved_bytes,peak_allocated_bytes,efficiency,"
+	      "num_device_alloc,num_ooms,device_time_us,needed_bytes,recommended\n", f);
+	for (size_t i = 0; i < a->n; i++) {
+		const result *r = &a->res[i];
+		if (r->skip)
+			continue;
+		const as_summary *s = shown(a, r);
+		csv_str(f, rp->trace);
+		fputc(',', f);
+		csv_str(f, r->c->label);
+		fputc(',', f);
+		csv_str(f, r->config);
+		fprintf(f, ",%" PRIu64 ",%d,%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%.6f,%" PRIu64 ",%" PRIu64 ",%.3f,%" PRIu64 ",%d\n",
+			a->target, fits(a, r), a->target ? r->oom_entry : -1, s->peak_reserved_bytes, s->peak_allocated_bytes,
+			s->peak_reserved_bytes ? (double)s->peak_allocated_bytes / (double)s->peak_reserved_bytes : 0.0,
+			s->num_device_alloc, s->num_ooms, s->device_time_us, r->need, i == rp->best);
+	}
+}
+
+static void print_json(FILE *f, const advise *a, const report *rp)
+{
+	const result *b = &a->res[rp->best];
+	fputs("{\"trace\": ", f);
+	json_str(f, rp->trace);
+	fprintf(f, ", \"events\": %zu, \"recorded_ooms\": %" PRIu64 ", \"current\": ", a->buf->n, rp->recorded_ooms);
+	json_str(f, rp->current);
+	fprintf(f, ", \"target_bytes\": %" PRIu64 ", \"target_from\": ", a->target);
+	json_str(f, rp->target_from);
+	fprintf(f, ",\n \"fits\": %s, \"recommended\": ", fits(a, b) ? "true" : "false");
+	json_str(f, b->config);
+	fprintf(f, ", \"harmful_combination\": %s,\n \"settings\": [\n", rp->harmful ? "true" : "false");
+	int first = 1;
+	for (size_t i = 0; i < a->n; i++) {
+		const result *r = &a->res[i];
+		if (r->skip)
+			continue;
+		const as_summary *s = shown(a, r);
+		fprintf(f, "%s  {\"setting\": ", first ? "" : ",\n");
+		first = 0;
+		json_str(f, r->c->label);
+		fputs(", \"config\": ", f);
+		json_str(f, r->config);
+		fprintf(f, ", \"fits\": %s, \"oom_entry\": %" PRId64 ", \"peak_reserved_bytes\": %" PRIu64
+			", \"peak_allocated_bytes\": %" PRIu64 ", \"num_device_alloc\": %" PRIu64 ", \"num_ooms\": %" PRIu64
+			", \"device_time_us\": %.3f, \"needed_bytes\": %" PRIu64 "}",
+			fits(a, r) ? "true" : "false", a->target ? r->oom_entry : -1, s->peak_reserved_bytes,
+			s->peak_allocated_bytes, s->num_device_alloc, s->num_ooms, s->device_time_us, r->need);
+	}
+	fputs("\n ]}\n", f);
+}
+
+/* ---- the command ------------------------------------------------------------------------- */
+
+int cmd_advise(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "capacity", required_argument, 0, 'C' }, { "fraction", required_argument, 0, 'F' },
+		{ "device-total", required_argument, 0, 'T' }, { "gpu", required_argument, 0, 'G' },
+		{ "config", required_argument, 0, 'c' }, { "jobs", required_argument, 0, 'j' },
+		{ "format", required_argument, 0, 'f' }, { "output", required_argument, 0, 'o' },
+		{ "no-fit", no_argument, 0, 'N' }, { "latency-model", required_argument, 0, 'M' },
+		{ "device", required_argument, 0, 'D' }, { "help", no_argument, 0, 'h' },
+		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
+	};
+	as_reader_opts ro = { 0 };
+	const char *config = NULL, *format = "table", *out = NULL, *model_path = NULL, *gpu = NULL;
+	uint64_t capacity = 0, total = 0, jobs = 0;
+	double fraction = 0;
+	int fit = 1, c;
+	char m[256];
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "c:j:o:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'C':
+			if (as_parse_capacity(optarg, &capacity, m, sizeof m))
+				return cli_usage_error("advise", "--capacity: %s", m);
+			break;
+		case 'T':
+			if (as_parse_capacity(optarg, &total, m, sizeof m))
+				return cli_usage_error("advise", "--device-total: %s", m);
+			break;
+		case 'F': {
+			char *end;
+			fraction = strtod(optarg, &end);
+			if (end == optarg || *end || !(fraction > 0 && fraction <= 1))
+				return cli_usage_error("advise", "--fraction: '%s' is not a number in (0, 1]", optarg);
+			break;
+		}
+		case 'G': gpu = optarg; break;
+		case 'c': config = optarg; break;
+		case 'j':
+			if (as_parse_u64(optarg, &jobs) || !jobs || jobs > 1024)
+				return cli_usage_error("advise", "-j: '%s' is not a number of workers (1..1024)", optarg);
+			break;
+		case 'f':
+			if (strcmp(optarg, "table") && strcmp(optarg, "csv") && strcmp(optarg, "json"))
+				return cli_usage_error("advise", "--format: table, csv or json, not '%s'", optarg);
+			format = optarg;
+			break;
+		case 'o': out = optarg; break;
+		case 'N': fit = 0; break;
+		case 'M': model_path = optarg; break;
+		case 'D':
+			if (as_reader_opts_device(&ro, optarg))
+				return cli_usage_error("advise", "--device: '%s' is not a device number (0 .. 4095)", optarg);
+			break;
+		case 'h': fputs(advise_usage, stdout); return 0;
+		case 'V': cli_version(); return 0;
+		default: return cli_usage_error("advise", "invalid option");
+		}
+	}
+	if (gpu && !strcmp(gpu, "list")) {
+		printf("%-10s %9s  %s\n", "name", "GiB", "card");
+		for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++)
+			printf("%-10s %9.2f  %s\n", gpus[i].name, gpus[i].gib, gpus[i].note);
+		return 0;
+	}
+	if (argc - optind != 1)
+		return cli_usage_error("advise", "expected one trace");
+	if ((capacity != 0) + (gpu != NULL) + (fraction > 0) > 1)
+		return cli_usage_error("advise", "give at most one of --capacity, --fraction and --gpu");
+	if (total && !(fraction > 0))
+		return cli_usage_error("advise", "--device-total goes with --fraction");
+	const struct gpu *g = NULL;
+	if (gpu && !(g = find_gpu(gpu)))
+		return cli_usage_error("advise", "--gpu: unknown GPU '%s' ('--gpu list' shows the known ones)", gpu);
+	const char *trace = argv[optind];
+	as_err err = { 0, "" };
+	const char *outs[] = { out };
+	const char *ins[] = { trace };
+	if (out && as_outputs_check(outs, 1, ins, 1, &err))
+		return cli_report(&err);
+	cli_catch_signals();
+	as_evbuf buf;
+	if (as_evbuf_load(&buf, trace, &ro, &err))
+		return cli_report(&err);
+	int rc = 0;
+	advise a = { 0 };
+	report rp = { .trace = trace, .target_from = "" };
+	char *current = NULL, *rec = as_recorded_settings(&buf.meta);
+	as_lat_model model = { 0 };
+	int have_model = 0;
+	result *res = NULL;
+	char tf[160];
+	if (g) {
+		capacity = g->bytes ? g->bytes : (uint64_t)llround(g->gib * (double)AS_GiB);
+		snprintf(tf, sizeof tf, "--gpu %s", g->name);
+		rp.target_from = tf;
+	} else if (fraction > 0) {
+		uint64_t t = total ? total : buf.meta.device_total;
+		if (!t) {
+			rc = cli_usage_error("advise", "--fraction needs the device's total memory, which %s does not record: add --device-total SIZE",
+				trace);
+			goto out;
+		}
+		capacity = (uint64_t)floor(fraction * (double)t);
+		snprintf(tf, sizeof tf, "--fraction %g x %" PRIu64 " bytes", fraction, t);
+		rp.target_from = tf;
+	} else if (capacity) {
+		rp.target_from = "--capacity";
+	} else if (buf.meta.capacity) {
+		capacity = buf.meta.capacity;
+		rp.target_from = "recorded in the trace";
+	}
+	for (size_t i = 0; i < buf.n; i++)
+		if (buf.recs[i].type == EV_ALLOC && (buf.recs[i].flags & EVF_OOM))
+			rp.recorded_ooms++;
+	if (config)
+		current = xstrdup(config);
+	else
+		current = xstrdup(rec ? rec : "");
+	rp.current = current;
+	rp.recorded_settings = !config && rec;
+	if (cli_load_model(model_path, &model, &have_model, &err)) {
+		rc = cli_report(&err);
+		goto out;
+	}
+	if (rp.recorded_ooms && !capacity)
+		fprintf(stderr, "%s: warning: the recording ran out of memory %" PRIu64 " time(s) under a limit the trace does not record; "
+			"advising without a limit (give --capacity, --fraction with --device-total, or --gpu)\n", as_progname, rp.recorded_ooms);
+	res = xcalloc(NGRID, sizeof(*res));
+	for (size_t i = 0; i < NGRID; i++) {
+		res[i].c = &grid[i];
+		res[i].config = grid[i].set[0] ? (current[0] ? xmalloc(strlen(current) + strlen(grid[i].set) + 2) : xstrdup(grid[i].set))
+		                                : xstrdup(current);
+		if (grid[i].set[0] && current[0])
+			sprintf(res[i].config, "%s,%s", current, grid[i].set);
+		res[i].oom_entry = -1;
+		res[i].skip = grid[i].gc && !capacity;
+		for (size_t k = 0; k < i && !res[i].skip; k++)
+			if (!res[k].skip && !strcmp(res[k].config, res[i].config))
+				res[i].skip = 1;
+	}
+	/* the grid's settings must parse: a bad current setting is the user's error, found before the work */
+	{
+		as_device *dev = as_sim_device_new(0, ADDR_MODEL);
+		as_counters ctr = { 0 };
+		as_policy *pol;
+		if (as_policy_create(as_policy_find("pytorch"), &pol, current, dev, &ctr, &err) == 0)
+			pol->ops->destroy(pol);
+		as_device_destroy(dev);
+		if (err.code) {
+			rc = cli_usage_error("advise", "-c: %s", err.msg);
+			goto out;
+		}
+	}
+	a = (advise){ .res = res, .n = NGRID, .buf = &buf, .model = have_model ? &model : NULL, .recorded = rec,
+		.target = capacity, .fit = fit, .ro = &ro };
+	pthread_mutex_init(&a.mu, NULL);
+	if (!jobs) {
+		long np = sysconf(_SC_NPROCESSORS_ONLN);
+		jobs = np > 0 ? (uint64_t)np : 1;
+	}
+	if (jobs > NGRID)
+		jobs = NGRID;
+	pthread_t th[NGRID];
+	for (uint64_t w = 0; w < jobs; w++)
+		pthread_create(&th[w], NULL, worker, &a);
+	for (uint64_t w = 0; w < jobs; w++)
+		pthread_join(th[w], NULL);
+	pthread_mutex_destroy(&a.mu);
+	if (cli_interrupted) {
+		fprintf(stderr, "%s: error: interrupted; nothing was written\n", as_progname);
+		rc = AS_EXIT_INTERRUPTED;
+		goto out;
+	}
+	for (size_t i = 0; i < NGRID; i++)
+		if (!res[i].skip && !res[i].done) {
+			rc = cli_report(&res[i].err);
+			goto out;
+		}
+	rp.best = pick(&a);
+	{
+		const result *e = &res[IDX_EXPANDABLE], *h = &res[IDX_HARMFUL];
+		if (!e->skip && !h->skip)
+			rp.harmful = need_of(&a, h) > need_of(&a, e) ||
+			             shown(&a, h)->device_time_us > 2 * shown(&a, e)->device_time_us;
+	}
+	as_outfile of = { 0 };
+	if (as_outfile_open(&of, out, &err)) {
+		rc = cli_report(&err);
+		goto out;
+	}
+	if (!strcmp(format, "csv"))
+		print_csv(of.fp, &a, &rp);
+	else if (!strcmp(format, "json"))
+		print_json(of.fp, &a, &rp);
+	else
+		print_table(of.fp, &a, &rp);
+	if (as_outfile_close(&of, 1, &err)) {
+		rc = cli_report(&err);
+		goto out;
+	}
+	rc = fits(&a, &res[rp.best]) ? 0 : 3;
+out:
+	if (res)
+		for (size_t i = 0; i < NGRID; i++)
+			free(res[i].config);
+	free(res);
+	free(current);
+	free(rec);
+	as_lat_model_free(&model);
+	as_evbuf_free(&buf);
+	return rc;
+}

@@ -1,0 +1,80 @@
+#!/bin/sh
+# advise.sh - allocsim advise: the settings that fit, checked against what the real GPU did.
+. "${srcdir:-.}/tests/lib.sh"
+A=$ALLOCSIM
+GT="$T/ground-truth.csv"
+# csv_field CSV SETTING COLUMN: a column of advise's CSV row for one setting
+csv_field() { printf '%s\n' "$1" | csv_bars | awk -F'|' -v s="$2" -v c="$3" 'NR==1{for(i=1;i<=NF;i++) if($i==c) k=i} NR>1 && $2==s {print $k}'; }
+gt() { awk -F, -v n="$1" -v c="$2" 'NR==1{for(i=1;i<=NF;i++) if($i==c) k=i} $1==n {print $k}' "$GT"; }
+
+# The recorded runs under a memory limit (fraction x device total) of two workloads: the real GPU ran
+# the default settings (OOM), expandable_segments, garbage_collection_threshold:0.6 and
+# max_split_size_mb:128 at the same limit. advise, from the default run's snapshot alone, must say
+# which of them fit, as the GPU did.
+for w in bert_infer_varlen gpt2_train_varlen; do
+	frac=$(gt ${w}__p110_default fraction); total=$(gt ${w}__p110_default device_total_bytes)
+	run "$A" advise --format csv --fraction "$frac" --device-total "$total" "$T/${w}__p110_default.pickle.gz"
+	is "$st" 0 "$w: some setting fits the recorded limit (exit 0)"
+	is "$(csv_field "$out" current target_bytes)" "$(gt ${w}__p110_default capacity_bytes)" "$w: target = fraction x device total = the recorded capacity"
+	for p in default:current exp:expandable_segments gc06:garbage_collection_threshold:0.6 ms128:max_split_size_mb:128; do
+		tag=${p%%:*}; s=${p#*:}
+		real=$(gt ${w}__p110_$tag oom)
+		is "$(csv_field "$out" "$s" fits)" "$((1 - real))" "$w: $s fits = the real GPU's run had no OOM (oom=$real)"
+	done
+	rec=$(printf '%s\n' "$out" | csv_bars | awk -F'|' 'NR>1 && $NF==1 {print $3}')
+	is "$(printf '%s\n' "$out" | csv_bars | awk -F'|' 'NR>1 && $NF==1' | wc -l)" 1 "$w: exactly one setting is recommended"
+	r2=$("$A" replay -c "$rec" --capacity "$(gt ${w}__p110_default capacity_bytes)" --no-timing "$T/${w}__p110_default.pickle.gz")
+	is "$(col "$r2" num_ooms)" 0 "$w: the recommendation ($rec) replays without OOM at the limit"
+	need=$(csv_field "$out" "$(printf '%s\n' "$out" | csv_bars | awk -F'|' 'NR>1 && $NF==1 {print $2}')" needed_bytes)
+	r3=$("$A" replay -c "$rec" --capacity "$need" --no-timing "$T/${w}__p110_default.pickle.gz")
+	is "$(col "$r3" num_ooms)" 0 "$w: it fits in the capacity advise says it needs ($need)"
+done
+# the current settings fail where the recording did: the snapshot's 'oom' entry
+run "$A" advise --format csv --capacity "$(gt bert_infer_varlen__p110_default capacity_bytes)" "$T/bert_infer_varlen__p110_default.pickle.gz"
+is "$(csv_field "$out" current oom_entry)" 5888 "bert: the current settings run out of memory at trace entry 5888, the snapshot's oom entry"
+is "$(csv_field "$out" expandable_segments num_ooms)" 0 "bert: expandable_segments has no OOM"
+# the table: the recommendation first, sizes in GiB
+run "$A" advise --capacity "$(gt gpt2_train_varlen__p110_default capacity_bytes)" "$T/gpt2_train_varlen__p110_default.pickle.gz"
+is "$(printf '%s\n' "$out" | sed -n 5p)" 'Recommendation: PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True"' "gpt2: the table opens with the recommendation"
+contains "$out" "target: 17.30 GiB (18580450876 bytes, --capacity)"; ok $? "the table shows the target in GiB and bytes"
+contains "$out" "warning: max_split_size_mb together with expandable_segments costs more"; ok $? "the harmful combination (pytorch#123548) is named, with numbers"
+is "$(printf '%s\n' "$out" | grep -c '<- recommended')" 1 "one row is marked"
+# json parses and says the same
+if [ -n "$PYTHON" ]; then
+	j=$("$A" advise --format json --capacity 18580450876 "$T/gpt2_train_varlen__p110_default.pickle.gz" |
+		"$PYTHON" -c 'import json,sys; d=json.load(sys.stdin); print(d["recommended"], d["fits"], len(d["settings"]), d["recorded_ooms"])')
+	is "$j" "expandable_segments:True True 15 1" "--format json: the same recommendation, 15 settings, the recorded OOM"
+fi
+# nothing fits: exit 3 and the setting that needs least
+run "$A" advise --capacity 100MiB "$T/bert_infer_varlen__p110_default.pickle.gz"
+is "$st" 3 "no setting fits 100 MiB: exit 3"
+contains "$out" "No setting of the grid fits 0.10 GiB"; ok $? "and says so"
+# deterministic for any -j
+a1=$("$A" advise -j 1 --format csv --capacity 17GiB "$T/gpt2_train_varlen__default.pickle.gz"); a2=$("$A" advise -j 3 --format csv --capacity 17GiB "$T/gpt2_train_varlen__default.pickle.gz")
+[ -n "$a1" ] && [ "$a1" = "$a2" ]; ok $? "-j 1 and -j 3 give the same bytes"
+is "$(printf '%s\n' "$a1" | wc -l)" 16 "a header and 15 settings with a capacity"
+# without a target: gc settings are not replayed (they act only under a limit), and it says so
+run "$A" advise "$T/resnet50_train__default.pickle.gz"
+is "$st" 0 "no target: exit 0"
+contains "$out" "garbage_collection_threshold acts only under a memory limit"; ok $? "no target: the gc settings are left out, with a note"
+run "$A" advise "$T/bert_infer_varlen__p110_default.pickle.gz"
+contains "$errout" "warning: the recording ran out of memory 1 time(s) under a limit the trace does not record"; ok $? "an OOM snapshot without a target: a warning naming the options"
+# the recorded settings are the current ones
+run "$A" advise --format csv --capacity 4GiB "$T/resnet50_train__ms128.pickle.gz"
+is "$(csv_field "$out" current config)" "max_split_size_mb:128" "the current settings default to the recorded ones"
+# options
+run "$A" advise --gpu list; contains "$out" "H200"; ok $? "--gpu list shows the table"
+run "$A" advise --gpu A100-40GB --format csv "$T/seed_example__default.pickle.gz"
+is "$(csv_field "$out" current target_bytes)" 42294690447 "--gpu A100-40GB: 39.39 GiB"
+run "$A" advise --gpu B9000 "$T/seed_example__default.pickle.gz"; is "$st" 64 "--gpu with an unknown name: exit 64"
+contains "$errout" "unknown GPU 'B9000'"; ok $? "and names it"
+run "$A" advise --fraction 0.5 "$T/seed_example__default.pickle.gz"; is "$st" 64 "--fraction without a device total: exit 64"
+contains "$errout" "add --device-total SIZE"; ok $? "and says what to add"
+run "$A" advise --fraction 0.5 --capacity 1GiB "$T/seed_example__default.pickle.gz"; is "$st" 64 "two targets: exit 64"
+run "$A" advise --fraction 1.5 --device-total 1GiB "$T/seed_example__default.pickle.gz"; is "$st" 64 "--fraction above 1: exit 64"
+run "$A" advise -c "max_split_size_mb:3" "$T/seed_example__default.pickle.gz"; is "$st" 64 "a bad -c: exit 64 before any replay"
+run "$A" advise -o "$T/seed_example__default.pickle.gz" "$T/seed_example__default.pickle.gz"; is "$st" 64 "-o naming the input: exit 64"
+run "$A" advise --format csv -o "$TMP/a.csv" --capacity 1GiB "$T/seed_example__default.pickle.gz"
+is "$st:$(head -c 6 "$TMP/a.csv")" "0:trace," "-o writes the file"
+run "$A" advise "$TMP/missing.pickle.gz"; is "$st" 66 "a missing trace: exit 66"
+finish
