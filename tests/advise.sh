@@ -77,4 +77,27 @@ run "$A" advise -o "$T/seed_example__default.pickle.gz" "$T/seed_example__defaul
 run "$A" advise --format csv -o "$TMP/a.csv" --capacity 1GiB "$T/seed_example__default.pickle.gz"
 is "$st:$(head -c 6 "$TMP/a.csv")" "0:trace," "-o writes the file"
 run "$A" advise "$TMP/missing.pickle.gz"; is "$st" 66 "a missing trace: exit 66"
+# a directory of per-rank snapshots is one job: one setting for every rank, the worst rank named
+mkdir "$TMP/job" "$TMP/empty"
+cp "$T/bert_infer_varlen__p110_default.pickle.gz" "$TMP/job/rank0.pickle.gz"
+cp "$T/gpt2_train_varlen__default.pickle.gz" "$TMP/job/rank2.pickle.gz"
+cp "$T/gpt2_train_varlen__p110_default.pickle.gz" "$TMP/job/rank10.pickle.gz"
+echo notes > "$TMP/job/README.txt"
+run "$A" advise --format csv --capacity 18580450876 "$TMP/job"
+is "$st" 0 "a job directory: exit 0"
+is "$(printf '%s\n' "$out" | csv_bars | awk -F'|' 'NR>1 && $2=="current" {sub(/.*\//, "", $1); printf "%s ", $1}')" "rank0.pickle.gz rank2.pickle.gz rank10.pickle.gz " \
+	"the ranks in version order (rank2 before rank10), other files left out"
+is "$(printf '%s\n' "$out" | csv_bars | awk -F'|' 'NR>1 && $NF==1 {print $2}' | sort -u)" "expandable_segments" "one recommendation for the job, marked on every rank's row"
+single=$("$A" advise --format csv --capacity 18580450876 "$T/gpt2_train_varlen__default.pickle.gz" | csv_bars | awk -F'|' 'NR>1 {print $2, $5, $13}')
+r2=$(printf '%s\n' "$out" | csv_bars | awk -F'|' 'NR>1 && $1 ~ /rank2/ {print $2, $5, $13}')
+[ -n "$single" ] && [ "$r2" = "$single" ]; ok $? "a rank's rows equal advise on that snapshot alone"
+run "$A" advise --capacity 18580450876 "$TMP/job"
+contains "$out" "the current settings run out of memory on 2 of 3 ranks"; ok $? "the table says how many ranks run out"
+contains "$out" "worst rank under the recommendation: $TMP/job/rank2.pickle.gz"; ok $? "and names the worst rank"
+if [ -n "$PYTHON" ]; then
+	j=$("$A" advise --format json --capacity 18580450876 "$TMP/job" | "$PYTHON" -c 'import json,sys; d=json.load(sys.stdin); print(len(d["ranks"]), d["recommended"], d["worst_rank"].split("/")[-1])')
+	is "$j" "3 expandable_segments:True rank2.pickle.gz" "--format json for a job: its ranks, the recommendation, the worst rank"
+fi
+run "$A" advise "$TMP/empty"; is "$st" 66 "an empty directory: exit 66"
+contains "$errout" "holds no snapshots"; ok $? "and says so"
 finish

@@ -15,6 +15,9 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#include <dirent.h>
+#include <errno.h>
+#include <sys/stat.h>
 
 static const char advise_usage[] =
 	"usage: allocsim advise [options] SNAPSHOT\n"
@@ -109,17 +112,29 @@ typedef struct result {
 	as_err err;
 } result;
 
+/* One trace (one rank of a job) and its grid. */
 typedef struct advise {
 	result *res;
-	size_t n, next;
-	pthread_mutex_t mu;
-	const as_evbuf *buf;
+	size_t n;
+	const char *path;
+	as_evbuf buf;
+	int loaded;
+	const as_evbuf *bufp;     /* &buf (NULL for a job's aggregate) */
 	const as_lat_model *model;
-	const char *recorded;
+	char *recorded;
+	char *current;
+	uint64_t recorded_ooms;
 	uint64_t target;
 	int fit;
 	const as_reader_opts *ro;
 } advise;
+
+/* The work queue over every rank's grid. */
+typedef struct pool {
+	advise *ranks;
+	size_t nranks, next;
+	pthread_mutex_t mu;
+} pool;
 
 typedef struct oomhook {
 	int64_t entry;
@@ -135,7 +150,7 @@ static void first_oom(as_engine *e, const as_event *ev, void *ctx)
 static int run_one(const advise *a, const char *conf, uint64_t cap, int stop, as_summary *s, int64_t *oom_entry, as_err *err)
 {
 	oomhook h = { -1 };
-	as_run_opts o = { .events = a->buf, .ops = as_policy_find("pytorch"), .config = conf, .capacity = cap,
+	as_run_opts o = { .events = a->bufp, .ops = as_policy_find("pytorch"), .config = conf, .capacity = cap,
 		.addr_mode = ADDR_AUTO, .stop_at_oom = stop, .recorded = a->recorded, .model = a->model,
 		.hook = oom_entry ? first_oom : NULL, .hook_ctx = &h, .reader = a->ro };
 	if (as_run(&o, s, err))
@@ -185,14 +200,15 @@ static int smallest(const advise *a, const result *r, uint64_t *need, as_err *er
 
 static void *worker(void *arg)
 {
-	advise *a = arg;
+	pool *q = arg;
 	for (;;) {
-		pthread_mutex_lock(&a->mu);
-		size_t i = a->next++;
-		pthread_mutex_unlock(&a->mu);
-		if (i >= a->n || cli_interrupted)
+		pthread_mutex_lock(&q->mu);
+		size_t k = q->next++;
+		pthread_mutex_unlock(&q->mu);
+		if (k >= q->nranks * NGRID || cli_interrupted)
 			return NULL;
-		result *r = &a->res[i];
+		advise *a = &q->ranks[k / NGRID];
+		result *r = &a->res[k % NGRID];
 		if (r->skip)
 			continue;
 		as_err *err = &r->err;
@@ -295,22 +311,43 @@ static void csv_str(FILE *f, const char *s)
 }
 
 typedef struct report {
-	const char *trace;
 	const char *target_from;
-	uint64_t recorded_ooms;
-	const char *current;
 	int recorded_settings;
 	size_t best;
 	int harmful;              /* expandable + max_split measured worse than expandable alone */
+	advise *ranks;            /* a job: its ranks (a is then their aggregate) */
+	size_t nranks;
 } report;
+
+static double eff(const as_summary *s)
+{
+	return s->peak_reserved_bytes ? (double)s->peak_allocated_bytes / (double)s->peak_reserved_bytes : 0.0;
+}
+
+/* The rank that needs most under setting i (the job's worst rank). */
+static size_t worst_rank(const advise *a, const report *rp, size_t i)
+{
+	size_t w = 0;
+	for (size_t k = 1; k < rp->nranks; k++)
+		if (need_of(a, &rp->ranks[k].res[i]) > need_of(a, &rp->ranks[w].res[i]))
+			w = k;
+	return w;
+}
 
 static void print_table(FILE *f, const advise *a, const report *rp)
 {
 	const result *b = &a->res[rp->best], *cur = &a->res[0];
-	fprintf(f, "trace: %s (%zu events", rp->trace, a->buf->n);
-	if (rp->recorded_ooms)
-		fprintf(f, "; %" PRIu64 " out-of-memory in the recording", rp->recorded_ooms);
-	fprintf(f, ")\ncurrent settings: %s%s\n", rp->current[0] ? rp->current : "(none)",
+	if (rp->nranks) {
+		size_t ev = 0;
+		for (size_t k = 0; k < rp->nranks; k++)
+			ev += rp->ranks[k].bufp->n;
+		fprintf(f, "job: %s (%zu ranks, %zu events", a->path, rp->nranks, ev);
+	} else {
+		fprintf(f, "trace: %s (%zu events", a->path, a->bufp->n);
+	}
+	if (a->recorded_ooms)
+		fprintf(f, "; %" PRIu64 " out-of-memory in the recording", a->recorded_ooms);
+	fprintf(f, ")\ncurrent settings: %s%s\n", a->current[0] ? a->current : "(none)",
 		rp->recorded_settings ? " (recorded)" : "");
 	if (a->target)
 		fprintf(f, "target: %.2f GiB (%" PRIu64 " bytes, %s)\n", gib(a->target), a->target, rp->target_from);
@@ -318,7 +355,7 @@ static void print_table(FILE *f, const advise *a, const report *rp)
 		fprintf(f, "target: none (no limit recorded; give --capacity, --fraction or --gpu)\n");
 	fputc('\n', f);
 	if (!fits(a, b)) {
-		fprintf(f, "No setting of the grid fits %.2f GiB.", gib(a->target));
+		fprintf(f, "No setting of the grid fits %.2f GiB%s.", gib(a->target), rp->nranks ? " on every rank" : "");
 		if (a->fit)
 			fprintf(f, " The one that needs least: PYTORCH_CUDA_ALLOC_CONF=\"%s\" (needs %.2f GiB).", b->config, gib(b->need));
 		fputc('\n', f);
@@ -332,27 +369,48 @@ static void print_table(FILE *f, const advise *a, const report *rp)
 		else
 			fprintf(f, "  peak reserved %.2f GiB instead of %.2f GiB", gib(shown(a, b)->peak_reserved_bytes),
 				gib(shown(a, cur)->peak_reserved_bytes));
-		if (a->target && !fits(a, cur))
-			fprintf(f, "; the current settings run out of memory at trace entry %" PRId64, cur->oom_entry);
+		if (a->target && !fits(a, cur)) {
+			if (rp->nranks)
+				fprintf(f, "; the current settings run out of memory on %" PRIu64 " of %zu ranks", cur->tgt.num_ooms, rp->nranks);
+			else
+				fprintf(f, "; the current settings run out of memory at trace entry %" PRId64, cur->oom_entry);
+		}
 		fputc('\n', f);
 	}
 	fputc('\n', f);
-	fprintf(f, "%-34s %-5s %-9s %13s %11s %10s %10s %12s\n", "setting", "fits", "oom_entry", "peak_reserved",
-		"needs", "efficiency", "cudaMalloc", "alloc_ms");
+	fprintf(f, "%-34s %-5s %-9s %13s %11s %10s %10s %12s\n", "setting", "fits", rp->nranks ? "oom_ranks" : "oom_entry",
+		"peak_reserved", "needs", "efficiency", "cudaMalloc", "alloc_ms");
 	for (size_t i = 0; i < a->n; i++) {
 		const result *r = &a->res[i];
 		if (r->skip)
 			continue;
 		const as_summary *s = shown(a, r);
 		char oom[24] = "-", need[24] = "-";
-		if (a->target && r->oom_entry >= 0)
+		if (a->target && rp->nranks && r->tgt.num_ooms)
+			snprintf(oom, sizeof oom, "%" PRIu64, r->tgt.num_ooms);
+		else if (a->target && !rp->nranks && r->oom_entry >= 0)
 			snprintf(oom, sizeof oom, "%" PRId64, r->oom_entry);
 		if (a->fit)
 			snprintf(need, sizeof need, "%.2f GiB", gib(r->need));
 		fprintf(f, "%-34s %-5s %-9s %9.2f GiB %11s %10.3f %10" PRIu64 " %12.3f%s\n", r->c->label,
-			a->target ? (fits(a, r) ? "yes" : "no") : "-", oom, gib(s->peak_reserved_bytes), need,
-			s->peak_reserved_bytes ? (double)s->peak_allocated_bytes / (double)s->peak_reserved_bytes : 0.0,
+			a->target ? (fits(a, r) ? "yes" : "no") : "-", oom, gib(s->peak_reserved_bytes), need, eff(s),
 			s->num_device_alloc, s->device_time_us / 1000.0, i == rp->best ? "  <- recommended" : "");
+	}
+	if (rp->nranks) {
+		size_t w = worst_rank(a, rp, rp->best);
+		fprintf(f, "\n%-40s %-12s %11s %-12s %11s\n", "rank", "current", "needs", "recommended", "needs");
+		for (size_t k = 0; k < rp->nranks; k++) {
+			const advise *rk = &rp->ranks[k];
+			const result *c = &rk->res[0], *r = &rk->res[rp->best];
+			char cn[24] = "-", rn[24] = "-";
+			if (a->fit) {
+				snprintf(cn, sizeof cn, "%.2f GiB", gib(c->need));
+				snprintf(rn, sizeof rn, "%.2f GiB", gib(r->need));
+			}
+			fprintf(f, "%-40s %-12s %11s %-12s %11s%s\n", rk->path, !a->target ? "-" : fits(rk, c) ? "fits" : "OOM", cn,
+				!a->target ? "-" : fits(rk, r) ? "fits" : "OOM", rn, k == w ? "  <- worst rank" : "");
+		}
+		fprintf(f, "worst rank under the recommendation: %s\n", rp->ranks[w].path);
 	}
 	if (rp->harmful) {
 		const result *e = &a->res[IDX_EXPANDABLE], *h = &a->res[IDX_HARMFUL];
@@ -363,45 +421,42 @@ static void print_table(FILE *f, const advise *a, const report *rp)
 	}
 	if (!a->target)
 		fprintf(f, "\nnote: garbage_collection_threshold acts only under a memory limit: its settings were not replayed.\n");
-	fprintf(f, "\n(peak_reserved, efficiency, cudaMalloc and alloc_ms are %s; needs: the smallest capacity without\n"
+	fprintf(f, "\n(peak_reserved, efficiency, cudaMalloc and alloc_ms are %s%s; needs: the smallest capacity without\n"
 		"out-of-memory found by bisection, to within 0.4%%; alloc_ms: modelled device time of the allocator's calls.\n"
 		"Recommended: of the settings that fit, those within 1%% of the least need, the least alloc_ms.)\n",
-		a->target ? "at the target" : "without a limit");
+		a->target ? "at the target" : "without a limit", rp->nranks ? ", the largest over the ranks" : "");
 }
 
-static void print_csv(FILE *f, const advise *a, const report *rp)
+static void print_csv_rows(FILE *f, const advise *a, size_t best)
 {
-	fputs("trace,setting,config,target_bytes,fits,oom_entry,peak_reserved_bytes,peak_allocated_bytes,efficiency,"
-	      "num_device_alloc,num_ooms,device_time_us,needed_bytes,recommended\n", f);
 	for (size_t i = 0; i < a->n; i++) {
 		const result *r = &a->res[i];
 		if (r->skip)
 			continue;
 		const as_summary *s = shown(a, r);
-		csv_str(f, rp->trace);
+		csv_str(f, a->path);
 		fputc(',', f);
 		csv_str(f, r->c->label);
 		fputc(',', f);
 		csv_str(f, r->config);
 		fprintf(f, ",%" PRIu64 ",%d,%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%.6f,%" PRIu64 ",%" PRIu64 ",%.3f,%" PRIu64 ",%d\n",
 			a->target, fits(a, r), a->target ? r->oom_entry : -1, s->peak_reserved_bytes, s->peak_allocated_bytes,
-			s->peak_reserved_bytes ? (double)s->peak_allocated_bytes / (double)s->peak_reserved_bytes : 0.0,
-			s->num_device_alloc, s->num_ooms, s->device_time_us, r->need, i == rp->best);
+			eff(s), s->num_device_alloc, s->num_ooms, s->device_time_us, r->need, i == best);
 	}
 }
 
-static void print_json(FILE *f, const advise *a, const report *rp)
+static void print_csv(FILE *f, const advise *a, const report *rp)
 {
-	const result *b = &a->res[rp->best];
-	fputs("{\"trace\": ", f);
-	json_str(f, rp->trace);
-	fprintf(f, ", \"events\": %zu, \"recorded_ooms\": %" PRIu64 ", \"current\": ", a->buf->n, rp->recorded_ooms);
-	json_str(f, rp->current);
-	fprintf(f, ", \"target_bytes\": %" PRIu64 ", \"target_from\": ", a->target);
-	json_str(f, rp->target_from);
-	fprintf(f, ",\n \"fits\": %s, \"recommended\": ", fits(a, b) ? "true" : "false");
-	json_str(f, b->config);
-	fprintf(f, ", \"harmful_combination\": %s,\n \"settings\": [\n", rp->harmful ? "true" : "false");
+	fputs("trace,setting,config,target_bytes,fits,oom_entry,peak_reserved_bytes,peak_allocated_bytes,efficiency,"
+	      "num_device_alloc,num_ooms,device_time_us,needed_bytes,recommended\n", f);
+	if (!rp->nranks)
+		print_csv_rows(f, a, rp->best);
+	for (size_t k = 0; k < rp->nranks; k++)
+		print_csv_rows(f, &rp->ranks[k], rp->best);
+}
+
+static void print_json_settings(FILE *f, const advise *a)
+{
 	int first = 1;
 	for (size_t i = 0; i < a->n; i++) {
 		const result *r = &a->res[i];
@@ -419,10 +474,120 @@ static void print_json(FILE *f, const advise *a, const report *rp)
 			fits(a, r) ? "true" : "false", a->target ? r->oom_entry : -1, s->peak_reserved_bytes,
 			s->peak_allocated_bytes, s->num_device_alloc, s->num_ooms, s->device_time_us, r->need);
 	}
-	fputs("\n ]}\n", f);
+}
+
+static void print_json(FILE *f, const advise *a, const report *rp)
+{
+	const result *b = &a->res[rp->best];
+	fputs(rp->nranks ? "{\"job\": " : "{\"trace\": ", f);
+	json_str(f, a->path);
+	fprintf(f, ", \"recorded_ooms\": %" PRIu64 ", \"current\": ", a->recorded_ooms);
+	json_str(f, a->current);
+	fprintf(f, ", \"target_bytes\": %" PRIu64 ", \"target_from\": ", a->target);
+	json_str(f, rp->target_from);
+	fprintf(f, ",\n \"fits\": %s, \"recommended\": ", fits(a, b) ? "true" : "false");
+	json_str(f, b->config);
+	fprintf(f, ", \"harmful_combination\": %s,\n", rp->harmful ? "true" : "false");
+	if (!rp->nranks) {
+		fprintf(f, " \"events\": %zu, \"settings\": [\n", a->bufp->n);
+		print_json_settings(f, a);
+		fputs("\n ]}\n", f);
+		return;
+	}
+	fputs(" \"worst_rank\": ", f);
+	json_str(f, rp->ranks[worst_rank(a, rp, rp->best)].path);
+	fputs(", \"ranks\": [\n", f);
+	for (size_t k = 0; k < rp->nranks; k++) {
+		fprintf(f, "%s {\"trace\": ", k ? ",\n" : "");
+		json_str(f, rp->ranks[k].path);
+		fprintf(f, ", \"events\": %zu, \"settings\": [\n", rp->ranks[k].bufp->n);
+		print_json_settings(f, &rp->ranks[k]);
+		fputs("\n ]}", f);
+	}
+	fputs("\n]}\n", f);
 }
 
 /* ---- the command ------------------------------------------------------------------------- */
+
+/* The traces of a directory of per-rank snapshots: regular files named *.pickle, *.pickle.gz,
+ * *.pkl, *.pkl.gz or *.asbin, in version order (rank2 before rank10). */
+static int rank_files(const char *dir, char ***out, size_t *n, as_err *err)
+{
+	struct dirent **ents;
+	int m = scandir(dir, &ents, NULL, versionsort);
+	if (m < 0)
+		return as_fail(err, AS_EXIT_NOINPUT, "cannot read directory '%s': %s", dir, strerror(errno));
+	static const char *const ext[] = { ".pickle", ".pickle.gz", ".pkl", ".pkl.gz", ".asbin" };
+	*out = NULL;
+	*n = 0;
+	for (int i = 0; i < m; i++) {
+		const char *nm = ents[i]->d_name;
+		size_t l = strlen(nm);
+		int take = 0;
+		for (size_t e = 0; e < sizeof ext / sizeof ext[0]; e++)
+			if (l > strlen(ext[e]) && !strcmp(nm + l - strlen(ext[e]), ext[e]))
+				take = 1;
+		char *path = NULL;
+		struct stat st;
+		if (take && asprintf(&path, "%s/%s", dir, nm) > 0 && !stat(path, &st) && S_ISREG(st.st_mode)) {
+			*out = xrealloc(*out, (*n + 1) * sizeof(char *));
+			(*out)[(*n)++] = path;
+		} else {
+			free(path);
+		}
+		free(ents[i]);
+	}
+	free(ents);
+	if (!*n)
+		return as_fail(err, AS_EXIT_NOINPUT, "directory '%s' holds no snapshots (*.pickle, *.pickle.gz, *.pkl, *.pkl.gz, *.asbin)", dir);
+	return 0;
+}
+
+/* A rank's grid on top of its current settings. */
+static void make_grid(advise *a)
+{
+	a->n = NGRID;
+	a->res = xcalloc(NGRID, sizeof(*a->res));
+	for (size_t i = 0; i < NGRID; i++) {
+		result *r = &a->res[i];
+		r->c = &grid[i];
+		if (!grid[i].set[0])
+			r->config = xstrdup(a->current);
+		else if (!a->current[0])
+			r->config = xstrdup(grid[i].set);
+		else if (asprintf(&r->config, "%s,%s", a->current, grid[i].set) < 0)
+			abort();
+		r->oom_entry = -1;
+		r->skip = grid[i].gc && !a->target;
+	}
+}
+
+/* The job's aggregate of its ranks: a setting fits if it fits on every rank; the sizes, calls and
+ * times are the largest over the ranks; num_ooms (at the target) counts the ranks that run out. */
+static void aggregate(advise *agg, const advise *ranks, size_t nranks)
+{
+	for (size_t i = 0; i < NGRID; i++) {
+		result *g = &agg->res[i];
+		for (size_t k = 0; k < nranks; k++) {
+			const result *r = &ranks[k].res[i];
+			as_summary *dst[] = { &g->unl, &g->tgt };
+			const as_summary *src[] = { &r->unl, &r->tgt };
+			for (int j = 0; j < 2; j++) {
+				if (src[j]->peak_reserved_bytes > dst[j]->peak_reserved_bytes) {
+					dst[j]->peak_reserved_bytes = src[j]->peak_reserved_bytes;
+					dst[j]->peak_allocated_bytes = src[j]->peak_allocated_bytes;
+				}
+				if (src[j]->num_device_alloc > dst[j]->num_device_alloc)
+					dst[j]->num_device_alloc = src[j]->num_device_alloc;
+				if (src[j]->device_time_us > dst[j]->device_time_us)
+					dst[j]->device_time_us = src[j]->device_time_us;
+			}
+			g->tgt.num_ooms += r->tgt.num_ooms > 0;
+			if (r->need > g->need)
+				g->need = r->need;
+		}
+	}
+}
 
 int cmd_advise(int argc, char **argv)
 {
@@ -489,7 +654,7 @@ int cmd_advise(int argc, char **argv)
 		return 0;
 	}
 	if (argc - optind != 1)
-		return cli_usage_error("advise", "expected one trace");
+		return cli_usage_error("advise", "expected one trace (or a directory of per-rank snapshots)");
 	if ((capacity != 0) + (gpu != NULL) + (fraction > 0) > 1)
 		return cli_usage_error("advise", "give at most one of --capacity, --fraction and --gpu");
 	if (total && !(fraction > 0))
@@ -499,28 +664,53 @@ int cmd_advise(int argc, char **argv)
 		return cli_usage_error("advise", "--gpu: unknown GPU '%s' ('--gpu list' shows the known ones)", gpu);
 	const char *trace = argv[optind];
 	as_err err = { 0, "" };
-	const char *outs[] = { out };
-	const char *ins[] = { trace };
-	if (out && as_outputs_check(outs, 1, ins, 1, &err))
-		return cli_report(&err);
-	cli_catch_signals();
-	as_evbuf buf;
-	if (as_evbuf_load(&buf, trace, &ro, &err))
-		return cli_report(&err);
 	int rc = 0;
-	advise a = { 0 };
-	report rp = { .trace = trace, .target_from = "" };
-	char *current = NULL, *rec = as_recorded_settings(&buf.meta);
+	char **files = NULL;
+	size_t nfiles = 0;
+	struct stat st;
+	int is_dir = !stat(trace, &st) && S_ISDIR(st.st_mode);
+	if (is_dir) {
+		if (rank_files(trace, &files, &nfiles, &err))
+			return cli_report(&err);
+	} else {
+		files = xmalloc(sizeof(char *));
+		files[0] = xstrdup(trace);
+		nfiles = 1;
+	}
+	advise *ranks = xcalloc(nfiles, sizeof(*ranks)), agg = { 0 };
+	report rp = { .target_from = "", .ranks = is_dir ? ranks : NULL, .nranks = is_dir ? nfiles : 0 };
 	as_lat_model model = { 0 };
 	int have_model = 0;
-	result *res = NULL;
 	char tf[160];
+	{
+		const char *outs[] = { out };
+		if (out && as_outputs_check(outs, 1, (const char *const *)files, nfiles, &err)) {
+			rc = cli_report(&err);
+			goto out;
+		}
+	}
+	cli_catch_signals();
+	for (size_t k = 0; k < nfiles; k++) {
+		advise *a = &ranks[k];
+		a->path = files[k];
+		if (as_evbuf_load(&a->buf, a->path, &ro, &err)) {
+			rc = cli_report(&err);
+			goto out;
+		}
+		a->loaded = 1;
+		a->bufp = &a->buf;
+		a->recorded = as_recorded_settings(&a->buf.meta);
+		a->current = xstrdup(config ? config : a->recorded ? a->recorded : "");
+		for (size_t i = 0; i < a->buf.n; i++)
+			if (a->buf.recs[i].type == EV_ALLOC && (a->buf.recs[i].flags & EVF_OOM))
+				a->recorded_ooms++;
+	}
 	if (g) {
 		capacity = g->bytes ? g->bytes : (uint64_t)llround(g->gib * (double)AS_GiB);
 		snprintf(tf, sizeof tf, "--gpu %s", g->name);
 		rp.target_from = tf;
 	} else if (fraction > 0) {
-		uint64_t t = total ? total : buf.meta.device_total;
+		uint64_t t = total ? total : ranks[0].buf.meta.device_total;
 		if (!t) {
 			rc = cli_usage_error("advise", "--fraction needs the device's total memory, which %s does not record: add --device-total SIZE",
 				trace);
@@ -531,83 +721,91 @@ int cmd_advise(int argc, char **argv)
 		rp.target_from = tf;
 	} else if (capacity) {
 		rp.target_from = "--capacity";
-	} else if (buf.meta.capacity) {
-		capacity = buf.meta.capacity;
+	} else if (ranks[0].buf.meta.capacity) {
+		capacity = ranks[0].buf.meta.capacity;
 		rp.target_from = "recorded in the trace";
 	}
-	for (size_t i = 0; i < buf.n; i++)
-		if (buf.recs[i].type == EV_ALLOC && (buf.recs[i].flags & EVF_OOM))
-			rp.recorded_ooms++;
-	if (config)
-		current = xstrdup(config);
-	else
-		current = xstrdup(rec ? rec : "");
-	rp.current = current;
-	rp.recorded_settings = !config && rec;
+	rp.recorded_settings = !config && ranks[0].recorded;
 	if (cli_load_model(model_path, &model, &have_model, &err)) {
 		rc = cli_report(&err);
 		goto out;
 	}
-	if (rp.recorded_ooms && !capacity)
-		fprintf(stderr, "%s: warning: the recording ran out of memory %" PRIu64 " time(s) under a limit the trace does not record; "
-			"advising without a limit (give --capacity, --fraction with --device-total, or --gpu)\n", as_progname, rp.recorded_ooms);
-	res = xcalloc(NGRID, sizeof(*res));
-	for (size_t i = 0; i < NGRID; i++) {
-		res[i].c = &grid[i];
-		res[i].config = grid[i].set[0] ? (current[0] ? xmalloc(strlen(current) + strlen(grid[i].set) + 2) : xstrdup(grid[i].set))
-		                                : xstrdup(current);
-		if (grid[i].set[0] && current[0])
-			sprintf(res[i].config, "%s,%s", current, grid[i].set);
-		res[i].oom_entry = -1;
-		res[i].skip = grid[i].gc && !capacity;
-		for (size_t k = 0; k < i && !res[i].skip; k++)
-			if (!res[k].skip && !strcmp(res[k].config, res[i].config))
-				res[i].skip = 1;
-	}
-	/* the grid's settings must parse: a bad current setting is the user's error, found before the work */
-	{
+	uint64_t ooms = 0;
+	for (size_t k = 0; k < nfiles; k++) {
+		advise *a = &ranks[k];
+		a->model = have_model ? &model : NULL;
+		a->target = capacity;
+		a->fit = fit;
+		a->ro = &ro;
+		make_grid(a);
+		ooms += a->recorded_ooms;
+		/* the current settings must parse: a bad one is the user's error, found before the work */
 		as_device *dev = as_sim_device_new(0, ADDR_MODEL);
 		as_counters ctr = { 0 };
 		as_policy *pol;
-		if (as_policy_create(as_policy_find("pytorch"), &pol, current, dev, &ctr, &err) == 0)
+		if (as_policy_create(as_policy_find("pytorch"), &pol, a->current, dev, &ctr, &err) == 0)
 			pol->ops->destroy(pol);
 		as_device_destroy(dev);
 		if (err.code) {
-			rc = cli_usage_error("advise", "-c: %s", err.msg);
+			rc = cli_usage_error("advise", "%s%s: %s", config ? "-c" : "the recorded settings of ", config ? "" : a->path, err.msg);
 			goto out;
 		}
 	}
-	a = (advise){ .res = res, .n = NGRID, .buf = &buf, .model = have_model ? &model : NULL, .recorded = rec,
-		.target = capacity, .fit = fit, .ro = &ro };
-	pthread_mutex_init(&a.mu, NULL);
-	if (!jobs) {
-		long np = sysconf(_SC_NPROCESSORS_ONLN);
-		jobs = np > 0 ? (uint64_t)np : 1;
+	if (ooms && !capacity)
+		fprintf(stderr, "%s: warning: the recording ran out of memory %" PRIu64 " time(s) under a limit the trace does not record; "
+			"advising without a limit (give --capacity, --fraction with --device-total, or --gpu)\n", as_progname, ooms);
+	{
+		pool q = { .ranks = ranks, .nranks = nfiles };
+		pthread_mutex_init(&q.mu, NULL);
+		if (!jobs) {
+			long np = sysconf(_SC_NPROCESSORS_ONLN);
+			jobs = np > 0 ? (uint64_t)np : 1;
+		}
+		if (jobs > nfiles * NGRID)
+			jobs = nfiles * NGRID;
+		pthread_t *th = xcalloc(jobs, sizeof(pthread_t));
+		for (uint64_t w = 0; w < jobs; w++)
+			pthread_create(&th[w], NULL, worker, &q);
+		for (uint64_t w = 0; w < jobs; w++)
+			pthread_join(th[w], NULL);
+		free(th);
+		pthread_mutex_destroy(&q.mu);
 	}
-	if (jobs > NGRID)
-		jobs = NGRID;
-	pthread_t th[NGRID];
-	for (uint64_t w = 0; w < jobs; w++)
-		pthread_create(&th[w], NULL, worker, &a);
-	for (uint64_t w = 0; w < jobs; w++)
-		pthread_join(th[w], NULL);
-	pthread_mutex_destroy(&a.mu);
 	if (cli_interrupted) {
 		fprintf(stderr, "%s: error: interrupted; nothing was written\n", as_progname);
 		rc = AS_EXIT_INTERRUPTED;
 		goto out;
 	}
-	for (size_t i = 0; i < NGRID; i++)
-		if (!res[i].skip && !res[i].done) {
-			rc = cli_report(&res[i].err);
-			goto out;
+	for (size_t k = 0; k < nfiles; k++)
+		for (size_t i = 0; i < NGRID; i++)
+			if (!ranks[k].res[i].skip && !ranks[k].res[i].done) {
+				rc = cli_report(&ranks[k].res[i].err);
+				goto out;
+			}
+	advise *a = &ranks[0];
+	if (is_dir) {
+		agg = (advise){ .path = trace, .current = ranks[0].current, .target = capacity, .fit = fit, .n = NGRID,
+			.recorded_ooms = ooms };
+		agg.res = xcalloc(NGRID, sizeof(*agg.res));
+		for (size_t i = 0; i < NGRID; i++) {
+			agg.res[i].c = &grid[i];
+			agg.res[i].config = xstrdup(ranks[0].res[i].config);
+			agg.res[i].skip = ranks[0].res[i].skip;
+			agg.res[i].oom_entry = -1;
 		}
-	rp.best = pick(&a);
+		aggregate(&agg, ranks, nfiles);
+		a = &agg;
+		for (size_t k = 1; k < nfiles; k++)
+			if (strcmp(ranks[k].current, ranks[0].current))
+				fprintf(stderr, "%s: warning: %s records other settings (%s) than %s (%s); the job's rows name the first one's\n",
+					as_progname, ranks[k].path, ranks[k].current, ranks[0].path, ranks[0].current);
+	}
+	rp.best = pick(a);
 	{
-		const result *e = &res[IDX_EXPANDABLE], *h = &res[IDX_HARMFUL];
+		const result *e = &a->res[IDX_EXPANDABLE], *h = &a->res[IDX_HARMFUL];
 		if (!e->skip && !h->skip)
-			rp.harmful = need_of(&a, h) > need_of(&a, e) ||
-			             shown(&a, h)->device_time_us > 2 * shown(&a, e)->device_time_us;
+			rp.harmful = need_of(a, h) > need_of(a, e) ||
+			             shown(a, h)->device_time_us > 2 * shown(a, e)->device_time_us;
 	}
 	as_outfile of = { 0 };
 	if (as_outfile_open(&of, out, &err)) {
@@ -615,24 +813,34 @@ int cmd_advise(int argc, char **argv)
 		goto out;
 	}
 	if (!strcmp(format, "csv"))
-		print_csv(of.fp, &a, &rp);
+		print_csv(of.fp, a, &rp);
 	else if (!strcmp(format, "json"))
-		print_json(of.fp, &a, &rp);
+		print_json(of.fp, a, &rp);
 	else
-		print_table(of.fp, &a, &rp);
+		print_table(of.fp, a, &rp);
 	if (as_outfile_close(&of, 1, &err)) {
 		rc = cli_report(&err);
 		goto out;
 	}
-	rc = fits(&a, &res[rp.best]) ? 0 : 3;
+	rc = fits(a, &a->res[rp.best]) ? 0 : 3;
 out:
-	if (res)
+	for (size_t k = 0; k < nfiles; k++) {
+		if (ranks[k].res)
+			for (size_t i = 0; i < NGRID; i++)
+				free(ranks[k].res[i].config);
+		free(ranks[k].res);
+		free(ranks[k].current);
+		free(ranks[k].recorded);
+		if (ranks[k].loaded)
+			as_evbuf_free(&ranks[k].buf);
+		free(files[k]);
+	}
+	if (agg.res)
 		for (size_t i = 0; i < NGRID; i++)
-			free(res[i].config);
-	free(res);
-	free(current);
-	free(rec);
+			free(agg.res[i].config);
+	free(agg.res);
+	free(ranks);
+	free(files);
 	as_lat_model_free(&model);
-	as_evbuf_free(&buf);
 	return rc;
 }
