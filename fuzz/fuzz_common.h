@@ -208,6 +208,7 @@ static void fuzz_reader(const char *magic, const uint8_t *data, size_t size)
 	as_event ev;
 	while (evs.n < FUZZ_MAX_EVENTS && as_reader_next(r, &ev, &err) > 0) {
 		ev.label = NULL; /* valid only until the next call */
+		ev.site = NULL;
 		evs.v[evs.n++] = ev;
 	}
 	as_reader_close(r);

@@ -15,8 +15,13 @@ int cmd_columns(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 int cmd_advise(int argc, char **argv);
+int cmd_blame(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_transfer(int argc, char **argv);
+
+struct as_blame_moment;
+/* blame's table of sites at one moment (cmd_blame.c), top rows, indented. */
+void cli_blame_sites(FILE *f, const struct as_blame_moment *m, size_t top, int indent);
 
 void cli_catch_signals(void);
 int cli_load_model(const char *path, as_lat_model *m, int *have, as_err *err);

@@ -6,6 +6,7 @@
  * setting that needs the least memory. Output: a table (sizes in GiB), CSV or JSON. */
 #include "cli/cli.h"
 #include "engine/run.h"
+#include "engine/blame.h"
 #include "util/outfile.h"
 #include <getopt.h>
 #include <inttypes.h>
@@ -119,6 +120,7 @@ typedef struct advise {
 	const char *path;
 	as_evbuf buf;
 	int loaded;
+	as_blame blame;           /* who fenced the memory in the recording */
 	const as_evbuf *bufp;     /* &buf (NULL for a job's aggregate) */
 	const as_lat_model *model;
 	char *recorded;
@@ -412,6 +414,21 @@ static void print_table(FILE *f, const advise *a, const report *rp)
 		}
 		fprintf(f, "worst rank under the recommendation: %s\n", rp->ranks[w].path);
 	}
+	for (size_t k = 0; k < (rp->nranks ? rp->nranks : 1); k++) {
+		const advise *rk = rp->nranks ? &rp->ranks[k] : a;
+		const as_blame *bl = &rk->blame;
+		if (!bl->peak_m.valid)
+			continue;
+		fprintf(f, "\nWho fenced the memory%s%s (in the recording, at its peak of reserved memory, %.2f GiB at trace entry %" PRIu64
+			"):\n  %.2f GiB reserved but not requested sat in segments that live blocks kept from being released;"
+			" %.2f GiB in segments with no live block\n", rp->nranks ? " on " : "", rp->nranks ? rk->path : "",
+			gib(bl->peak_m.reserved), bl->peak_m.index, gib(bl->peak_m.fenced), gib(bl->peak_m.cached));
+		if (bl->with_site)
+			cli_blame_sites(f, &bl->peak_m, 5, 2);
+		else
+			fprintf(f, "  (the snapshot has no stack frames: record with _record_memory_history(stacks='python') to see the"
+				" allocation sites; 'allocsim blame' gives the full table)\n");
+	}
 	if (rp->harmful) {
 		const result *e = &a->res[IDX_EXPANDABLE], *h = &a->res[IDX_HARMFUL];
 		fprintf(f, "\nwarning: max_split_size_mb together with expandable_segments costs more here than expandable_segments\n"
@@ -600,7 +617,7 @@ int cmd_advise(int argc, char **argv)
 		{ "device", required_argument, 0, 'D' }, { "help", no_argument, 0, 'h' },
 		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
-	as_reader_opts ro = { 0 };
+	as_reader_opts ro = { .keep_sites = 1 };
 	const char *config = NULL, *format = "table", *out = NULL, *model_path = NULL, *gpu = NULL;
 	uint64_t capacity = 0, total = 0, jobs = 0;
 	double fraction = 0;
@@ -693,11 +710,15 @@ int cmd_advise(int argc, char **argv)
 	for (size_t k = 0; k < nfiles; k++) {
 		advise *a = &ranks[k];
 		a->path = files[k];
-		if (as_evbuf_load(&a->buf, a->path, &ro, &err)) {
+		as_blame_init(&a->blame, 5);
+		a->loaded = 1;
+		if (as_evbuf_load_observed(&a->buf, a->path, &ro, as_blame_observe, &a->blame, &err)) {
+			a->loaded = 0;
+			as_blame_free(&a->blame);
 			rc = cli_report(&err);
 			goto out;
 		}
-		a->loaded = 1;
+		as_blame_finish(&a->blame);
 		a->bufp = &a->buf;
 		a->recorded = as_recorded_settings(&a->buf.meta);
 		a->current = xstrdup(config ? config : a->recorded ? a->recorded : "");
@@ -831,8 +852,10 @@ out:
 		free(ranks[k].res);
 		free(ranks[k].current);
 		free(ranks[k].recorded);
-		if (ranks[k].loaded)
+		if (ranks[k].loaded) {
 			as_evbuf_free(&ranks[k].buf);
+			as_blame_free(&ranks[k].blame);
+		}
 		free(files[k]);
 	}
 	if (agg.res)

@@ -11,6 +11,7 @@ static const struct {
 	const char *help;
 } cmds[] = {
 	{ "advise", cmd_advise, "from a snapshot to the PYTORCH_CUDA_ALLOC_CONF that fits, with the numbers" },
+	{ "blame", cmd_blame, "who fenced the memory: unallocated reserved bytes by allocation site, at the peak and the OOM" },
 	{ "replay", cmd_replay, "replay a trace against a policy and write summary CSV" },
 	{ "validate", cmd_validate, "replay a PyTorch snapshot and compare with what PyTorch recorded" },
 	{ "info", cmd_info, "describe a trace: events, streams, peak live bytes, size histogram" },

@@ -45,15 +45,25 @@ void as_evbuf_add(as_evbuf *b, const as_event *ev)
 	}
 }
 
+static int from_reader(as_evbuf *b, as_reader *r, int keep_ids, as_ev_observer observe, void *ctx, as_err *err);
+
 int as_evbuf_from_reader(as_evbuf *b, as_reader *r, int keep_ids, as_err *err)
+{
+	return from_reader(b, r, keep_ids, NULL, NULL, err);
+}
+
+static int from_reader(as_evbuf *b, as_reader *r, int keep_ids, as_ev_observer observe, void *ctx, as_err *err)
 {
 	as_event ev;
 	int rc = 0;
 	memset(b, 0, sizeof(*b));
 	b->keep_ids = keep_ids;
 	b->path = xstrdup(r->in.path ? r->in.path : "-");
-	while (!cli_interrupted && (rc = as_reader_next(r, &ev, err)) > 0)
+	while (!cli_interrupted && (rc = as_reader_next(r, &ev, err)) > 0) {
 		as_evbuf_add(b, &ev);
+		if (observe)
+			observe(ctx, &ev);
+	}
 	if (as_check_interrupted(err)) /* Ctrl-C: stop decoding (a read the signal cut short too) */
 		rc = -1;
 	if (rc < 0) {
@@ -75,18 +85,33 @@ int as_evbuf_from_reader(as_evbuf *b, as_reader *r, int keep_ids, as_err *err)
 
 int as_evbuf_load(as_evbuf *b, const char *path, const as_reader_opts *ro, as_err *err)
 {
+	return as_evbuf_load_observed(b, path, ro, NULL, NULL, err);
+}
+
+int as_evbuf_load_observed(as_evbuf *b, const char *path, const as_reader_opts *ro, as_ev_observer observe, void *ctx,
+	as_err *err)
+{
 	int m = as_binfmt_map(b, path, err);
 	if (m == 0 && ro && ro->has_device && ro->device != 0) {
 		as_fail(err, AS_EXIT_DATAERR, "%s: a binary trace holds one device (0), not device %d", path, ro->device);
 		as_evbuf_free(b);
 		return -1;
 	}
-	if (m <= 0)
-		return m; /* mapped in place (0), or a bad binary trace (-1) */
+	if (m < 0)
+		return m; /* a bad binary trace */
+	if (m == 0) { /* mapped in place */
+		if (observe)
+			for (size_t i = 0; i < b->n; i++) {
+				as_event ev;
+				as_evbuf_event(b, i, &ev);
+				observe(ctx, &ev);
+			}
+		return 0;
+	}
 	as_reader *r;
 	if (as_reader_open(&r, path, ro, err))
 		return -1;
-	int rc = as_evbuf_from_reader(b, r, 0, err);
+	int rc = from_reader(b, r, 0, observe, ctx, err);
 	as_reader_close(r);
 	return rc;
 }

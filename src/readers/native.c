@@ -132,7 +132,11 @@ static int native_next(as_reader *r, as_event *ev, as_err *err)
 				ev->addr = x;
 			else if (!strncmp(tok[i], "th=", 3) && ev->type <= EV_FREE && !as_parse_u64(tok[i] + 3, &x))
 				ev->thread = x;
-			else
+			else if (!strncmp(tok[i], "site=", 5) && ev->type == EV_ALLOC && tok[i][5]) {
+				if (as_unescape(tok[i] + 5))
+					return nerr(r, s->lineno, err, "escaped NUL byte in '%s'", tok[i]);
+				ev->site = tok[i] + 5;
+			} else
 				return nerr(r, s->lineno, err, "invalid field '%s'", tok[i]);
 		}
 		return 1;
@@ -291,8 +295,12 @@ int as_native_writer_event(as_writer *w, const as_event *ev, as_err *err)
 	case EV_ALLOC:
 		if (ev->addr)
 			n += snprintf(extra + n, sizeof extra - (size_t)n, " addr=0x%" PRIx64, ev->addr);
-		wprintf(w, "a %" PRIu64 " %" PRIu64 " %" PRIu64 "%s%s\n", ev->id, ev->size, ev->stream, extra,
+		wprintf(w, "a %" PRIu64 " %" PRIu64 " %" PRIu64 "%s%s", ev->id, ev->size, ev->stream, extra,
 			(ev->flags & EVF_OOM) ? " oom" : "");
+		if (ev->site && *ev->site)
+			wfield(w, " site=", ev->site, 1);
+		else
+			wprintf(w, "\n");
 		break;
 	case EV_FREE_REQ: wprintf(w, "r %" PRIu64 "%s\n", ev->id, extra); break;
 	case EV_FREE: wprintf(w, "f %" PRIu64 "%s\n", ev->id, extra); break;

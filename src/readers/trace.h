@@ -34,6 +34,9 @@ typedef struct as_event {
 	uint64_t pos;     /* line number or byte offset where the event starts */
 	uint64_t index;   /* 0-based index of the source record (trace entry) */
 	const char *label; /* EV_PHASE only; valid until the next call */
+	const char *site;  /* EV_ALLOC, where the reader has it (as_reader_opts.keep_sites): the
+	                    * allocation's frames, "file:line function" joined by " < ", the culprit (the
+	                    * innermost frame outside torch) first; NULL if none; valid until the next call */
 	uint32_t slot;    /* alloc/free events: a dense number for the live allocation, set by
 	                   * as_reader_next (the lowest numbers are reused once freed, so slots stay
 	                   * below the most allocations ever live at once); the engine indexes by it */
@@ -120,6 +123,7 @@ typedef struct as_reader_opts {
 	uint64_t max_bytes; /* snapshot reader: bytes its values may hold at once (0: the default, 1 GiB) */
 	int has_device, device; /* replay this device of a multi-device snapshot (--device N) */
 	int any_device;     /* no --device and several devices with history: the first (info), not an error */
+	int keep_sites;     /* give alloc events their site (as_event.site), where the trace has one */
 } as_reader_opts;
 
 int as_reader_open(as_reader **out, const char *path, const as_reader_opts *opts, as_err *err);

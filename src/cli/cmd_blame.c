@@ -1,0 +1,177 @@
+/* cmd_blame.c - allocsim blame: who fenced the memory at the recording's peak (and its OOM). */
+#include "cli/cli.h"
+#include "engine/blame.h"
+#include "readers/evbuf.h"
+#include "util/outfile.h"
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char blame_usage[] =
+	"usage: allocsim blame [options] SNAPSHOT\n"
+	"\n"
+	"At the recording's peak of reserved memory (and at its first out-of-memory, if any), attributes\n"
+	"every reserved byte that was not allocated to the live allocations that kept its segment from\n"
+	"being released (shared equally among a segment's live blocks), by allocation site (the\n"
+	"innermost Python frame outside torch). Needs a snapshot recorded with stacks:\n"
+	"torch.cuda.memory._record_memory_history(stacks='python').\n"
+	"\n"
+	"      --largest           list the largest live allocations, with their frames, instead of sites\n"
+	"      --top N             rows per moment (default: all sites; 20 largest allocations)\n"
+	"      --format FMT        csv (default) or table\n"
+	"  -o, --output FILE       write there instead of standard output\n"
+	"      --device N          the device of a multi-GPU snapshot\n"
+	"  -h, --help              show this help\n";
+
+static void csv_str(FILE *f, const char *s)
+{
+	if (!strpbrk(s, ",\"\n")) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static double gib(uint64_t b)
+{
+	return (double)b / (double)(1ULL << 30);
+}
+
+void cli_blame_sites(FILE *f, const as_blame_moment *m, size_t top, int indent)
+{
+	fprintf(f, "%*s%12s %7s %8s %12s  %s\n", indent, "", "fenced", "blocks", "segments", "live", "site");
+	for (size_t i = 0; i < m->nsites && i < top; i++) {
+		const as_blame_site *s = &m->sites[i];
+		fprintf(f, "%*s%8.3f GiB %7" PRIu64 " %8" PRIu64 " %8.3f GiB  %s\n", indent, "", gib(s->fenced), s->blocks, s->segments,
+			gib(s->live), s->name ? s->name : "(no stack)");
+	}
+}
+
+static void moment_header(FILE *f, const char *what, const as_blame_moment *m)
+{
+	fprintf(f, "%s (trace entry %" PRIu64 "): reserved %.3f GiB (%" PRIu64 " bytes), requested by live blocks %.3f GiB (%" PRIu64 " bytes)\n"
+		"  the rest: %.3f GiB (%" PRIu64 " bytes) fenced by live blocks in %" PRIu64 " of %" PRIu64 " segments; %.3f GiB (%" PRIu64
+		" bytes) in segments with no live block (empty_cache would release them)\n",
+		what, m->index, gib(m->reserved), m->reserved, gib(m->allocated), m->allocated, gib(m->fenced), m->fenced,
+		m->nfenced_segments, m->nsegments, gib(m->cached), m->cached);
+}
+
+int cmd_blame(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "largest", no_argument, 0, 'L' }, { "top", required_argument, 0, 'n' },
+		{ "format", required_argument, 0, 'f' }, { "output", required_argument, 0, 'o' },
+		{ "device", required_argument, 0, 'D' }, { "help", no_argument, 0, 'h' },
+		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
+	};
+	as_reader_opts ro = { .keep_sites = 1 };
+	const char *format = "csv", *out = NULL;
+	uint64_t top = 0;
+	int largest = 0, c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'L': largest = 1; break;
+		case 'n':
+			if (as_parse_u64(optarg, &top) || !top || top > 1000000)
+				return cli_usage_error("blame", "--top: '%s' is not a number of rows (1..1000000)", optarg);
+			break;
+		case 'f':
+			if (strcmp(optarg, "csv") && strcmp(optarg, "table"))
+				return cli_usage_error("blame", "--format: csv or table, not '%s'", optarg);
+			format = optarg;
+			break;
+		case 'o': out = optarg; break;
+		case 'D':
+			if (as_reader_opts_device(&ro, optarg))
+				return cli_usage_error("blame", "--device: '%s' is not a device number (0 .. 4095)", optarg);
+			break;
+		case 'h': fputs(blame_usage, stdout); return 0;
+		case 'V': cli_version(); return 0;
+		default: return cli_usage_error("blame", "invalid option");
+		}
+	}
+	if (argc - optind != 1)
+		return cli_usage_error("blame", "expected one trace");
+	const char *trace = argv[optind];
+	as_err err = { 0, "" };
+	const char *outs[] = { out }, *ins[] = { trace };
+	if (out && as_outputs_check(outs, 1, ins, 1, &err))
+		return cli_report(&err);
+	cli_catch_signals();
+	size_t nlargest = largest ? (top ? top : 20) : 5;
+	as_blame bl;
+	as_blame_init(&bl, nlargest);
+	as_evbuf buf;
+	int rc = 0;
+	if (as_evbuf_load_observed(&buf, trace, &ro, as_blame_observe, &bl, &err)) {
+		as_blame_free(&bl);
+		return cli_report(&err);
+	}
+	as_blame_finish(&bl);
+	if (!bl.peak_m.valid) {
+		fprintf(stderr, "%s: error: %s records no segment allocations with addresses: blame needs a PyTorch snapshot's history\n",
+			as_progname, trace);
+		rc = AS_EXIT_DATAERR;
+		goto out;
+	}
+	if (!bl.with_site)
+		fprintf(stderr, "%s: warning: %s has no stack frames: every block is '(no stack)'; record with "
+			"torch.cuda.memory._record_memory_history(stacks='python')\n", as_progname, trace);
+	as_outfile of = { 0 };
+	if (as_outfile_open(&of, out, &err)) {
+		rc = cli_report(&err);
+		goto out;
+	}
+	const as_blame_moment *ms[] = { &bl.peak_m, &bl.oom_m };
+	const char *names[] = { "peak", "oom" };
+	size_t ntop = top ? top : SIZE_MAX;
+	FILE *f = of.fp;
+	if (!strcmp(format, "table")) {
+		for (int k = 0; k < 2; k++) {
+			if (!ms[k]->valid)
+				continue;
+			moment_header(f, k ? "At the first out-of-memory" : "At the peak of reserved memory", ms[k]);
+			cli_blame_sites(f, ms[k], ntop, 2);
+			fprintf(f, "  largest live allocations:\n");
+			for (size_t i = 0; i < ms[k]->nlargest; i++) {
+				const as_blame_block *x = &ms[k]->largest[i];
+				fprintf(f, "  %10.3f GiB  entry %-8" PRIu64 " %s\n", gib(x->size), x->index,
+					x->site ? bl.names[x->site - 1] : "(no stack)");
+			}
+			fputc('\n', f);
+		}
+	} else if (largest) {
+		fputs("moment,rank,bytes,trace_entry,frames\n", f);
+		for (int k = 0; k < 2; k++)
+			for (size_t i = 0; ms[k]->valid && i < ms[k]->nlargest; i++) {
+				const as_blame_block *x = &ms[k]->largest[i];
+				fprintf(f, "%s,%zu,%" PRIu64 ",%" PRIu64 ",", names[k], i + 1, x->size, x->index);
+				csv_str(f, x->site ? bl.names[x->site - 1] : "");
+				fputc('\n', f);
+			}
+	} else {
+		fputs("moment,rank,site,fenced_bytes,fencing_blocks,segments,live_bytes,live_blocks\n", f);
+		for (int k = 0; k < 2; k++)
+			for (size_t i = 0; ms[k]->valid && i < ms[k]->nsites && i < ntop; i++) {
+				const as_blame_site *s = &ms[k]->sites[i];
+				fprintf(f, "%s,%zu,", names[k], i + 1);
+				csv_str(f, s->name ? s->name : "(no stack)");
+				fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", s->fenced, s->blocks, s->segments,
+					s->live, s->nlive);
+			}
+	}
+	if (as_outfile_close(&of, 1, &err))
+		rc = cli_report(&err);
+out:
+	as_blame_free(&bl);
+	as_evbuf_free(&buf);
+	return rc;
+}
