@@ -201,7 +201,7 @@ static void fuzz_reader(const char *magic, const uint8_t *data, size_t size)
 	lseek(fd, 0, SEEK_SET);
 	as_err err = { 0, "" };
 	as_reader *r;
-	as_reader_opts ro = { .want_segments = 1 };
+	as_reader_opts ro = { .want_segments = 1, .keep_sites = 1 };
 	if (as_reader_open_fd(&r, fd, "fuzz-input", &ro, &err))
 		return;
 	fuzz_events evs = { calloc(FUZZ_MAX_EVENTS, sizeof(as_event)), 0 };

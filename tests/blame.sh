@@ -51,6 +51,16 @@ sum=$(printf '%s\n' "$out" | sed -n '1,2p' | tr -d '()' | awk '{for(i=1;i<=NF;i+
 contains "$errout" "has no stack frames"; ok $? "no frames: a warning says how to record them"
 run "$A" advise --capacity 18580450876 "$T/$tr.pickle.gz"
 contains "$out" "Who fenced the memory (in the recording, at its peak of reserved memory, 16.90 GiB at trace entry 4456)"; ok $? "advise summarises blame"
+# a real snapshot recorded with stacks (scripts/record-reader-fixtures.py): a loop keeps two of
+# every three tensors it allocates (ys.append, line 15 of the recorded script), fencing the segments
+fx="$srcdir/traces/fixtures/default-history-frames"
+peak=$(grep -o '"reserved_bytes.all.peak": [0-9]*' "$fx.stats.json" | grep -o '[0-9]*$')
+run "$A" blame --format table "$fx.pickle.gz"
+contains "$out" "reserved 0.779 GiB ($peak bytes)"; ok $? "frames fixture: the recorded peak = PyTorch's reserved_bytes.all.peak ($peak)"
+is "$(printf '%s\n' "$out" | sed -n 4p | awk '{print $NF, $(NF-1)}')" "work /work/main/.device/reader/record.py:15" "frames fixture: the culprit is the line that keeps the tensors (record.py:15 in work)"
+is "$("$A" blame "$fx.pickle.gz" | sed -n 2p)" "peak,1,/work/main/.device/reader/record.py:15 work,79002800,200,35,655000400,200" "frames fixture: its fenced bytes, blocks and segments"
+run "$A" blame --largest --top 1 "$fx.pickle.gz"
+is "$(printf '%s\n' "$out" | sed -n 2p)" "peak,1,33554432,557,/work/main/.device/reader/record.py:19 work < /work/main/.device/reader/record.py:23 <module>" "--largest: the whole Python stack, innermost first"
 # errors
 printf '#allocsim-trace 1\na 1 10 0\nf 1\n' > "$TMP/n.trace"
 run "$A" blame "$TMP/n.trace"; is "$st" 65 "a trace without segment addresses: exit 65"

@@ -12,6 +12,7 @@
  * library parses pickles without a Python interpreter.
  */
 #include "readers/trace.h"
+#include "readers/sites.h"
 #include "util/idmap.h"
 #include <inttypes.h>
 #include <math.h>
@@ -60,6 +61,7 @@ typedef struct rec {
 	int action;
 	uint64_t addr, size, stream, pos, index;
 	int64_t time_us;
+	const char *site; /* interned in pk.sites (alloc, with keep_sites) */
 } rec;
 
 enum { A_ALLOC, A_FREE_REQ, A_FREE_DONE, A_SEG_ALLOC, A_SEG_FREE, A_SEG_MAP, A_SEG_UNMAP, A_OOM, A_OTHER };
@@ -103,6 +105,8 @@ typedef struct pk {
 	rec *run;            /* a run of segment_free/segment_unmap entries not yet classified */
 	size_t nrun, caprun;
 	int want_segments;
+	int keep_sites;      /* give allocations their site from the entry's frames */
+	as_sites sites;
 } pk;
 
 static void memo_forget(pk *p, pv *v);
@@ -265,6 +269,7 @@ static void emit(pk *p, int type, const rec *x, uint64_t id, uint32_t flags)
 	e->pos = x->pos;
 	e->index = x->index;
 	e->flags = flags;
+	e->site = x->site;
 }
 
 static void emit_seg(pk *p, const rec *x)
@@ -405,13 +410,13 @@ static int u64_of(const pv *v, uint64_t *out)
 }
 
 /* What a string is as a trace entry's key, found once per (interned, shared) string. */
-enum { K_OTHER = 1, K_ACTION, K_ADDR, K_SIZE, K_STREAM, K_TIME };
+enum { K_OTHER = 1, K_ACTION, K_ADDR, K_SIZE, K_STREAM, K_TIME, K_FRAMES };
 static int key_id(pv *k)
 {
 	if (!k->kid) {
-		static const char *const names[] = { "action", "addr", "size", "stream", "time_us" };
+		static const char *const names[] = { "action", "addr", "size", "stream", "time_us", "frames" };
 		k->kid = K_OTHER;
-		for (int i = 0; i < 5; i++)
+		for (int i = 0; i < 6; i++)
 			if (!strcmp(k->s, names[i]))
 				k->kid = (unsigned char)(K_ACTION + i);
 	}
@@ -434,6 +439,24 @@ static int action_id(pv *a)
 	return a->aid;
 }
 
+/* The site of an entry's frames (a list of {filename, line, name} dicts, innermost first); frames
+ * of any other shape are left out. */
+static const char *entry_site(pk *p, const pv *frames)
+{
+	as_sites_begin(&p->sites);
+	for (size_t i = 0; i < frames->n; i++) {
+		const pv *f = frames->items[i];
+		if (f->kind != PV_DICT)
+			continue;
+		const pv *file = dict_get(f, "filename"), *line = dict_get(f, "line"), *name = dict_get(f, "name");
+		uint64_t ln = 0;
+		if (!file || file->kind != PV_STR || u64_of(line, &ln))
+			continue;
+		as_sites_frame(&p->sites, file->s, ln, name && name->kind == PV_STR ? name->s : NULL);
+	}
+	return as_sites_end(&p->sites);
+}
+
 static int trace_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 {
 	rec x;
@@ -443,7 +466,7 @@ static int trace_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 	x.time_us = -1;
 	/* one pass over the items; a later duplicate key wins, as in Python */
 	pv *a = NULL;
-	const pv *size = NULL, *addr = NULL, *stream = NULL, *time = NULL;
+	const pv *size = NULL, *addr = NULL, *stream = NULL, *time = NULL, *frames = NULL;
 	for (size_t i = 0; i + 1 < d->n; i += 2) {
 		pv *k = d->items[i], *v = d->items[i + 1];
 		if (k->kind != PV_STR)
@@ -454,6 +477,7 @@ static int trace_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 		case K_SIZE: size = v; break;
 		case K_STREAM: stream = v; break;
 		case K_TIME: time = v; break;
+		case K_FRAMES: frames = v; break;
 		default: break;
 		}
 	}
@@ -480,6 +504,8 @@ static int trace_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 	if ((x.action == A_ALLOC || x.action == A_OOM) && (x.size == 0 || x.size >= AS_MAX_REQUEST))
 		return perr(r, d->pos, err, "trace entry %" PRIu64 ": %s of %" PRIu64 " bytes (must be 1 .. 2^60-1)",
 			x.index, a->s, x.size);
+	if (p->keep_sites && x.action == A_ALLOC && frames && frames->kind == PV_LIST)
+		x.site = entry_site(p, frames);
 	return translate(r, p, &x, err);
 }
 
@@ -1300,6 +1326,7 @@ static void pickle_close(as_reader *r)
 	free(p->dead);
 	free(p->dev_entries);
 	free(p->seg_dev);
+	as_sites_free(&p->sites);
 	free(p);
 }
 
@@ -1311,6 +1338,7 @@ int as_pickle_open(as_reader *r, const as_reader_opts *o, as_err *err)
 	idmap_init(&p->memo_sparse);
 	idmap_init(&p->live);
 	p->want_segments = o->want_segments;
+	p->keep_sites = o->keep_sites;
 	p->max_bytes = o->max_bytes ? o->max_bytes : MAX_BYTES;
 	p->want_device = o->has_device ? o->device : -1;
 	p->any_device = o->any_device;

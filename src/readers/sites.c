@@ -1,0 +1,113 @@
+/* sites.c - allocation sites from recorded stacks (see sites.h). */
+#include "readers/sites.h"
+#include "util/common.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void as_sites_begin(as_sites *t)
+{
+	t->nframes = 0;
+	t->culprit = SIZE_MAX;
+	t->first_py = SIZE_MAX;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+void as_sites_frame(as_sites *t, const char *file, uint64_t line, const char *name)
+{
+	if (!file || !ends_with(file, ".py"))
+		return;
+	if (t->culprit != SIZE_MAX && t->nframes >= t->culprit + AS_SITE_FRAMES)
+		return; /* enough frames outward of the culprit */
+	if (t->nframes == sizeof t->file / sizeof t->file[0]) {
+		if (t->culprit != SIZE_MAX)
+			return;
+		/* deep inside torch: keep the innermost Python frame and the most recent ones */
+		memmove(&t->file[1], &t->file[2], (t->nframes - 2) * sizeof(t->file[0]));
+		memmove(&t->line[1], &t->line[2], (t->nframes - 2) * sizeof(t->line[0]));
+		memmove(&t->name[1], &t->name[2], (t->nframes - 2) * sizeof(t->name[0]));
+		t->nframes--;
+	}
+	size_t i = t->nframes++;
+	t->file[i] = file;
+	t->line[i] = line;
+	t->name[i] = name ? name : "?";
+	if (t->first_py == SIZE_MAX)
+		t->first_py = i;
+	if (t->culprit == SIZE_MAX && !strstr(file, "/torch/") && strncmp(file, "torch/", 6))
+		t->culprit = i;
+}
+
+static uint64_t hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+static const char *intern(as_sites *t, char *s)
+{
+	if (t->count * 2 >= t->cap) {
+		size_t nc = t->cap ? t->cap * 2 : 256;
+		char **ns = xcalloc(nc, sizeof(char *));
+		for (size_t i = 0; i < t->cap; i++)
+			if (t->strs[i]) {
+				size_t j = hash(t->strs[i]) & (nc - 1);
+				while (ns[j])
+					j = (j + 1) & (nc - 1);
+				ns[j] = t->strs[i];
+			}
+		free(t->strs);
+		t->strs = ns;
+		t->cap = nc;
+	}
+	size_t j = hash(s) & (t->cap - 1);
+	while (t->strs[j]) {
+		if (!strcmp(t->strs[j], s)) {
+			free(s);
+			return t->strs[j];
+		}
+		j = (j + 1) & (t->cap - 1);
+	}
+	size_t len = strlen(s) + 1;
+	if (t->bytes + len > AS_SITES_MAX) {
+		free(s);
+		return NULL;
+	}
+	t->bytes += len;
+	t->strs[j] = s;
+	t->count++;
+	return s;
+}
+
+const char *as_sites_end(as_sites *t)
+{
+	size_t from = t->culprit != SIZE_MAX ? t->culprit : t->first_py;
+	if (from == SIZE_MAX)
+		return NULL;
+	size_t to = from + AS_SITE_FRAMES < t->nframes ? from + AS_SITE_FRAMES : t->nframes;
+	/* when the table is nearly full, new stacks keep only their culprit */
+	if (t->bytes > AS_SITES_MAX / 2)
+		to = from + 1;
+	char *s = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&s, &len);
+	for (size_t i = from; i < to; i++)
+		fprintf(f, "%s%s:%llu %s", i > from ? " < " : "", t->file[i], (unsigned long long)t->line[i], t->name[i]);
+	fclose(f);
+	return intern(t, s);
+}
+
+void as_sites_free(as_sites *t)
+{
+	for (size_t i = 0; i < t->cap; i++)
+		free(t->strs[i]);
+	free(t->strs);
+	memset(t, 0, sizeof(*t));
+}
