@@ -80,8 +80,8 @@ before=$(used)
 awk -v h="$hold" 'BEGIN { print "#allocsim-trace 1"; print "a 1 " h " 0"
 	for (i = 2; i <= 1000000; i++) { print "a " i " 512 0"; print "f " i } }' > "$TMP/hold.trace"
 "$A" replay --backend cuda -p passthrough --no-timing -o /dev/null "$TMP/hold.trace" & holder=$!
-want=$(( before + (free_mib - 12000) * 9 / 10 )); n=0
-while [ "$(used)" -lt "$want" ] && [ $n -lt 200 ]; do sleep 0.05; n=$((n + 1)); done
+want=$(( before + (free_mib - 12000) * 9 / 10 )); w=0
+while [ "$(used)" -lt "$want" ] && [ $w -lt 200 ]; do sleep 0.05; w=$((w + 1)); done
 kill -STOP $holder 2>/dev/null
 run "$A" replay --backend cuda -c "" --no-timing "$T/gpt2_train_varlen__default.pickle.gz"
 is "$st" 0 "a replay that runs out of real GPU memory exits 0"
