@@ -11,9 +11,10 @@
 #     decode;
 # and writes one CSV row per trace with both costs per event (medians), their ratio and both sides'
 # statistics (doc/real-gpu.md, "PyTorch's own allocator side by side").
-# usage: [PY=python3] [PASSES=11] [RUNS=21] [ALLOCSIM=./allocsim] [C10_REPLAY=prebuilt] scripts/c10-side-by-side.sh TRACE_DIR OUT.csv
+# usage: [PY=python3] [PASSES=11] [RUNS=21] [ALLOCSIM=./allocsim] [C10_REPLAY=prebuilt] [C10_TIMEOUT=120] scripts/c10-side-by-side.sh TRACE_DIR OUT.csv
+#        [PY=python3] scripts/c10-side-by-side.sh --build-only BINARY     (build c10_replay alone)
 set -u
-D=$1; O=$2
+D=$1; O=${2:?usage: c10-side-by-side.sh TRACE_DIR OUT.csv}
 A=${ALLOCSIM:-./allocsim}; PY=${PY:-python3}; PASSES=${PASSES:-11}; RUNS=${RUNS:-21}
 here=$(cd "$(dirname "$0")" && pwd)
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
@@ -46,6 +47,9 @@ else
 	[ -n "$built" ] || { echo "c10-side-by-side: c10_replay does not build:" >&2; head -40 "$W/build.log" >&2; exit 70; }
 	echo "c10_replay built with -std=$built" >&2
 fi
+if [ "$D" = --build-only ]; then
+	cp "$W/c10_replay" "$O"; exit
+fi
 {
 tail -n +2 "$D/ground-truth.csv" | "$PY" -c 'import csv, sys
 for r in csv.reader(sys.stdin): print("%s|%s|%s" % (r[0], r[3], r[5]))'
@@ -55,8 +59,8 @@ while IFS='|' read -r name conf cap; do
 	[ -f "$t" ] || continue
 	"$A" convert "$t" -o "$W/$name.trace" && "$A" convert "$t" -o "$W/$name.asbin" || exit 65
 	capargs=(); [ -n "$cap" ] && capargs=(--capacity "$cap")
-	PYTORCH_CUDA_ALLOC_CONF="$conf" "$W/c10_replay" --passes "$PASSES" --name "$name" "${capargs[@]}" --header "$W/$name.trace" \
-		> "$W/$name.c10.csv" || { echo "c10_replay failed on $name" >&2; continue; }
+	PYTORCH_CUDA_ALLOC_CONF="$conf" timeout "${C10_TIMEOUT:-120}" "$W/c10_replay" --passes "$PASSES" --name "$name" "${capargs[@]}" \
+		--header "$W/$name.trace" > "$W/$name.c10.csv" || { echo "c10_replay failed on $name" >&2; rm -f "$W/$name.c10.csv"; continue; }
 	vals=$(for i in $(seq "$RUNS"); do printf '%s,' "${cap:-none}"; done)
 	"$A" sweep -j 1 --timing -p pytorch -c "$conf" -t "$W/$name.asbin" --param capacity="${vals%,}" -o "$W/$name.sim.csv" || exit 70
 	echo "$name $(tail -1 "$W/$name.c10.csv" | cut -d, -f20-25)" >&2
@@ -88,6 +92,8 @@ for f in sorted(glob.glob(os.path.join(w, "*.c10.csv"))):
               "c10_warm_last_pass_device_free", "c10_warm_last_pass_ooms", "device_total_bytes"):
         row[k] = c[k]
     rows.append(row)
+if not rows:
+    sys.exit("c10-side-by-side: no trace replayed")
 with open(out, "w", newline="") as f:
     wr = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
     wr.writeheader()
