@@ -2,8 +2,8 @@
 # zoo-bfc.sh - the bfc policy against the real BFC allocator of JAX 0.11.2 on an H200
 # (traces/jax-h200.csv, measured with scripts/replay_jax.py; doc/policies.md): every bundled real
 # trace must give JAX's peak_bytes_in_use, peak_pool_bytes, num_allocs and final
-# largest_free_block_bytes (the policy's --stats keys) under JAX's bytes_limit, and every run
-# measured on the GPU must agree with the others.
+# largest_free_block_bytes (the policy's --stats keys) under JAX's bytes_limit; every trace has a run
+# of its own, and every run measured on the GPU must agree with the others.
 . "${srcdir:-.}/tests/lib.sh"
 G="$srcdir/traces/jax-h200.csv"
 stat() { grep "^$1," "$TMP/s.csv" | cut -d, -f2; }
@@ -21,6 +21,7 @@ for f in "$T"/*.pickle.gz; do
 	# trace,run,events,allocs,frees,ooms,peak_bytes_in_use,peak_pool_bytes,num_allocs,largest_free_block_bytes,...,bytes_limit
 	for m in $(grep " $group\$" "$TMP/groups" | cut -d' ' -f1); do grep "^$m," "$G"; done > "$TMP/rows"
 	want=$(cut -d, -f7-10,13 "$TMP/rows" | sort -u)
+	ok "$([ "$(grep -c "^$name," "$G")" -ge 1 ]; echo $?)" "$name: replayed through JAX's BFC on the H200 itself (not only through a trace with the same requests)"
 	is "$(printf '%s\n' "$want" | grep -c .)" 1 "$name: measured on the H200 ($(grep -c "^$name," "$G") runs; $(wc -l < "$TMP/rows") runs of the $(grep -c " $group\$" "$TMP/groups") traces with these requests, all alike)"
 	limit=${want##*,}
 	run "$ALLOCSIM" replay -p bfc -c "memory_limit:$limit" --capacity "$limit" --check --no-timing --stats "$TMP/s.csv" "$f"
@@ -31,7 +32,8 @@ for f in "$T"/*.pickle.gz; do
 		"$name: the summary's peak allocated/reserved bytes are BFC's peak_bytes_in_use/peak_pool_bytes"
 done
 # After every allocation and free: JAX's bytes_in_use and pool_bytes (traces/jax-h200-events.csv.xz,
-# run 1 of the six distinct request sequences) are the replay's allocated and reserved bytes.
+# run 1 of the six distinct request sequences and the five GPT-2 runs measured apart) are the replay's
+# allocated and reserved bytes.
 for name in $(xz -dc "$srcdir/traces/jax-h200-events.csv.xz" | awk -F, 'NR > 1 && !seen[$1]++ { print $1 }'); do
 	xz -dc "$srcdir/traces/jax-h200-events.csv.xz" | awk -F, -v t="$name" '$1 == t { print $5 "," $6 }' > "$TMP/want"
 	limit=$(grep "^$name,1," "$G" | cut -d, -f13)
