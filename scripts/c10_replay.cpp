@@ -244,19 +244,19 @@ int print_parsed(const char *name, const Trace &t)
 	return 0;
 }
 
-double now_s()
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 } // namespace
 
 #ifndef C10_REPLAY_NO_TORCH
 namespace {
 
 namespace CA = c10::cuda::CUDACachingAllocator;
+
+double now_s()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 #define CUDA_OK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) die(70, "%s: %s", #x, 0, cudaGetErrorString(e_)); } while (0)
 
