@@ -97,7 +97,8 @@ typedef struct ptpol {
 /* A block's share of the waste attribution (doc/metrics.md): every change of a block's size or
  * state takes its share out first (waste_out) and puts it back after (waste_in), so that pt_waste
  * reads sums instead of walking every block at each new reserved peak. */
-static void waste_share(ptpol *p, const pblock *b, uint64_t sign)
+/* Inline (always: it runs several times per event, and sign is a constant at each call). */
+static inline __attribute__((always_inline)) void waste_share(ptpol *p, const pblock *b, uint64_t sign)
 {
 	as_waste *w = &p->w;
 	if (!b->mapped)
@@ -157,12 +158,7 @@ static pblock *block_new(ptpol *p, ppool *pool, uint64_t stream, uint64_t ptr, u
 	}
 	pblock *b = p->spare;
 	p->spare = b->all_next;
-	memset(b, 0, sizeof(*b));
-	b->pool = pool;
-	b->stream = stream;
-	b->ptr = ptr;
-	b->size = size;
-	b->mapped = 1;
+	*b = (pblock){ .ptr = ptr, .size = size, .stream = stream, .pool = pool, .mapped = 1 };
 	all_link(p, b);
 	waste_in(p, b);
 	return b;
@@ -199,11 +195,21 @@ static uint64_t expandable_size(const pblock *b)
 	return b->size + (b->next && !b->next->mapped ? b->next->size : 0);
 }
 
+/* A search key: the fields the orders compare (cmp_size, cmp_addr), the only ones read through it
+ * (cheaper than initialising a whole block on the hot path). */
+static inline void key_init(pblock *k, uint64_t stream, uint64_t size, uint64_t ptr)
+{
+	k->stream = stream;
+	k->size = size;
+	k->ptr = ptr;
+}
+
 /* The block get_free_block would take, without taking it: the first block at or after
  * (stream, s, 0) on the same stream, with the expandable descent and the oversize rules. */
 static pblock *lookup(ptpol *p, ppool *pool, uint64_t stream, uint64_t s)
 {
-	pblock key = { .stream = stream, .size = s, .ptr = 0 };
+	pblock key;
+	key_init(&key, stream, s, 0);
 	pblock *it = RB_NFIND(bset, &pool->blocks, &key);
 	if (!it || it->stream != stream)
 		return NULL;
@@ -223,14 +229,13 @@ static pblock *lookup(ptpol *p, ppool *pool, uint64_t stream, uint64_t s)
 	return it;
 }
 
+/* PyTorch's get_free_block: the block found stays in pool->blocks here; alloc_found_block takes it
+ * out (or, split, keeps the remainder where it is when the order allows: see there). */
 static pblock *get_free_block(ptpol *p, ppool *pool, uint64_t stream, uint64_t s)
 {
 	if (gc_enabled(p))
 		pool->gc_calls++;
-	pblock *it = lookup(p, pool, stream, s);
-	if (it)
-		RB_REMOVE(bset, &pool->blocks, it);
-	return it;
+	return lookup(p, pool, stream, s);
 }
 
 /* ---- merging and freeing ---------------------------------------------------------------- */
@@ -650,12 +655,17 @@ static int should_split(const ptpol *p, const pblock *b, uint64_t s)
 	return s < p->c.max_split_size && rem > PT_SMALL_SIZE;
 }
 
-static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, uint64_t stream)
+/* Allocates s bytes (the rounded size of the request n) from block b: a cached block still in
+ * pool->blocks (in_pool, from get_free_block) or a new one. */
+static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, uint64_t stream, int in_pool)
 {
 	ppool *pool = b->pool;
 	int sm = pool->is_small;
 	int already_split = is_split(b);
-	if (should_split(p, b, s)) {
+	int split = should_split(p, b, s);
+	if (in_pool && !split)
+		RB_REMOVE(bset, &pool->blocks, b);
+	if (split) {
 		pblock *rem = b;
 		b = block_new(p, pool, stream, rem->ptr, s);
 		b->es = rem->es;
@@ -668,7 +678,17 @@ static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, ui
 		waste_out(p, rem);
 		rem->size -= s;
 		waste_in(p, rem);
-		insert_into_blocks(pool, rem);
+		/* PyTorch takes the block out and inserts the remainder: the same set in the same order
+		 * as keeping it in place when its smaller key still sorts after its predecessor (its
+		 * successor sorted after the larger key already). Only the age is reset, as an insert. */
+		pblock *pred = in_pool ? RB_PREV(bset, &pool->blocks, rem) : NULL;
+		if (in_pool && (!pred || cmp_size(pred, rem) < 0)) {
+			rem->gc_base = pool->gc_calls;
+		} else {
+			if (in_pool)
+				RB_REMOVE(bset, &pool->blocks, rem);
+			insert_into_blocks(pool, rem);
+		}
 		if (already_split && !b->es) {
 			pt_dec2(p->st.inactive_split_bytes, sm, (int64_t)b->size);
 		} else if (!b->es) {
@@ -682,7 +702,7 @@ static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, ui
 	waste_out(p, b);
 	b->allocated = 1;
 	b->requested = n;
-	b->rounded = pt_round_size(&p->c, n);
+	b->rounded = s; /* pt_round_size(n) */
 	waste_in(p, b);
 	pt_inc2(p->st.allocation, sm, 1);
 	pt_inc2(p->st.allocated_bytes, sm, (int64_t)b->size);
@@ -704,6 +724,7 @@ static int pt_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 	ppool *pool = s <= PT_SMALL_SIZE ? &p->small : &p->large;
 	uint64_t alloc_size = pt_allocation_size(&p->c, s);
 	pblock *b = get_free_block(p, pool, stream, s);
+	int in_pool = b != NULL;
 	if (!b) {
 		if (gc_enabled(p))
 			garbage_collect(p);
@@ -719,7 +740,7 @@ static int pt_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 			return 1;
 		}
 	}
-	b = alloc_found_block(p, b, s, n, stream);
+	b = alloc_found_block(p, b, s, n, stream, in_pool);
 	*handle = b;
 	*bsize = b->size;
 	*addr = b->ptr;

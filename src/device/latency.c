@@ -27,7 +27,7 @@ void as_quant_init(as_quant *q)
 	q->n = 0;
 }
 
-void as_quant_add(as_quant *q, double ns)
+void as_quant_add_slow(as_quant *q, double ns)
 {
 	if (!q->p50) {
 		if (ns == 0.0) {

@@ -13,7 +13,15 @@ typedef struct as_quant {
 	uint64_t n;
 } as_quant;
 void as_quant_init(as_quant *q);
-void as_quant_add(as_quant *q, double ns);
+/* Adds a sample (as_quant_add: inline, a zero before the first nonzero sample is only counted). */
+void as_quant_add_slow(as_quant *q, double ns);
+static inline void as_quant_add(as_quant *q, double ns)
+{
+	if (!q->p50 && ns == 0.0)
+		q->n++;
+	else
+		as_quant_add_slow(q, ns);
+}
 double as_quant_p50(const as_quant *q);
 double as_quant_p99(const as_quant *q);
 void as_quant_free(as_quant *q);

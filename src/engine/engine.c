@@ -13,15 +13,16 @@ static double mono_ns(void)
 }
 
 /* Latency of one malloc/free: host time (measured backends always; the simulation only with host
- * timing on) plus the device time charged during it (measured, or modelled). */
-static double op_begin(as_engine *e)
+ * timing on) plus the device time charged during it (measured, or modelled). Inline: on the hot
+ * path a simulation without host timing reads no clock, and its zero samples are only counted. */
+static inline double op_begin(as_engine *e)
 {
 	e->dev->op_us = 0;
 	e->dev->event = e->s.events;
 	return (e->dev->measured || e->host_timing) ? mono_ns() : 0;
 }
 
-static void op_end(as_engine *e, double t0, int is_alloc, const as_event *ev)
+static inline void op_end(as_engine *e, double t0, int is_alloc, uint64_t size)
 {
 	double ns;
 	if (e->dev->measured)
@@ -31,7 +32,7 @@ static void op_end(as_engine *e, double t0, int is_alloc, const as_event *ev)
 	as_quant_add(is_alloc ? &e->lat_alloc : &e->lat_free, ns);
 	if (e->latency)
 		fprintf(e->latency, "%" PRIu64 ",%s,%" PRIu64 ",%.0f,%.3f\n", e->s.events, is_alloc ? "malloc" : "free",
-			ev->size, ns, e->dev->op_us);
+			size, ns, e->dev->op_us);
 }
 
 int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, as_device *dev, as_err *err)
@@ -49,22 +50,27 @@ int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, a
 	return 0;
 }
 
-/* The slot of an event, the array grown to hold it (slots are dense: see as_event.slot). */
-static as_live *slot_at(as_engine *e, uint32_t slot)
+/* Grows the slot array to hold slot (slots are dense: see as_event.slot). */
+static void slots_grow(as_engine *e, uint32_t slot)
 {
-	if (slot >= e->nslots) {
-		size_t n = e->nslots ? e->nslots : 256;
-		while (n <= slot)
-			n *= 2;
-		e->slots = xrealloc(e->slots, n * sizeof(*e->slots));
-		memset(e->slots + e->nslots, 0, (n - e->nslots) * sizeof(*e->slots));
-		e->nslots = n;
-	}
+	size_t n = e->nslots ? e->nslots : 256;
+	while (n <= slot)
+		n *= 2;
+	e->slots = xrealloc(e->slots, n * sizeof(*e->slots));
+	memset(e->slots + e->nslots, 0, (n - e->nslots) * sizeof(*e->slots));
+	e->nslots = n;
+}
+
+/* The slot of an event (a flat array: no hashing, no allocation per event once grown). */
+static inline as_live *slot_at(as_engine *e, uint32_t slot)
+{
+	if (slot >= e->nslots)
+		slots_grow(e, slot);
 	return &e->slots[slot];
 }
 
 /* Completes one free (the block returns to the policy); l is a copy the caller owns. */
-static void complete_free(as_engine *e, const as_live *l)
+static inline void complete_free(as_engine *e, const as_live *l)
 {
 	if (l->handle) {
 		if (!l->free_requested)
@@ -72,8 +78,7 @@ static void complete_free(as_engine *e, const as_live *l)
 		e->requested -= l->size;
 		double t0 = op_begin(e);
 		e->pol->ops->free(e->pol, l->handle);
-		as_event fev = { .size = l->size };
-		op_end(e, t0, 0, &fev);
+		op_end(e, t0, 0, l->size);
 	}
 	if (l->free_requested)
 		e->npending--;
@@ -98,7 +103,7 @@ void as_engine_complete(as_engine *e, uint64_t id)
 
 /* Johnstone & Wilson's fragmentation measures, external fragmentation (sampled every 64 events
  * and at each new reserved peak) and the waste attribution at the reserved peak. */
-static void update_metrics(as_engine *e)
+static inline void update_metrics(as_engine *e)
 {
 	uint64_t res = e->dev->reserved;
 	if (e->requested) {
@@ -152,7 +157,7 @@ int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
 		double t0 = op_begin(e);
 		as_request rq = as_event_request(ev);
 		int failed = e->pol->ops->malloc(e->pol, &rq, &n.handle, &n.block_size, &addr);
-		op_end(e, t0, 1, ev);
+		op_end(e, t0, 1, ev->size);
 		if (failed) {
 			n.handle = NULL;
 			n.block_size = 0;

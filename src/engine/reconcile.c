@@ -54,9 +54,10 @@ static void push(uint64_t **v, size_t *n, size_t *cap, uint64_t x)
 	(*v)[(*n)++] = x;
 }
 
-static int rc_event(as_stage *st, as_engine *e, const as_event *ev, as_err *err)
+/* Resolves what waits for this event (held completions, an ambiguous release run); only called
+ * while something waits, so the common event costs two tests. */
+static void rc_pending(as_reconcile *r, as_engine *e, const as_event *ev)
 {
-	as_reconcile *r = (as_reconcile *)st;
 	if (r->nheld && ev->type != EV_ALLOC && ev->type < EV_SEG_ALLOC &&
 	    !(ev->type == EV_FREE && r->resolve > 0) && !(ev->type == EV_EMPTY_CACHE && (ev->flags & EVF_MAYBE)))
 		release_held(r);
@@ -84,6 +85,13 @@ static int rc_event(as_stage *st, as_engine *e, const as_event *ev, as_err *err)
 				e->pol->ops->empty_cache(e->pol);
 		}
 	}
+}
+
+static int rc_event(as_stage *st, as_engine *e, const as_event *ev, as_err *err)
+{
+	as_reconcile *r = (as_reconcile *)st;
+	if (r->nheld || r->maybe_empty)
+		rc_pending(r, e, ev);
 	switch (ev->type) {
 	case EV_FREE:
 		/* resolve 0: nothing is ever held (and no lookup on the hot path) */
