@@ -137,7 +137,7 @@ static int check_strings(const unsigned char *s, const bhdr *hd, const char *pat
 }
 
 /* Checks one record's own fields (slot consistency is checked by the caller). */
-static const char *check_rec(const as_rec *x, const bhdr *hd, const char *labels)
+static inline const char *check_rec(const as_rec *x, const bhdr *hd, const char *labels)
 {
 	if (x->type >= EV__COUNT)
 		return "unknown event type";
@@ -162,7 +162,7 @@ static const char *check_rec(const as_rec *x, const bhdr *hd, const char *labels
 }
 
 /* Slot states while checking a whole file: 0 free, 1 allocated, 2 free requested. */
-static const char *check_slot(unsigned char *st, const as_rec *x)
+static inline const char *check_slot(unsigned char *st, const as_rec *x)
 {
 	switch (x->type) {
 	case EV_ALLOC:
@@ -225,7 +225,14 @@ int as_binfmt_map(as_evbuf *b, const char *path, as_err *err)
 		snprintf(msg, sizeof msg, "truncated binary trace: %lld bytes, shorter than its %d-byte header", (long long)sb.st_size, AS_BIN_HEADER);
 		return berr(err, path, (uint64_t)sb.st_size, msg);
 	}
-	void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	/* Every record is validated right away: populate the mapping in one call rather than
+	 * fault each page in (Linux). */
+#ifdef MAP_POPULATE
+	int mflags = MAP_PRIVATE | MAP_POPULATE;
+#else
+	int mflags = MAP_PRIVATE;
+#endif
+	void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, mflags, fd, 0);
 	close(fd);
 	if (map == MAP_FAILED)
 		return as_fail(err, AS_EXIT_NOINPUT, "cannot map '%s': %s", path, strerror(errno));
