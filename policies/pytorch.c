@@ -177,10 +177,39 @@ static int is_split(const pblock *b)
 	return b->prev || b->next;
 }
 
+/* Whether a sorts before b in pool->blocks (cmp_size < 0), as one expression. */
+static inline int size_less(const pblock *a, const pblock *b)
+{
+	return (a->stream < b->stream) |
+	       ((a->stream == b->stream) & ((a->size < b->size) | ((a->size == b->size) & (a->ptr < b->ptr))));
+}
+
+/* RB_INSERT for pool->blocks with a two-way descent (one combined comparison per level instead of
+ * cmp_size's three-way result and the equal-key test: keys are unique, a free block's address);
+ * the node is then linked and balanced by libbsd's own RB_SET and bset_RB_INSERT_COLOR. */
+static void bset_insert(struct bset *t, pblock *b)
+{
+	pblock *parent = NULL, *tmp = RB_ROOT(t);
+	int less = 0;
+	while (tmp) {
+		parent = tmp;
+		less = size_less(b, tmp);
+		tmp = less ? RB_LEFT(tmp, rb) : RB_RIGHT(tmp, rb);
+	}
+	RB_SET(b, parent, rb);
+	if (!parent)
+		RB_ROOT(t) = b;
+	else if (less)
+		RB_LEFT(parent, rb) = b;
+	else
+		RB_RIGHT(parent, rb) = b;
+	bset_RB_INSERT_COLOR(t, b);
+}
+
 static void insert_into_blocks(ppool *pool, pblock *b)
 {
 	b->gc_base = pool->gc_calls;
-	RB_INSERT(bset, &pool->blocks, b);
+	bset_insert(&pool->blocks, b);
 }
 
 static int gc_enabled(const ptpol *p)
@@ -195,22 +224,25 @@ static uint64_t expandable_size(const pblock *b)
 	return b->size + (b->next && !b->next->mapped ? b->next->size : 0);
 }
 
-/* A search key: the fields the orders compare (cmp_size, cmp_addr), the only ones read through it
- * (cheaper than initialising a whole block on the hot path). */
-static inline void key_init(pblock *k, uint64_t stream, uint64_t size, uint64_t ptr)
+/* RB_NFIND(bset, (stream, size, 0)) with a two-way descent (see bset_insert): the first block at
+ * or after that key. */
+static inline pblock *bset_nfind(struct bset *t, uint64_t stream, uint64_t size)
 {
-	k->stream = stream;
-	k->size = size;
-	k->ptr = ptr;
+	pblock *tmp = RB_ROOT(t), *res = NULL;
+	while (tmp) {
+		/* (stream, size, 0) <= tmp */
+		int le = (stream < tmp->stream) | ((stream == tmp->stream) & (size <= tmp->size));
+		res = le ? tmp : res;
+		tmp = le ? RB_LEFT(tmp, rb) : RB_RIGHT(tmp, rb);
+	}
+	return res;
 }
 
 /* The block get_free_block would take, without taking it: the first block at or after
  * (stream, s, 0) on the same stream, with the expandable descent and the oversize rules. */
 static pblock *lookup(ptpol *p, ppool *pool, uint64_t stream, uint64_t s)
 {
-	pblock key;
-	key_init(&key, stream, s, 0);
-	pblock *it = RB_NFIND(bset, &pool->blocks, &key);
+	pblock *it = bset_nfind(&pool->blocks, stream, s);
 	if (!it || it->stream != stream)
 		return NULL;
 	if (it->es && p->c.expandable) {
