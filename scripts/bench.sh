@@ -85,7 +85,8 @@ perf_snapshot_replay() {
 #   simulation = one replay of the events, from sweeps over the same files with 1 and 21 identical
 #                runs per trace (CPU(21) - CPU(1) = 20 simulations);
 #   decode     = replay - start-up - simulation: mapping the file, validating every record once,
-#                reading the records in place.
+#                reading the records in place, and what a fresh process pays on its first run
+#                that a warm simulation does not (first touch of its memory, cold caches).
 # The ratio to pickle.load (which excludes the interpreter's start-up) is in-process: decode +
 # simulation; the whole-process ratio is printed beside it.
 POLICIES="pytorch bestfit passthrough cuda-async cupy bfc"
@@ -99,8 +100,8 @@ perf_binary() {
 	caps=$(awk 'BEGIN{for (i = 0; i < 21; i++) printf "%s1TiB", i ? "," : ""}')
 	printf '  %-12s %12s %12s %12s %12s   %s\n' policy "decode" "simulation" "start-up" "replay" "(ns/event; start-up: per process, spread over its events)"
 	for p in $POLICIES; do
-		tot=$(best_each 10 "$bins" "$A" replay -p "$p" -c "" --latency-model none --no-timing)
-		up=$(best_each 10 "$empties" "$A" replay -p "$p" -c "" --latency-model none --no-timing)
+		tot=$(best_each 30 "$bins" "$A" replay -p "$p" -c "" --latency-model none --no-timing)
+		up=$(best_each 30 "$empties" "$A" replay -p "$p" -c "" --latency-model none --no-timing)
 		s1=$(best "$A" sweep -j 1 -p "$p" -t $bins --param capacity=1TiB)
 		s21=$(best "$A" sweep -j 1 -p "$p" -t $bins --param capacity=$caps)
 		sim=$(calc "($s21 - $s1) / 20")
