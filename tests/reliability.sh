@@ -23,7 +23,7 @@ while [ $pos -lt "$size" ]; do
 	[ $s = 0 ] || [ $s = 65 ] || { bad=$((bad + 1)); echo "# cut at $pos: exit $s"; }
 	cuts=$((cuts + 1)); pos=$((pos + 7))
 done
-is "$bad" 0 "native trace cut at $cuts places: always exit 0 or 65"
+ok "$([ $cuts -gt 0 ] && [ $bad = 0 ]; echo $?)" "native trace cut at $cuts places: always exit 0 or 65"
 # the same for a gzip'd snapshot cut every 4 KiB of compressed data
 sz=$(wc -c < "$T/seed_example__default.pickle.gz"); bad=0; pos=100
 while [ $pos -lt "$sz" ]; do
@@ -46,8 +46,8 @@ done
 mkfifo "$TMP/pipe"
 ( cat "$srcdir/tests/fuzz-findings/native/crash-f513c430a7ebf3223007b7235af9c380b316e902" | head -5; sleep 3 ) > "$TMP/pipe" &
 "$A" replay -p passthrough --timeline "$TMP/tl.csv" -o "$TMP/out.csv" - < "$TMP/pipe" & pid=$!
-sleep 0.5; kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
-ok "$([ ! -e "$TMP/out.csv" ] && [ ! -e "$TMP/tl.csv" ]; echo $?)" "a killed replay leaves neither the summary nor the timeline under its final name"
+sleep 0.5; kill -9 $pid 2>/dev/null; k=$?; wait $pid 2>/dev/null
+ok "$([ $k = 0 ] && [ ! -e "$TMP/out.csv" ] && [ ! -e "$TMP/tl.csv" ]; echo $?)" "a killed replay leaves neither the summary nor the timeline under its final name"
 # cuda-async: the pool model's cost does not depend on the bytes asked for (a legal 2^60-1 byte
 # request walked its 2^35 chunks: minutes per event, and SIGTERM waited for it)
 printf '#allocsim-trace 1\na 1 1152921504606846975 0\na 2 1000 0\nf 2\na 3 576460752303423488 0\n' > "$TMP/huge.trace"
@@ -195,11 +195,11 @@ interrupted() { # SIGNAL NAME COMMAND...: run COMMAND on a pipe that stays open,
 	is "$st: ${e%%;*}" "130: allocsim: error: interrupted" "$name stops on SIG$sig with 130"
 }
 interrupted TERM "replay" "$A" replay -o "$TMP/int.csv" -
-ok "$([ ! -e "$TMP/int.csv" ]; echo $?)" "the interrupted replay wrote no summary"
+ok "$([ "$st" = 130 ] && [ ! -e "$TMP/int.csv" ]; echo $?)" "the interrupted replay wrote no summary"
 interrupted INT "replay -p cuda-async" "$A" replay -p cuda-async -o "$TMP/int.csv" -
 interrupted TERM "info" "$A" info -
 interrupted INT "convert" "$A" convert - -o "$TMP/int.trace"
-ok "$([ ! -e "$TMP/int.trace" ]; echo $?)" "the interrupted convert left no trace"
+ok "$([ "$st" = 130 ] && [ ! -e "$TMP/int.trace" ]; echo $?)" "the interrupted convert left no trace"
 interrupted TERM "validate" "$A" validate -c "" -
 # fit's bisection (every replay through as_run) stops too
 awk 'BEGIN { print "#allocsim-trace 1"; for (i = 1; i <= 200000; i++) { print "a " i " " (i % 977 + 1) * 4096 " 0"; if (i > 50) print "f " i - 50 } }' > "$TMP/long.trace"
