@@ -60,7 +60,7 @@ static int parse_seg(void *conf, const as_optdesc *d, const char *val, as_err *e
 	if (as_opt_parse_size(conf, d, val, err))
 		return -1;
 	if (*(uint64_t *)((char *)conf + d->off) > AS_MAX_REQUEST)
-		return as_fail(err, AS_EXIT_USAGE, "option %s: at most 1024 PiB (2^60 bytes), got '%s'", d->name, val);
+		return as_fail(err, AS_EXIT_USAGE, "%s: at most 1024 PiB (2^60 bytes), got '%s'", d->name, val);
 	return 0;
 }
 
@@ -70,7 +70,7 @@ static int parse_pow2(void *conf, const as_optdesc *d, const char *val, as_err *
 		return -1;
 	uint64_t v = *(uint64_t *)((char *)conf + d->off);
 	if (!v || (v & (v - 1)))
-		return as_fail(err, AS_EXIT_USAGE, "option %s: must be a power of two, got '%s'", d->name, val);
+		return as_fail(err, AS_EXIT_USAGE, "%s: must be a power of two, got '%s'", d->name, val);
 	return 0;
 }
 

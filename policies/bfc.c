@@ -85,7 +85,7 @@ static int parse_fraction(void *conf, const as_optdesc *d, const char *val, as_e
 	char *end;
 	double v = strtod(val, &end);
 	if (end == val || *end || !isfinite(v) || v < 0 || v > 1)
-		return as_fail(err, AS_EXIT_USAGE, "option %s: expected a fraction from 0 to 1, got '%s'", d->name, val);
+		return as_fail(err, AS_EXIT_USAGE, "%s: expected a fraction from 0 to 1, got '%s'", d->name, val);
 	*(double *)((char *)conf + d->off) = v;
 	return 0;
 }

@@ -101,7 +101,7 @@ static int parse_limit(void *conf, const as_optdesc *d, const char *val, as_err 
 		char *end;
 		double pct = strtod(val, &end);
 		if (end != val + n - 1 || end == val || !(pct >= 0 && pct <= 100))
-			return as_fail(err, AS_EXIT_USAGE, "option %s: '%s' is not a percentage from 0%% to 100%%", d->name, val);
+			return as_fail(err, AS_EXIT_USAGE, "%s: '%s' is not a percentage from 0%% to 100%%", d->name, val);
 		c->limit = 0;
 		c->limit_fraction = pct / 100.0;
 		return 0;
@@ -118,7 +118,7 @@ static int parse_tie(void *conf, const as_optdesc *d, const char *val, as_err *e
 			((cp_conf *)conf)->tie = i;
 			return 0;
 		}
-	return as_fail(err, AS_EXIT_USAGE, "option %s: expected oldest, newest or address, got '%s'", d->name, val);
+	return as_fail(err, AS_EXIT_USAGE, "%s: expected oldest, newest or address, got '%s'", d->name, val);
 }
 
 static const as_optdesc cp_opts[] = {

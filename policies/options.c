@@ -4,6 +4,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* An unknown key: the policy that takes it if another one does, else the closest key of this one's. */
+static void unknown_key(const char *key, const as_optdesc *tab, as_err *err)
+{
+	const char *self = NULL, *other = NULL, *names[64] = { 0 };
+	size_t n = 0;
+	for (size_t i = 0; as_policies[i]; i++) {
+		if (as_policies[i]->opts == tab)
+			self = as_policies[i]->name;
+		else if (as_policies[i]->opts && !other)
+			for (size_t j = 0; as_policies[i]->opts[j].name; j++)
+				if (!strcmp(as_policies[i]->opts[j].name, key))
+					other = as_policies[i]->name;
+	}
+	for (size_t i = 0; tab[i].name && n < 64; i++)
+		names[n++] = tab[i].name;
+	const char *near = as_closest(key, names, n);
+	if (other && self)
+		as_fail(err, AS_EXIT_USAGE, "%s is an option of %s, not %s (see 'allocsim policies')", key, other, self);
+	else if (near)
+		as_fail(err, AS_EXIT_USAGE, "Unrecognized key '%s' in allocator config: did you mean '%s'? (see 'allocsim policies')", key, near);
+	else
+		as_fail(err, AS_EXIT_USAGE, "Unrecognized key '%s' in allocator config (see 'allocsim policies')", key);
+}
+
 /*
  * Tokenising follows PyTorch's allocator-config lexer: ',' ':' '[' ']' are tokens of their own
  * and whitespace is dropped. A value is either one token or a bracketed list, which is passed
@@ -47,7 +71,8 @@ int as_conf_parse(const char *s, const as_optdesc *tab, void *conf, as_err *err)
 			if (!strcmp(tab[i].name, key))
 				d = &tab[i];
 		if (!d) {
-			rc = as_fail(err, AS_EXIT_USAGE, "Unrecognized key '%s' in allocator config (see 'allocsim policies')", key);
+			unknown_key(key, tab, err);
+			rc = -1;
 			break;
 		}
 		if (!*val) {
@@ -80,7 +105,7 @@ int as_opt_parse_size(void *conf, const as_optdesc *d, const char *val, as_err *
 	char m[256];
 	uint64_t v;
 	if (as_parse_size(val, &v, m, sizeof m))
-		return as_fail(err, AS_EXIT_USAGE, "option %s: %s", d->name, m);
+		return as_fail(err, AS_EXIT_USAGE, "%s: %s", d->name, m);
 	*(uint64_t *)((char *)conf + d->off) = v;
 	return 0;
 }
@@ -89,7 +114,7 @@ int as_opt_parse_mib(void *conf, const as_optdesc *d, const char *val, as_err *e
 {
 	uint64_t v;
 	if (as_parse_u64(val, &v) || v > (UINT64_MAX >> 20))
-		return as_fail(err, AS_EXIT_USAGE, "option %s: '%s' is not a number of MiB", d->name, val);
+		return as_fail(err, AS_EXIT_USAGE, "%s: '%s' is not a number of MiB", d->name, val);
 	*(uint64_t *)((char *)conf + d->off) = v << 20;
 	return 0;
 }
@@ -102,7 +127,7 @@ int as_opt_parse_bool(void *conf, const as_optdesc *d, const char *val, as_err *
 	else if (!strcmp(val, "False"))
 		v = 0;
 	else
-		return as_fail(err, AS_EXIT_USAGE, "Expected 'True' or 'False' for %s but got '%s'", d->name, val);
+		return as_fail(err, AS_EXIT_USAGE, "%s: '%s' is not True or False", d->name, val);
 	*(int *)((char *)conf + d->off) = v;
 	return 0;
 }

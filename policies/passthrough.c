@@ -25,7 +25,7 @@ static int parse_granule(void *conf, const as_optdesc *d, const char *val, as_er
 		return -1;
 	uint64_t g = ((pt_conf *)conf)->granule;
 	if (!g || (g & (g - 1)))
-		return as_fail(err, AS_EXIT_USAGE, "option granule: must be a power of two, got '%s'", val);
+		return as_fail(err, AS_EXIT_USAGE, "granule: must be a power of two, got '%s'", val);
 	return 0;
 }
 

@@ -176,6 +176,8 @@ static inline int as_policy_query(as_policy *p, int what, void *arg)
 extern const as_policy_ops *const as_policies[];
 /* A registered policy, or a stack "A>B>..." of them (stack.c: A takes its device memory from B). */
 const as_policy_ops *as_policy_find(const char *name);
+/* The message of an unknown policy name: "unknown policy 'X'", with the closest name if there is one. */
+void as_policy_unknown(const char *name, char *msg, size_t len);
 /* Creates a policy (or a stack, whose config is one ';'-separated part per layer, top first). */
 int as_policy_create(const as_policy_ops *ops, as_policy **out, const char *config, as_device *dev, as_counters *ctr, as_err *err);
 /* The AS_CAP_* bit's name ("stats", "segments", ...), NULL past the last. */

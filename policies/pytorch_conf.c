@@ -26,11 +26,11 @@ static int parse_mb_min20(void *conf, const as_optdesc *d, const char *val, as_e
 	pt_conf *c = conf;
 	uint64_t v;
 	if (parse_num(val, &v))
-		return as_fail(err, AS_EXIT_USAGE, "CachingAllocator option %s: '%s' is not a number", d->name, val);
+		return as_fail(err, AS_EXIT_USAGE, "%s: '%s' is not a number of MiB", d->name, val);
 	uint64_t min_mb = c->large_segment_size >> 20;
 	if (v < min_mb)
-		return as_fail(err, AS_EXIT_USAGE, "CachingAllocator option %s too small, must be >= %llu", d->name,
-			(unsigned long long)min_mb);
+		return as_fail(err, AS_EXIT_USAGE, "%s: %s is too small: at least %llu (the large segment size, in MiB)", d->name,
+			val, (unsigned long long)min_mb);
 	uint64_t bytes = v > (UINT64_MAX >> 20) ? UINT64_MAX : v << 20;
 	*(uint64_t *)((char *)conf + d->off) = bytes;
 	return 0;
@@ -41,7 +41,7 @@ static int parse_large_seg(void *conf, const as_optdesc *d, const char *val, as_
 	pt_conf *c = conf;
 	uint64_t v;
 	if (parse_num(val, &v) || v <= 10 || v > (1u << 20))
-		return as_fail(err, AS_EXIT_USAGE, "CachingAllocator option large_segment_size_mb must be > 10 MB");
+		return as_fail(err, AS_EXIT_USAGE, "large_segment_size_mb: '%s' is not a number of MiB above 10", val);
 	c->large_segment_size = v << 20;
 	if (c->max_non_split_rounding < c->large_segment_size)
 		c->max_non_split_rounding = c->large_segment_size;
@@ -55,7 +55,7 @@ static int parse_gc(void *conf, const as_optdesc *d, const char *val, as_err *er
 	errno = 0;
 	double v = strtod(val, &end);
 	if (errno || *end || !(v > 0.0) || !(v < 1.0))
-		return as_fail(err, AS_EXIT_USAGE, "garbage_collect_threshold is invalid, set it in (0.0, 1.0)");
+		return as_fail(err, AS_EXIT_USAGE, "%s: '%s' is not a number in (0.0, 1.0)", d->name, val);
 	((pt_conf *)conf)->gc_threshold = v;
 	(void)d;
 	return 0;
@@ -67,7 +67,7 @@ static int parse_fraction(void *conf, const as_optdesc *d, const char *val, as_e
 	errno = 0;
 	double v = strtod(val, &end);
 	if (errno || *end || !(v >= 0.0) || !(v <= 1.0))
-		return as_fail(err, AS_EXIT_USAGE, "per_process_memory_fraction is invalid, set it in [0.0, 1.0]");
+		return as_fail(err, AS_EXIT_USAGE, "%s: '%s' is not a number in [0.0, 1.0]", d->name, val);
 	((pt_conf *)conf)->fraction = v;
 	(void)d;
 	return 0;
@@ -80,15 +80,17 @@ static int parse_roundup(void *conf, const as_optdesc *d, const char *val, as_er
 	(void)d;
 	memset(c->divisions, 0, sizeof c->divisions);
 	if (val[0] != '[') {
-		if (parse_num(val, &v) || !is_pow2(v) || v > UINT32_MAX)
-			return as_fail(err, AS_EXIT_USAGE, "For roundups, the divisions has to be power of 2 ");
+		if (parse_num(val, &v))
+			return as_fail(err, AS_EXIT_USAGE, "%s: '%s' is not a number", d->name, val);
+		if (!is_pow2(v) || v > UINT32_MAX)
+			return as_fail(err, AS_EXIT_USAGE, "%s: %s is not a power of 2", d->name, val);
 		for (int i = 0; i < 16; i++)
 			c->divisions[i] = (uint32_t)v;
 		return 0;
 	}
 	size_t n = strlen(val);
 	if (n < 2 || val[n - 1] != ']')
-		return as_fail(err, AS_EXIT_USAGE, "Error parsing roundup_power2_divisions: expected ']'");
+		return as_fail(err, AS_EXIT_USAGE, "%s: '%s': expected ']'", d->name, val);
 	char *body = xmalloc(n);
 	memcpy(body, val + 1, n - 2);
 	body[n - 2] = 0;
@@ -97,12 +99,12 @@ static int parse_roundup(void *conf, const as_optdesc *d, const char *val, as_er
 	for (char *item = strtok_r(body, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
 		char *colon = strchr(item, ':');
 		if (!colon) {
-			rc = as_fail(err, AS_EXIT_USAGE, "Error parsing roundup_power2_divisions: expected ':' in '%s'", item);
+			rc = as_fail(err, AS_EXIT_USAGE, "%s: '%s': expected ':' in '%s'", d->name, val, item);
 			break;
 		}
 		*colon = 0;
 		if (parse_num(colon + 1, &v) || (v && !is_pow2(v)) || v > UINT32_MAX) {
-			rc = as_fail(err, AS_EXIT_USAGE, "For roundups, the divisions has to be power of 2 or 0 to disable roundup ");
+			rc = as_fail(err, AS_EXIT_USAGE, "%s: %s in '%s' is not a power of 2 (or 0 to disable roundup)", d->name, colon + 1, val);
 			break;
 		}
 		if (!strcmp(item, ">")) {
@@ -113,7 +115,7 @@ static int parse_roundup(void *conf, const as_optdesc *d, const char *val, as_er
 		}
 		uint64_t b;
 		if (parse_num(item, &b) || !is_pow2(b)) {
-			rc = as_fail(err, AS_EXIT_USAGE, "For roundups, the intervals have to be power of 2 ");
+			rc = as_fail(err, AS_EXIT_USAGE, "%s: the interval %s in '%s' is not a power of 2", d->name, item, val);
 			break;
 		}
 		int idx = log2u(b);
@@ -137,7 +139,7 @@ static int parse_backend(void *conf, const as_optdesc *d, const char *val, as_er
 		return 0;
 	if (!strcmp(val, "cudaMallocAsync"))
 		return as_fail(err, AS_EXIT_USAGE, "backend:cudaMallocAsync is not simulated by the pytorch policy (the cuda-async policy is not implemented yet)");
-	return as_fail(err, AS_EXIT_USAGE, "Unknown allocator backend, options are native and cudaMallocAsync");
+	return as_fail(err, AS_EXIT_USAGE, "%s: '%s' is not native or cudaMallocAsync", d->name, val);
 }
 
 static int parse_ignored_bool(void *conf, const as_optdesc *d, const char *val, as_err *err)
@@ -149,15 +151,11 @@ static int parse_ignored_num(void *conf, const as_optdesc *d, const char *val, a
 {
 	uint64_t v;
 	if (parse_num(val, &v))
-		return as_fail(err, AS_EXIT_USAGE, "CachingAllocator option %s: '%s' is not a number", d->name, val);
-	if (!strcmp(d->name, "pinned_num_register_threads")) {
-		if (!is_pow2(v))
-			return as_fail(err, AS_EXIT_USAGE, "Number of register threads has to be power of 2");
-		if (v > 128)
-			return as_fail(err, AS_EXIT_USAGE, "Number of register threads should be less than or equal to 128");
-	}
+		return as_fail(err, AS_EXIT_USAGE, "%s: '%s' is not a number", d->name, val);
+	if (!strcmp(d->name, "pinned_num_register_threads") && (!is_pow2(v) || v > 128))
+		return as_fail(err, AS_EXIT_USAGE, "%s: %s is not a power of 2 up to 128", d->name, val);
 	if (!strcmp(d->name, "pinned_reserve_segment_size_mb") && !v)
-		return as_fail(err, AS_EXIT_USAGE, "Pinned reserve segment size has to be greater than 0");
+		return as_fail(err, AS_EXIT_USAGE, "%s: must be more than 0", d->name);
 	((pt_conf *)conf)->dummy_u64 = v;
 	return 0;
 }

@@ -1,5 +1,6 @@
 /* registry.c - the one list of policies. Adding a policy is one file plus one line here. */
 #include "policy.h"
+#include <stdio.h>
 #include <string.h>
 
 extern const as_policy_ops as_policy_passthrough;
@@ -32,6 +33,19 @@ const as_policy_ops *as_policy_find(const char *name)
 		if (!strcmp(as_policies[i]->name, name))
 			return as_policies[i];
 	return NULL;
+}
+
+void as_policy_unknown(const char *name, char *msg, size_t len)
+{
+	const char *names[16];
+	size_t n = 0;
+	for (size_t i = 0; as_policies[i] && n < 16; i++)
+		names[n++] = as_policies[i]->name;
+	const char *near = as_closest(name, names, n);
+	if (near)
+		snprintf(msg, len, "unknown policy '%s': did you mean '%s'? (see 'allocsim policies')", name, near);
+	else
+		snprintf(msg, len, "unknown policy '%s' (see 'allocsim policies')", name);
 }
 
 const char *as_cap_name(unsigned bit)

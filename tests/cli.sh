@@ -53,17 +53,34 @@ for s in 12XB 0.3B 99999999999999999999GiB -5 ""; do
 	run "$A" replay --capacity "$s" "$snap"; is "$st" 64 "--capacity '$s' is rejected with 64"
 done
 
-# PYTORCH_CUDA_ALLOC_CONF validation, with PyTorch's messages
-chk() { run "$A" replay -c "$1" "$snap"; is "$st" 64 "-c '$1' is rejected"; contains "$errout" "$2"; ok $? "-c '$1' says: $2"; }
-chk "max_split_size_mb:10" "max_split_size_mb too small, must be >= 20"
-chk "roundup_power2_divisions:3" "For roundups, the divisions has to be power of 2"
-chk "roundup_power2_divisions:[256:3]" "has to be power of 2 or 0"
-chk "roundup_power2_divisions:[100:2]" "the intervals have to be power of 2"
-chk "garbage_collection_threshold:1.5" "garbage_collect_threshold is invalid, set it in (0.0, 1.0)"
-chk "expandable_segments:true" "Expected 'True' or 'False'"
-chk "no_such_key:1" "Unrecognized key 'no_such_key'"
-chk "max_split_size_mb" "expected ':'"
-chk "backend:cudaMallocAsync" "not simulated"
+# PYTORCH_CUDA_ALLOC_CONF validation: each message names the key and the value
+chk() { run "$A" replay -c "$1" "$snap"; is "$st: $errout" "64: allocsim: error: $2" "-c '$1' says: $2"; }
+chk "max_split_size_mb:10" "max_split_size_mb: 10 is too small: at least 20 (the large segment size, in MiB)"
+chk "max_split_size_mb:abc" "max_split_size_mb: 'abc' is not a number of MiB"
+chk "roundup_power2_divisions:3" "roundup_power2_divisions: 3 is not a power of 2"
+chk "roundup_power2_divisions:[256:3]" "roundup_power2_divisions: 3 in '[256:3]' is not a power of 2 (or 0 to disable roundup)"
+chk "roundup_power2_divisions:[100:2]" "roundup_power2_divisions: the interval 100 in '[100:2]' is not a power of 2"
+chk "garbage_collection_threshold:1.5" "garbage_collection_threshold: '1.5' is not a number in (0.0, 1.0)"
+chk "expandable_segments:true" "expandable_segments: 'true' is not True or False"
+chk "no_such_key:1" "Unrecognized key 'no_such_key' in allocator config (see 'allocsim policies')"
+chk "max_splt_size_mb:40" "Unrecognized key 'max_splt_size_mb' in allocator config: did you mean 'max_split_size_mb'? (see 'allocsim policies')"
+chk "max_split_size:40" "Unrecognized key 'max_split_size' in allocator config: did you mean 'max_split_size_mb'? (see 'allocsim policies')"
+chk "backend:x" "backend: 'x' is not native or cudaMallocAsync"
+run "$A" replay -c "max_split_size_mb" "$snap"; is "$st" 64 "-c 'max_split_size_mb' is rejected"; contains "$errout" "expected ':'"; ok $? "-c 'max_split_size_mb' says: expected ':'"
+run "$A" replay -c "backend:cudaMallocAsync" "$snap"; is "$st" 64 "-c 'backend:cudaMallocAsync' is rejected"; contains "$errout" "not simulated"; ok $? "-c 'backend:cudaMallocAsync' says: not simulated"
+# a key of another policy says whose it is; misspelt policies and commands get the closest name
+run "$A" replay -p bestfit -c max_split_size_mb:40 "$snap"
+is "$st: $errout" "64: allocsim: error: max_split_size_mb is an option of pytorch, not bestfit (see 'allocsim policies')" "a pytorch key given to bestfit names its policy"
+run "$A" replay -p bestfit -c min_segmnt:20MiB "$snap"
+is "$st: $errout" "64: allocsim: error: Unrecognized key 'min_segmnt' in allocator config: did you mean 'min_segment'? (see 'allocsim policies')" "bestfit: did you mean min_segment"
+run "$A" replay -p bestfti "$snap"
+is "$st: $errout" "64: allocsim: error: replay: unknown policy 'bestfti': did you mean 'bestfit'? (see 'allocsim policies')
+Try 'allocsim replay --help'." "a misspelt policy: did you mean"
+run "$A" sweep -p pytroch -t "$snap"
+is "$st: $errout" "64: allocsim: error: sweep: unknown policy 'pytroch': did you mean 'pytorch'? (see 'allocsim policies')
+Try 'allocsim sweep --help'." "sweep: a misspelt policy: did you mean"
+run "$A" replya "$snap"
+is "$st: $errout" "64: allocsim: error: 'replya' is not an allocsim command: did you mean 'replay'? See 'allocsim --help'." "a misspelt command: did you mean"
 run "$A" replay -c " max_split_size_mb : 128 , roundup_power2_divisions:[256:1,512:2,>:8]" --no-timing "$snap"
 is "$st" 0 "whitespace is dropped and the list form parses"
 run "$A" replay -p bestfit -c "granule:3" "$snap"; is "$st" 64 "bestfit granule must be a power of two"

@@ -67,7 +67,7 @@ is "$st: $out" "0: $TMP/empty.trace: exact (0 device calls, 0 end-state segments
 printf '#allocsim-trace 1\na 1 1000 0\na 2 3000 0\nf 1\n' > "$TMP/s.trace"
 for o in min_segment:18446744073709551615 granule:2305843009213693952 segment_round:9223372036854775808; do
 	run "$A" replay -p bestfit -c "$o" --check "$TMP/s.trace"
-	is "$st: $errout" "64: allocsim: error: option ${o%%:*}: at most 1024 PiB (2^60 bytes), got '${o#*:}'" "bestfit $o is refused (it overflowed)"
+	is "$st: $errout" "64: allocsim: error: ${o%%:*}: at most 1024 PiB (2^60 bytes), got '${o#*:}'" "bestfit $o is refused (it overflowed)"
 done
 run "$A" replay -p bestfit -c min_segment:1048576TiB --check --no-timing "$TMP/s.trace"
 is "$st,$(col "$out" num_ooms)" "0,2" "bestfit min_segment:2^60 is a segment too large for the device, not a zero-byte one"
@@ -80,7 +80,7 @@ printf 'Thread,Time,Action,Pointer,Size,Stream\n1,0010,allocate,0x1000,0100,010\
 run "$A" replay --no-timing "$TMP/zeros.csv"
 is "$st,$(col "$out" peak_requested_bytes)" "0,100" "rmm: size 0100 is 100"
 run "$A" replay -c roundup_power2_divisions:010 "$TMP/zeros.trace"
-is "$st: $errout" "64: allocsim: error: For roundups, the divisions has to be power of 2 " "-c: 010 is ten (not octal 8), not a power of two"
+is "$st: $errout" "64: allocsim: error: roundup_power2_divisions: 010 is not a power of 2" "-c: 010 is ten (not octal 8), not a power of two"
 run "$A" replay --no-timing -c roundup_power2_divisions:08 "$TMP/zeros.trace"
 is "$st,$(col "$out" config)" "0,roundup_power2_divisions:08" "-c: 08 is eight"
 for v in 0x40 +64 -1 1e3 64x; do
@@ -105,7 +105,7 @@ is "$st" 0 "native version 01 is 1"
 for c in "replay" "validate" "fit param max_split_size_mb" "sweep --param max_split_size_mb=100"; do
 	run "$A" $c --capacity 0 -- "$TMP/zeros.trace"
 	[ "${c%% *}" = sweep ] && run "$A" $c --capacity 0 -t "$TMP/zeros.trace"
-	is "$st: $errout" "64: allocsim ${c%% *}: --capacity: a capacity of 0 bytes holds nothing (leave the option out for the device's whole memory)
+	is "$st: $errout" "64: allocsim: error: ${c%% *}: --capacity: a capacity of 0 bytes holds nothing (leave the option out for the device's whole memory)
 Try 'allocsim ${c%% *} --help'." "${c%% *} --capacity 0 is refused"
 done
 run "$A" sweep --param capacity=0,1GiB -t "$TMP/zeros.trace"
@@ -209,7 +209,7 @@ awk 'BEGIN { print "#allocsim-trace 1"; for (i = 1; i <= 200000; i++) { print "a
 "$A" fit capacity --samples 1000 "$TMP/long.trace" > /dev/null 2> "$TMP/int.err" & pid=$!
 sleep 1; kill -INT $pid; wait $pid; st=$?
 e=$(cat "$TMP/int.err")
-is "$st: ${e%% after*}" "130: allocsim: interrupted" "fit stops on SIGINT with 130"
+is "$st: ${e%% after*}" "130: allocsim: error: interrupted" "fit stops on SIGINT with 130"
 # the simulated device places a segment in O(log n): it walked every live range (passthrough keeps
 # one per live allocation: 40,000 took 38 s)
 awk 'BEGIN { print "#allocsim-trace 1"; for (i = 1; i <= 60000; i++) print "a " i " 4096 0"; for (i = 1; i <= 60000; i += 2) print "f " i; for (i = 1; i <= 15000; i++) print "a " 200000 + i " 3000000 0" }' > "$TMP/many.trace"

@@ -55,7 +55,7 @@ for o in memory_limit mem_fraction allow_growth garbage_collection fragmentation
 	ok "$(printf '%s\n' "$out" | sed -n '/^bfc$/,/^[a-z]/p' | grep -q "^    $o " ; echo $?)" "allocsim policies lists bfc's option $o"
 done
 run "$ALLOCSIM" replay -p bfc -c mem_fraction:1.5 "$T/seed_example__default.pickle.gz"
-is "$st:$errout" "64:allocsim: error: option mem_fraction: expected a fraction from 0 to 1, got '1.5'" "a fraction above 1 is a usage error"
+is "$st:$errout" "64:allocsim: error: mem_fraction: expected a fraction from 0 to 1, got '1.5'" "a fraction above 1 is a usage error"
 run "$ALLOCSIM" replay -p bfc -c memory_limit:100 "$T/seed_example__default.pickle.gz"
 is "$st:$errout" "64:allocsim: error: bfc: a memory limit of 100 bytes holds no allocation" "a limit under 256 bytes is a usage error"
 finish

@@ -53,7 +53,7 @@ static int fit_fail(const fitctx *f, const as_err *err)
 {
 	if (err->code != AS_EXIT_INTERRUPTED)
 		return cli_report(err);
-	fprintf(stderr, "%s: interrupted after %" PRIu64 " replays: the lines above are complete, the answer is not; "
+	fprintf(stderr, "%s: error: interrupted after %" PRIu64 " replays: the lines above are complete, the answer is not; "
 		"fit does not resume, run the same command again\n", as_progname, f->runs);
 	return AS_EXIT_INTERRUPTED;
 }
@@ -202,7 +202,7 @@ static int fit_param(fitctx *f, const char *name, const char *values, const char
 		if (bestv) {
 			printf("%s\n", bestv);
 		} else {
-			fprintf(stderr, "%s: no value of %s avoids out-of-memory at this capacity\n", as_progname, name);
+			fprintf(stderr, "%s: error: no value of %s avoids out-of-memory at this capacity\n", as_progname, name);
 			rc = 2;
 		}
 	}
@@ -263,8 +263,11 @@ int cmd_fit(int argc, char **argv)
 	fitctx f;
 	memset(&f, 0, sizeof f);
 	f.o.ops = as_policy_find(policy);
-	if (!f.o.ops)
-		return cli_usage_error("fit", "unknown policy '%s'", policy);
+	if (!f.o.ops) {
+		char um[256];
+		as_policy_unknown(policy, um, sizeof um);
+		return cli_usage_error("fit", "%s", um);
+	}
 	f.o.path = trace;
 	f.o.config = config;
 	f.o.addr_mode = ADDR_AUTO;

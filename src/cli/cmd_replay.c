@@ -286,8 +286,11 @@ int cmd_replay(int argc, char **argv)
 		return cli_usage_error("replay", optind >= argc ? "missing TRACE" : "expected one TRACE, got %d", argc - optind);
 	const char *path = argv[optind];
 	const as_policy_ops *ops = as_policy_find(policy);
-	if (!ops)
-		return cli_usage_error("replay", "unknown policy '%s' (see 'allocsim policies')", policy);
+	if (!ops) {
+		char um[256];
+		as_policy_unknown(policy, um, sizeof um);
+		return cli_usage_error("replay", "%s", um);
+	}
 	if (segments && !(ops->flags & AS_CAP_SEGMENTS))
 		return cli_usage_error("replay", "--segments: the %s policy has no segment map", ops->name);
 	if (summary && !(ops->flags & AS_CAP_SUMMARY))

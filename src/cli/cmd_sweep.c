@@ -260,17 +260,17 @@ static int sweep_interrupted(as_outfile *of, const char *header, const sweep *sw
 		left += !sw->jobs[i].row;
 	if (!have) {
 		as_outfile_close(of, 0, &err);
-		fprintf(stderr, "%s: interrupted before any run finished; %s\n", as_progname,
+		fprintf(stderr, "%s: error: interrupted before any run finished; %s\n", as_progname,
 			out && strcmp(out, "-") ? "the output was left as it was" : "nothing was written");
 		return AS_EXIT_INTERRUPTED;
 	}
 	if (sweep_write(of, header, sw, &err))
 		return cli_report(&err);
 	if (out && strcmp(out, "-"))
-		fprintf(stderr, "%s: interrupted: '%s' holds the %zu finished runs, %zu are not done; run the same command "
+		fprintf(stderr, "%s: error: interrupted: '%s' holds the %zu finished runs, %zu are not done; run the same command "
 			"with --resume to do only those\n", as_progname, out, have, left);
 	else
-		fprintf(stderr, "%s: interrupted: %zu finished runs were written, %zu are not done; to resume, write to a "
+		fprintf(stderr, "%s: error: interrupted: %zu finished runs were written, %zu are not done; to resume, write to a "
 			"file (-o FILE) and run again with --resume\n", as_progname, have, left);
 	return AS_EXIT_INTERRUPTED;
 }
@@ -306,8 +306,12 @@ int cmd_sweep(int argc, char **argv)
 			break;
 		case 'p': {
 			const as_policy_ops *o = as_policy_find(optarg);
-			if (!o)
-				{ rc = cli_usage_error("sweep", "unknown policy '%s'", optarg); goto args_out; }
+			if (!o) {
+				char um[256];
+				as_policy_unknown(optarg, um, sizeof um);
+				rc = cli_usage_error("sweep", "%s", um);
+				goto args_out;
+			}
 			pols = xrealloc(pols, (npol + 1) * sizeof(*pols));
 			pols[npol++] = o;
 			break;

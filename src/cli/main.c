@@ -50,7 +50,7 @@ int cli_report(const as_err *err)
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
-	fprintf(stderr, "%s %s: ", as_progname, cmd);
+	fprintf(stderr, "%s: error: %s: ", as_progname, cmd);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -75,7 +75,14 @@ static int dispatch(int argc, char **argv)
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
 		if (!strcmp(argv[1], cmds[i].name))
 			return cmds[i].fn(argc - 1, argv + 1);
-	fprintf(stderr, "%s: '%s' is not an allocsim command. See 'allocsim --help'.\n", as_progname, argv[1]);
+	const char *names[sizeof cmds / sizeof cmds[0]];
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+		names[i] = cmds[i].name;
+	const char *near = as_closest(argv[1], names, sizeof cmds / sizeof cmds[0]);
+	if (near)
+		fprintf(stderr, "%s: error: '%s' is not an allocsim command: did you mean '%s'? See 'allocsim --help'.\n", as_progname, argv[1], near);
+	else
+		fprintf(stderr, "%s: error: '%s' is not an allocsim command. See 'allocsim --help'.\n", as_progname, argv[1]);
 	return AS_EXIT_USAGE;
 }
 

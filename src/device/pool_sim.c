@@ -310,7 +310,7 @@ static void grow(as_simpool *p, uint64_t n)
 			p->mem = xrealloc(p->mem, p->capmem * sizeof(*p->mem));
 		}
 		if (as_dev_phys_create(p->dev, n * AS_POOL_CHUNK, &p->mem[p->nmem].h)) {
-			fprintf(stderr, "%s: internal error: the device refused a pool chunk within the pool's limit\n", as_progname);
+			fprintf(stderr, "%s: error: internal: the device refused a pool chunk within the pool's limit\n", as_progname);
 			exit(AS_EXIT_SOFTWARE);
 		}
 		p->mem[p->nmem++].n = n;

@@ -40,9 +40,58 @@ void as_err_clear(as_err *err)
 	err->msg[0] = 0;
 }
 
+/* Edit distance with transpositions (optimal string alignment), on names of at most 63 bytes;
+ * written here because no library the build uses (libc, libbsd, GSL) has one. */
+static size_t edits(const char *a, const char *b)
+{
+	size_t n = strlen(a), m = strlen(b), d[64][64];
+	if (n > 63 || m > 63)
+		return SIZE_MAX;
+	for (size_t i = 0; i <= n; i++)
+		d[i][0] = i;
+	for (size_t j = 0; j <= m; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= n; i++)
+		for (size_t j = 1; j <= m; j++) {
+			size_t c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < c)
+				c = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < c)
+				c = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < c)
+				c = d[i - 2][j - 2] + 1;
+			d[i][j] = c;
+		}
+	return d[n][m];
+}
+
+const char *as_closest(const char *word, const char *const *cands, size_t n)
+{
+	const char *best = NULL;
+	size_t bd = SIZE_MAX, len = strlen(word);
+	for (size_t i = 0; i < n; i++) {
+		size_t e = cands[i] ? edits(word, cands[i]) : SIZE_MAX;
+		if (e < bd) {
+			bd = e;
+			best = cands[i];
+		}
+	}
+	if (bd <= 2 && 2 * bd < len)
+		return best;
+	/* or the one name that word begins (max_split_size for max_split_size_mb) */
+	best = NULL;
+	for (size_t i = 0; len >= 4 && i < n; i++)
+		if (cands[i] && !strncmp(cands[i], word, len)) {
+			if (best)
+				return NULL;
+			best = cands[i];
+		}
+	return best;
+}
+
 static void oom_die(size_t n)
 {
-	fprintf(stderr, "%s: fatal: out of host memory allocating %zu bytes\n", as_progname, n);
+	fprintf(stderr, "%s: error: out of host memory allocating %zu bytes\n", as_progname, n);
 	exit(AS_EXIT_SOFTWARE);
 }
 

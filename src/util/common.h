@@ -60,6 +60,9 @@ int as_parse_u64(const char *s, uint64_t *out);
 int as_parse_num(const char *s, uint64_t *out);
 
 extern const char *as_progname;
+/* The closest of the n names in cands to word (a misspelling: at most 2 edits, and fewer than half
+ * of word's letters; or the one name that begins with word), or NULL: the "did you mean" of messages. */
+const char *as_closest(const char *word, const char *const *cands, size_t n);
 
 #define AS_MiB ((uint64_t)1 << 20)
 #define AS_GiB ((uint64_t)1 << 30)
