@@ -80,8 +80,10 @@ static int fit_capacity(fitctx *f, int exact, uint64_t samples)
 	uint64_t g = exact ? 1 : 2ULL << 20;
 	uint64_t lo = full.peak_requested_bytes / g;                    /* in units of g; may fail */
 	uint64_t hi = (full.peak_reserved_bytes + g - 1) / g;          /* succeeds: the unlimited run */
-	printf("unlimited: peak_reserved_bytes %" PRIu64 ", peak_requested_bytes %" PRIu64 "\n",
-		full.peak_reserved_bytes, full.peak_requested_bytes);
+	char h1[48], h2[48];
+	printf("unlimited: peak_reserved_bytes %" PRIu64 "%s, peak_requested_bytes %" PRIu64 "%s\n",
+		full.peak_reserved_bytes, as_size_paren(full.peak_reserved_bytes, h1, sizeof h1),
+		full.peak_requested_bytes, as_size_paren(full.peak_requested_bytes, h2, sizeof h2));
 	int r = fits(f, hi * g, NULL, &err);
 	if (r < 0)
 		return fit_fail(f, &err);
@@ -132,7 +134,8 @@ static int fit_capacity(fitctx *f, int exact, uint64_t samples)
 			}
 		}
 	}
-	printf("checked: %" PRIu64 " fits, %" PRIu64 " runs out of memory; %" PRIu64 " replays%s\n", best, best - g, f->runs,
+	printf("checked: %" PRIu64 "%s fits, %" PRIu64 " runs out of memory; %" PRIu64 " replays%s\n", best,
+		as_size_paren(best, h1, sizeof h1), best - g, f->runs,
 		nonmono ? "; OOM is NOT monotonic in capacity for this trace" : "; no non-monotonic sample found");
 	if (smaller_ok)
 		printf("smallest capacity seen to fit: %" PRIu64 "\n", smaller_ok);

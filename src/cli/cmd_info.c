@@ -17,6 +17,7 @@ static const char info_usage[] =
 
 int cmd_info(int argc, char **argv)
 {
+	char hb[48];
 	static const struct option lo[] = { { "device", required_argument, 0, 'D' }, { "help", no_argument, 0, 'h' },
 		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
 	as_reader_opts ro = { .any_device = 1 };
@@ -110,9 +111,9 @@ int cmd_info(int argc, char **argv)
 		printf("replayed_device: %d\n", m->device_index);
 	}
 	if (m->device_total)
-		printf("device_total_bytes: %" PRIu64 "\n", m->device_total);
+		printf("device_total_bytes: %" PRIu64 "%s\n", m->device_total, as_size_paren(m->device_total, hb, sizeof hb));
 	if (m->capacity)
-		printf("capacity_bytes: %" PRIu64 "\n", m->capacity);
+		printf("capacity_bytes: %" PRIu64 "%s\n", m->capacity, as_size_paren(m->capacity, hb, sizeof hb));
 	if (m->has_settings) {
 		char *e = as_escape(m->settings ? m->settings : "", 0);
 		printf("allocator_settings: %s\n", e);
@@ -130,7 +131,7 @@ int cmd_info(int argc, char **argv)
 	printf("live_at_end: %zu\n", sizes.count);
 	if (tmax >= tmin)
 		printf("time_span_us: %" PRId64 "\n", tmax - tmin);
-	printf("peak_live_requested_bytes: %" PRIu64 "\n", peak);
+	printf("peak_live_requested_bytes: %" PRIu64 "%s\n", peak, as_size_paren(peak, hb, sizeof hb));
 	if (strcmp(m->format, "pytorch") == 0)
 		printf("inferred_empty_cache: %" PRIu64 "\n", m->inferred_empty_cache);
 	if (m->history_truncated)

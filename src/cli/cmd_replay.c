@@ -1,6 +1,7 @@
 /* cmd_replay.c - allocsim replay: one trace, one policy, one summary row. */
 #include "cli/cli.h"
 #include "engine/engine.h"
+#include "policies/policy.h"
 #include "engine/run.h"
 #include "readers/evbuf.h"
 #include "engine/reconcile.h"
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <math.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -23,6 +25,9 @@ static const char replay_usage[] =
 	"  -c, --config STRING     policy settings, e.g. 'max_split_size_mb:128' for pytorch;\n"
 	"                          'recorded' uses the trace's own settings (default: policy defaults)\n"
 	"      --capacity SIZE     memory the allocator may reserve (e.g. 80GiB); requests beyond it OOM\n"
+	"      --fraction F        the capacity as set_per_process_memory_fraction(F): F x the device's\n"
+	"                          total memory (the trace's, or --device-total SIZE)\n"
+	"      --device-total SIZE the device's total memory, for --fraction\n"
 	"  -o, --output FILE       write the summary CSV to FILE (default: standard output)\n"
 	"      --timeline FILE     write requested/allocated/reserved bytes after every event\n"
 	"      --every N           with --timeline, only every N-th event\n"
@@ -85,6 +90,54 @@ int cli_load_model(const char *path, as_lat_model *m, int *have, as_err *err)
 			return 0;
 		}
 	return 0;
+}
+
+/* A recording with out-of-memory entries ran under a memory limit: without one the replay differs. */
+void cli_warn_recorded_ooms(const char *path, uint64_t ooms, const as_meta *m)
+{
+	char total[96] = "the device's total memory: --device-total SIZE";
+	if (m->device_total)
+		snprintf(total, sizeof total, "the recorded device total, %" PRIu64 " bytes", m->device_total);
+	fprintf(stderr, "%s: warning: %s: the recorded run ran out of memory %" PRIu64 " time(s), so it had a memory limit, "
+		"and this replay has none: --capacity SIZE or --fraction F (set_per_process_memory_fraction(F) x %s) reproduces it\n",
+		as_progname, path, ooms, total);
+}
+
+/* garbage_collection_threshold acts only under a memory limit (PyTorch: set_per_process_memory_fraction) */
+void cli_warn_gc(const as_policy_ops *ops, const char *conf, uint64_t capacity)
+{
+	if (!capacity && conf && !strncmp(ops->name, "pytorch", 7) && strstr(conf, "garbage_collection_threshold"))
+		fprintf(stderr, "%s: warning: garbage_collection_threshold does nothing without a capacity (PyTorch applies it "
+			"only under set_per_process_memory_fraction): give --capacity or --fraction\n", as_progname);
+}
+
+/* --fraction F [--device-total SIZE]: the capacity F x the device total (the trace's, or SIZE) */
+int cli_fraction_capacity(const char *path, const as_meta *m, double fraction, uint64_t dev_total, uint64_t *capacity,
+	int *capacity_set, as_err *err)
+{
+	if (fraction > 0 && *capacity_set)
+		return as_fail(err, AS_EXIT_USAGE, "give --capacity or --fraction, not both");
+	if (dev_total && !(fraction > 0))
+		return as_fail(err, AS_EXIT_USAGE, "--device-total goes with --fraction");
+	if (!(fraction > 0))
+		return 0;
+	uint64_t t = dev_total ? dev_total : m->device_total;
+	if (!t)
+		return as_fail(err, AS_EXIT_USAGE, "--fraction: %s does not record the device's total memory: add --device-total SIZE "
+			"(torch.cuda.get_device_properties(0).total_memory)", path);
+	*capacity = (uint64_t)floor(fraction * (double)t);
+	if (!*capacity)
+		return as_fail(err, AS_EXIT_USAGE, "--fraction: %g of %" PRIu64 " bytes holds nothing", fraction, t);
+	*capacity_set = 1;
+	return 0;
+}
+
+/* --fraction's argument: a number in (0, 1] */
+int cli_parse_fraction(const char *s, double *f)
+{
+	char *end;
+	*f = strtod(s, &end);
+	return end == s || *end || !(*f > 0 && *f <= 1);
 }
 
 int cli_resolve_config(const char *path, const as_meta *m, const char *config, char **out, as_err *err)
@@ -222,14 +275,16 @@ int cmd_replay(int argc, char **argv)
 		{ "segments", required_argument, 0, 'G' }, { "backend", required_argument, 0, 'B' },
 		{ "device", required_argument, 0, 'D' }, { "latency", required_argument, 0, 'L' },
 		{ "latency-model", required_argument, 0, 'M' }, { "device-log", required_argument, 0, 'J' },
-		{ "cache", no_argument, 0, 'W' },
+		{ "cache", no_argument, 0, 'W' }, { "fraction", required_argument, 0, 'F' },
+		{ "device-total", required_argument, 0, 'U' },
 		{ "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
 	const char *policy = "pytorch", *config = NULL, *out = NULL, *timeline = NULL, *stats = NULL, *segments = NULL;
 	const char *latency = NULL, *model_path = NULL, *devlog = NULL;
 	int use_cuda = 0;
 	uint64_t ordinal = 0;
-	uint64_t capacity = 0, every = 1;
+	uint64_t capacity = 0, every = 1, dev_total = 0, recorded_ooms = 0;
+	double fraction = 0;
 	int cache = 0, capacity_set = 0, summary = 0, check = 0, addr_mode = ADDR_AUTO, no_timing = 0, stop_at_oom = 0, c;
 	char m[256];
 	as_reader_opts ro = { 0 };
@@ -243,6 +298,14 @@ int cmd_replay(int argc, char **argv)
 			if (as_parse_capacity(optarg, &capacity, m, sizeof m))
 				return cli_usage_error("replay", "--capacity: %s", m);
 			capacity_set = 1;
+			break;
+		case 'F':
+			if (cli_parse_fraction(optarg, &fraction))
+				return cli_usage_error("replay", "--fraction: '%s' is not a number in (0, 1]", optarg);
+			break;
+		case 'U':
+			if (as_parse_capacity(optarg, &dev_total, m, sizeof m))
+				return cli_usage_error("replay", "--device-total: %s", m);
 			break;
 		case 'o': out = optarg; break;
 		case 'T': timeline = optarg; break;
@@ -350,8 +413,11 @@ int cmd_replay(int argc, char **argv)
 	const as_meta *meta = have_buf ? &buf.meta : &r->meta;
 	if (cli_resolve_config(path, meta, config ? config : "", &conf, &err))
 		goto done;
+	if (cli_fraction_capacity(path, meta, fraction, dev_total, &capacity, &capacity_set, &err))
+		goto done;
 	if (!capacity_set && meta->capacity)
 		capacity = meta->capacity;
+	cli_warn_gc(ops, conf, capacity);
 	if (use_cuda) {
 		if (!(dev = as_cuda_device_new((int)ordinal, capacity, &err)))
 			goto done;
@@ -393,6 +459,8 @@ int cmd_replay(int argc, char **argv)
 			as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; every device allocation was released, nothing was written");
 			break;
 		}
+		if (ev.type == EV_ALLOC && (ev.flags & EVF_OOM))
+			recorded_ooms++;
 		if (as_engine_step(&e, &ev, &err))
 			break;
 		if (stop_at_oom && e.s.num_ooms)
@@ -407,6 +475,8 @@ int cmd_replay(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	as_engine_finish(&e);
 	e.s.wall_seconds = no_timing ? 0.0 : (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+	if (recorded_ooms && !capacity)
+		cli_warn_recorded_ooms(path, recorded_ooms, meta);
 	if (meta->history_truncated)
 		fprintf(stderr, "%s: warning: %s: the recorded history is truncated (%" PRIu64 " frees of allocations made "
 			"before it began were skipped); results cover the recorded part only\n", as_progname, r ? r->in.path : path,

@@ -18,6 +18,8 @@ static const char validate_usage[] =
 	"\n"
 	"  -c, --config STRING     PYTORCH_CUDA_ALLOC_CONF to simulate (default: the recorded settings)\n"
 	"      --capacity SIZE     the allowed memory (set_per_process_memory_fraction x device total)\n"
+	"      --fraction F        the capacity as F x the device's total memory (the trace's, or\n"
+	"                          --device-total SIZE)\n"
 	"      --addresses MODE    auto (default), model or recorded; see allocsim replay --help\n"
 	"      --device N          the device of a multi-GPU snapshot (default: the one with history)\n"
 	"  -h, --help              show this help\n";
@@ -186,13 +188,15 @@ int cmd_validate(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "config", required_argument, 0, 'c' }, { "capacity", required_argument, 0, 'C' },
+		{ "fraction", required_argument, 0, 'F' }, { "device-total", required_argument, 0, 'U' },
 		{ "addresses", required_argument, 0, 'A' }, { "device", required_argument, 0, 'D' },
 		{ "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
 	as_reader_opts ro = { .want_segments = 1 };
 	const char *config = NULL;
-	uint64_t capacity = 0;
-	int addr_mode = ADDR_AUTO, c;
+	uint64_t capacity = 0, dev_total = 0, recorded_ooms = 0;
+	double fraction = 0;
+	int addr_mode = ADDR_AUTO, c, capacity_set = 0;
 	char m[256];
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "c:h", lo, NULL)) != -1) {
@@ -201,6 +205,15 @@ int cmd_validate(int argc, char **argv)
 		case 'C':
 			if (as_parse_capacity(optarg, &capacity, m, sizeof m))
 				return cli_usage_error("validate", "--capacity: %s", m);
+			capacity_set = 1;
+			break;
+		case 'F':
+			if (cli_parse_fraction(optarg, &fraction))
+				return cli_usage_error("validate", "--fraction: '%s' is not a number in (0, 1]", optarg);
+			break;
+		case 'U':
+			if (as_parse_capacity(optarg, &dev_total, m, sizeof m))
+				return cli_usage_error("validate", "--device-total: %s", m);
 			break;
 		case 'A':
 			if (!strcmp(optarg, "auto")) addr_mode = ADDR_AUTO;
@@ -245,6 +258,12 @@ int cmd_validate(int argc, char **argv)
 		as_fail(&err, AS_EXIT_USAGE, "%s: validate needs a trace with recorded device calls (a PyTorch snapshot)", path);
 		goto done;
 	}
+	if (cli_fraction_capacity(path, &buf.meta, fraction, dev_total, &capacity, &capacity_set, &err))
+		goto done;
+	cli_warn_gc(as_policy_find("pytorch"), conf, capacity);
+	for (size_t i = 0; i < buf.n; i++)
+		if (buf.recs[i].type == EV_ALLOC && (buf.recs[i].flags & EVF_OOM))
+			recorded_ooms++;
 	dev = as_sim_device_new(capacity, addr_mode);
 	dev->observer = observe;
 	dev->observer_ctx = &v;
@@ -284,6 +303,8 @@ int cmd_validate(int argc, char **argv)
 	if (!v.diverged && !buf.meta.history_truncated && compare_end_state(&buf.meta, e.pol, v.msg, sizeof v.msg))
 		v.diverged = 1;
 	if (v.diverged) {
+		if (recorded_ooms && !capacity)
+			cli_warn_recorded_ooms(path, recorded_ooms, &buf.meta);
 		printf("%s: %s%s\n", path, v.msg, buf.meta.history_truncated ?
 			" (the recorded history is truncated: segments PyTorch obtained before it began are not in the trace)" : "");
 	} else {

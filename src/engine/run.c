@@ -90,9 +90,13 @@ int as_parse_values(const char *spec, char ***vals, size_t *n, char *msg, size_t
 			break;
 		}
 		*step = 0;
-		if (as_parse_u64(it, &a) || as_parse_u64(hi, &b) || as_parse_u64(step + 2, &k) || a > b ||
+		/* the ends and an arithmetic step are sizes: 16GiB..24GiB:+2GiB (plain numbers read as before) */
+		char m2[128];
+		if (as_parse_size(it, &a, m2, sizeof m2) || as_parse_size(hi, &b, m2, sizeof m2) ||
+		    (step[1] == 'x' ? as_parse_u64(step + 2, &k) : as_parse_size(step + 2, &k, m2, sizeof m2)) || a > b ||
 		    (step[1] == 'x' && (k < 2 || !a)) || (step[1] == '+' && !k)) {
-			snprintf(msg, len, "bad range '%s..%s:%c%s'", it, hi, step[1], step + 2);
+			snprintf(msg, len, "bad range '%s..%s:%c%s' (expected A..B:+STEP or A..B:xFACTOR, A <= B; A, B and STEP "
+				"numbers or sizes such as 16GiB)", it, hi, step[1], step + 2);
 			rc = -1;
 			break;
 		}

@@ -276,6 +276,17 @@ int as_parse_capacity(const char *s, uint64_t *out, char *msg, size_t msglen)
 	return 0;
 }
 
+const char *as_size_paren(uint64_t b, char *buf, size_t len)
+{
+	if (b <= 1024 || len < 4)
+		return "";
+	buf[0] = ' ';
+	buf[1] = '(';
+	as_format_size(b, buf + 2, len - 3);
+	strcat(buf, ")");
+	return buf;
+}
+
 void as_format_size(uint64_t b, char *buf, size_t len)
 {
 	if (b <= 1024)

@@ -53,6 +53,8 @@ int as_unescape(char *s);
 int as_parse_capacity(const char *s, uint64_t *out, char *msg, size_t msglen);
 /* Formats bytes as PyTorch's format_size does ("2.00 MiB"). */
 void as_format_size(uint64_t bytes, char *buf, size_t len);
+/* " (14.47 GiB)" beside a byte count above 1 KiB, "" otherwise (in buf, at least 4 bytes) */
+const char *as_size_paren(uint64_t b, char *buf, size_t len);
 /* Whole-string unsigned numbers without overflow, signs or spaces: decimal only (leading zeros are
  * decimal: "0100" is 100, "08" is 8, as PyTorch reads its settings), or with as_parse_num also
  * 0x-prefixed hex where a format documents it (native traces, RMM pointers and streams). */

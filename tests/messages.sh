@@ -1,0 +1,67 @@
+#!/bin/sh
+# messages.sh - the messages that name the fix: a recording's memory limit (OOMs in its history)
+# and --fraction, garbage_collection_threshold without a capacity, sizes with units in sweep ranges,
+# sizes shown in GiB beside bytes, and every exit status a command gives listed in the man page.
+. "${srcdir:-.}/tests/lib.sh"
+A=$ALLOCSIM
+lim="$T/gpt2_train_varlen__p110_ms128.pickle.gz"   # recorded with set_per_process_memory_fraction(0.123779) on 150109880320 bytes
+seed="$T/seed_example__default.pickle.gz"
+warn="allocsim: warning: $lim: the recorded run ran out of memory 1 time(s), so it had a memory limit, and this replay has none: --capacity SIZE or --fraction F (set_per_process_memory_fraction(F) x the device's total memory: --device-total SIZE) reproduces it"
+
+# a snapshot whose history holds an OOM, replayed without a capacity: one warning line naming the fix
+run "$A" replay -c recorded --no-timing "$lim"
+is "$st: $errout" "0: $warn" "replay of a recording with an OOM, without --capacity: one warning naming --capacity and --fraction"
+run "$A" replay -c recorded --no-timing --capacity 18580450876 "$lim"; withcap=$out
+is "$st: $errout" "0: " "with the recorded capacity: no warning"
+# --fraction F --device-total SIZE is set_per_process_memory_fraction(F) x the device's memory
+run "$A" replay -c recorded --no-timing --fraction 0.123779 --device-total 150109880320 "$lim"
+is "$st,$(col "$out" capacity_bytes),$(col "$out" num_ooms)" "0,18580450876,1" "--fraction 0.123779 of 150109880320 bytes is the recorded capacity, and the OOM is reproduced"
+is "$out" "$withcap" "--fraction gives the row of the same --capacity"
+run "$A" replay --fraction 0.5 "$seed"
+is "$st: $errout" "64: allocsim: error: --fraction: $seed does not record the device's total memory: add --device-total SIZE (torch.cuda.get_device_properties(0).total_memory)" \
+	"--fraction on a trace without the device's total memory says what to add"
+run "$A" replay --fraction 0.5 --capacity 1GiB "$seed"
+is "$st: $errout" "64: allocsim: error: give --capacity or --fraction, not both" "--fraction and --capacity together are refused"
+run "$A" replay --fraction 1.5 "$seed"
+is "$st" 64 "--fraction 1.5 is refused"
+# validate says the same beside the divergence, and is exact with --fraction
+run "$A" validate "$lim"
+is "$st: $errout" "1: $warn" "validate of a recording with an OOM, without --capacity: the warning beside the divergence"
+contains "$out" ": diverged at"; ok $? "and the divergence"
+run "$A" validate --fraction 0.123779 --device-total 150109880320 "$lim"
+is "$st: $out" "0: $lim: exact (503 device calls, 231 end-state segments)" "validate --fraction: exact"
+
+# garbage_collection_threshold acts only under a capacity
+run "$A" replay -c garbage_collection_threshold:0.6 --no-timing "$seed"
+is "$st: $errout" "0: allocsim: warning: garbage_collection_threshold does nothing without a capacity (PyTorch applies it only under set_per_process_memory_fraction): give --capacity or --fraction" \
+	"garbage_collection_threshold without a capacity: a warning that it does nothing"
+run "$A" replay -c garbage_collection_threshold:0.6 --capacity 1GiB --no-timing "$seed"
+is "$st: $errout" "0: " "with a capacity: no warning"
+
+# sizes with units in sweep ranges
+run "$A" sweep -t "$seed" --param capacity=16GiB..24GiB:+2GiB
+is "$st: $(printf '%s\n' "$out" | tail -n +2 | cut -d, -f2 | tr '\n' ' ')" "0: 17179869184 19327352832 21474836480 23622320128 25769803776 " \
+	"sweep --param capacity=16GiB..24GiB:+2GiB: five capacities"
+run "$A" sweep -t "$seed" --param capacity=1GiB..4GiB:x2
+is "$st: $(printf '%s\n' "$out" | tail -n +2 | cut -d, -f6 | tr '\n' ' ')" "0: 1073741824 2147483648 4294967296 " "a geometric range of sizes"
+run "$A" sweep -t "$seed" --param capacity=4GiB..1GiB:+1GiB
+is "$st" 64 "a range that runs backwards is refused"
+
+# GiB beside bytes in info and fit
+run "$A" info "$T/gpt2_train_varlen__ms40.pickle.gz"
+is "$st: $(printf '%s\n' "$out" | grep '^peak_live')" "0: peak_live_requested_bytes: 16864870120 (15.71 GiB)" "info shows GiB beside bytes"
+run "$A" fit capacity "$T/gpt2_train_varlen__ms40.pickle.gz"
+is "$st: $(printf '%s\n' "$out" | grep -e '^unlimited' -e '^checked' | cut -d';' -f1 | tr '\n' '|')" \
+	"0: unlimited: peak_reserved_bytes 24509415424 (22.83 GiB), peak_requested_bytes 16864870120 (15.71 GiB)|checked: 19560136704 (18.22 GiB) fits, 19558039552 runs out of memory|" \
+	"fit capacity shows GiB beside bytes"
+is "$(printf '%s\n' "$out" | tail -1)" 19560136704 "and its last line stays the number alone"
+
+# every exit status: fit param with no value that fits exits 2, and the man page says so
+run "$A" fit param max_split_size_mb --values 20,40 --capacity 10MiB "$seed"
+is "$st: $errout" "2: allocsim: error: no value of max_split_size_mb avoids out-of-memory at this capacity" "fit param with no value that fits: exit 2"
+for s in 0 1 2 3 64 65 66 69 70 74 75 130; do
+	grep -qx "\.B $s" "$srcdir/doc/allocsim.1" || echo "# exit status $s is not in doc/allocsim.1"
+done
+is "$st:$(for s in 0 1 2 3 64 65 66 69 70 74 75 130; do grep -qx "\.B $s" "$srcdir/doc/allocsim.1" || printf ' %s' $s; done)" "2:" \
+	"doc/allocsim.1 lists every exit status (0 1 2 3 64 65 66 69 70 74 75 130)"
+finish
