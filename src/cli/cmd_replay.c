@@ -417,7 +417,6 @@ int cmd_replay(int argc, char **argv)
 		goto done;
 	if (!capacity_set && meta->capacity)
 		capacity = meta->capacity;
-	cli_warn_gc(ops, conf, capacity);
 	if (use_cuda) {
 		if (!(dev = as_cuda_device_new((int)ordinal, capacity, &err)))
 			goto done;
@@ -430,6 +429,7 @@ int cmd_replay(int argc, char **argv)
 	}
 	if (as_engine_init(&e, ops, conf, dev, &err))
 		goto done;
+	cli_warn_gc(ops, conf, capacity); /* (after the settings parsed) */
 	e.host_timing = !no_timing;
 	engine_ok = 1;
 	/* the metadata is complete here: the recorded settings are known */

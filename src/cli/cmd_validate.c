@@ -260,7 +260,6 @@ int cmd_validate(int argc, char **argv)
 	}
 	if (cli_fraction_capacity(path, &buf.meta, fraction, dev_total, &capacity, &capacity_set, &err))
 		goto done;
-	cli_warn_gc(as_policy_find("pytorch"), conf, capacity);
 	for (size_t i = 0; i < buf.n; i++)
 		if (buf.recs[i].type == EV_ALLOC && (buf.recs[i].flags & EVF_OOM))
 			recorded_ooms++;
@@ -269,6 +268,7 @@ int cmd_validate(int argc, char **argv)
 	dev->observer_ctx = &v;
 	if (as_engine_init(&e, as_policy_find("pytorch"), conf, dev, &err))
 		goto done;
+	cli_warn_gc(as_policy_find("pytorch"), conf, capacity); /* (after the settings parsed) */
 	engine_ok = 1;
 	as_reconcile_attach(&e, as_recorded_matches(&buf.meta, conf));
 	as_event ev;
