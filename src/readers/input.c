@@ -37,6 +37,10 @@ static int spool(int fd, const char *name, as_err *err)
 	int rc = 0;
 	for (;;) {
 		ssize_t got = read(fd, b, AS_RAWBUF);
+		if (got < 0 && errno == EINTR && cli_interrupted) { /* SIGINT/SIGTERM cut a blocked read short */
+			rc = as_fail(err, AS_EXIT_INTERRUPTED, "interrupted; nothing was written");
+			break;
+		}
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got < 0) {
