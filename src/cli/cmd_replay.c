@@ -475,7 +475,7 @@ int cmd_replay(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	as_engine_finish(&e);
 	e.s.wall_seconds = no_timing ? 0.0 : (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-	if (recorded_ooms && !capacity)
+	if (recorded_ooms && !capacity && !strncmp(ops->name, "pytorch", 7)) /* (other policies take limits in -c) */
 		cli_warn_recorded_ooms(path, recorded_ooms, meta);
 	if (meta->history_truncated)
 		fprintf(stderr, "%s: warning: %s: the recorded history is truncated (%" PRIu64 " frees of allocations made "
