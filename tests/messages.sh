@@ -56,6 +56,10 @@ is "$st: $(printf '%s\n' "$out" | grep -e '^unlimited' -e '^checked' | cut -d';'
 	"fit capacity shows GiB beside bytes"
 is "$(printf '%s\n' "$out" | tail -1)" 19560136704 "and its last line stays the number alone"
 
+# a misspelt fit subcommand
+run "$A" fit capcity "$seed"
+is "$st: $errout" "64: allocsim: error: fit: expected 'capacity' or 'param', not 'capcity': did you mean 'capacity'?
+Try 'allocsim fit --help'." "fit capcity: did you mean capacity"
 # every exit status: fit param with no value that fits exits 2, and the man page says so
 run "$A" fit param max_split_size_mb --values 20,40 --capacity 10MiB "$seed"
 is "$st: $errout" "2: allocsim: error: no value of max_split_size_mb avoids out-of-memory at this capacity" "fit param with no value that fits: exit 2"

@@ -257,8 +257,13 @@ int cmd_fit(int argc, char **argv)
 		}
 	}
 	int nargs = argc - optind;
-	if (nargs < 1 || (strcmp(argv[optind], "capacity") && strcmp(argv[optind], "param")))
+	if (nargs < 1 || (strcmp(argv[optind], "capacity") && strcmp(argv[optind], "param"))) {
+		static const char *const subs[] = { "capacity", "param" };
+		const char *near = nargs < 1 ? NULL : as_closest(argv[optind], subs, 2);
+		if (near)
+			return cli_usage_error("fit", "expected 'capacity' or 'param', not '%s': did you mean '%s'?", argv[optind], near);
 		return cli_usage_error("fit", "expected 'capacity' or 'param'");
+	}
 	int is_param = !strcmp(argv[optind], "param");
 	if (nargs != (is_param ? 3 : 2))
 		return cli_usage_error("fit", is_param ? "expected: fit param NAME TRACE" : "expected: fit capacity TRACE");
