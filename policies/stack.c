@@ -121,6 +121,7 @@ static as_device *updev_new(as_policy *up, const as_device *real)
 	idmap_init(&u->blocks);
 	d->ops = &up_ops;
 	d->total_memory = real->total_memory; /* sizes what the downstream reserves virtually */
+	d->real = real->real ? real->real : real;
 	d->priv = u;
 	return d;
 }

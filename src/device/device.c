@@ -76,6 +76,16 @@ static int too_big(const as_device *d, uint64_t size)
 	       (d->total_memory && (size > d->total_memory || d->reserved + size > d->total_memory));
 }
 
+uint64_t as_dev_mem_free(const as_device *d)
+{
+	if (d->real)
+		d = d->real;
+	uint64_t total = d->total_memory;
+	if (d->capacity && (!total || d->capacity < total))
+		total = d->capacity;
+	return total > d->reserved ? total - d->reserved : 0;
+}
+
 int as_dev_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *addr)
 {
 	if (too_big(d, size)) {

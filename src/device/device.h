@@ -69,6 +69,7 @@ struct as_device {
 	uint64_t last_event;      /* the event of the previous device call (the model's idle gap) */
 	uint64_t gap;             /* events between it and the current call (0: the first call) */
 	void *priv;
+	const as_device *real;    /* a stack layer's device (policies/stack.c): the device underneath; NULL otherwise */
 };
 
 /* Writes the --device-log header (AS_DEVLOG_HEADER). */
@@ -90,6 +91,9 @@ void as_sim_device_hint(as_device *d, uint64_t addr, uint64_t size);
 void as_sim_device_placement(as_device *d, int mode);
 
 int as_dev_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *addr);
+/* What cudaMemGetInfo's free says now: the device's memory (the capacity if smaller) minus what is
+ * reserved on it; for a stack layer's device, the real device's (RMM sizes its pools from it). */
+uint64_t as_dev_mem_free(const as_device *d);
 void as_dev_free(as_device *d, uint64_t addr, uint64_t size, uint64_t stream);
 int as_dev_reserve(as_device *d, uint64_t size, uint64_t *addr);
 void as_dev_unreserve(as_device *d, uint64_t addr, uint64_t size);
