@@ -149,9 +149,9 @@ printf 'Thread,Time,Action,Pointer,Size,Stream\n1,20,allocate,0x1000,100,0\n2,10
 run "$A" replay "$TMP/rb.csv"; is "$st" 0 "rmm: a time before the previous line's is accepted"
 printf 'Thread,Time,Action,Pointer,Size,Stream\n1,20,allocate,0x1000,100,0\n2,10,allocate,0x1010,100,0\n' > "$TMP/ro.csv"
 bad_trace "$TMP/ro.csv" 3 "allocation 2 at 0x1010 (100 bytes) overlaps live allocation 1 at 0x1000 (100 bytes)"
-for t in -5 1.5 12:00 nan 1::2:3 99:99:99:0; do
+for t in -5 1.5 12:00 nan 1::2:3 99:99:99:0 1:2.3 1:2:3.4.5 1.2:3:4 1:2:3:4.5 1:2:3. 1:2:3.x; do
 	printf 'Thread,Time,Action,Pointer,Size,Stream\n1,%s,allocate,0x1000,100,0\n' "$t" > "$TMP/rt.csv"
-	bad_trace "$TMP/rt.csv" 2 "invalid time (expected HH:MM:SS:microseconds or microseconds) '$t'"
+	bad_trace "$TMP/rt.csv" 2 "invalid time (expected HH:MM:SS.microseconds, HH:MM:SS:microseconds or microseconds) '$t'"
 done
 # a snapshot whose time_us is NaN, negative or fractional (was read as "no time")
 py=$(command -v python3)

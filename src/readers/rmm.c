@@ -19,8 +19,9 @@ static int rerr(as_reader *r, uint64_t line, as_err *err, const char *what, cons
 		arg ? " '" : "", arg ? arg : "", arg ? "'" : "");
 }
 
-/* "HH:MM:SS:micro" (each part decimal digits) or a plain decimal number of microseconds; -1 for
- * an empty field (no time), -2 for anything else. */
+/* "HH:MM:SS.micro" (what RMM's logger writes since 0.16: spdlog's "%H:%M:%S.%f"), "HH:MM:SS:micro"
+ * (RMM 0.15's "%H:%M:%S:%f"; each part decimal digits) or a plain decimal number of microseconds;
+ * -1 for an empty field (no time), -2 for anything else. */
 static int64_t parse_time(const char *s)
 {
 	uint64_t part[4], v;
@@ -31,6 +32,14 @@ static int64_t parse_time(const char *s)
 		if (strlen(s) >= sizeof buf)
 			return -2;
 		strcpy(buf, s);
+		/* the seconds' fraction after a '.': the one '.' of the field, after its last ':' */
+		char *dot = strchr(buf, '.');
+		if (dot) {
+			if (strchr(dot + 1, '.') || strchr(dot, ':') || strchr(buf, ':') == strrchr(buf, ':') ||
+			    strchr(strchr(buf, ':') + 1, ':') != strrchr(buf, ':'))
+				return -2;
+			*dot = ':';
+		}
 		char *save = NULL, *t = strtok_r(buf, ":", &save);
 		int n = 0;
 		for (; t && n < 4; t = strtok_r(NULL, ":", &save))
@@ -77,7 +86,7 @@ static int rmm_next(as_reader *r, as_event *ev, as_err *err)
 		ev->index = s->nrec++;
 		ev->time_us = parse_time(f[1]);
 		if (ev->time_us == -2)
-			return rerr(r, s->lineno, err, "invalid time (expected HH:MM:SS:microseconds or microseconds)", f[1]);
+			return rerr(r, s->lineno, err, "invalid time (expected HH:MM:SS.microseconds, HH:MM:SS:microseconds or microseconds)", f[1]);
 		uint64_t ptr = 0, size = 0, stream = 0, thread = 0;
 		if (as_parse_num(f[0], &thread))
 			return rerr(r, s->lineno, err, "invalid thread", f[0]);
