@@ -349,16 +349,13 @@ static int rp_create(as_policy **out, const char *config, as_device *dev, as_cou
 		free(p);
 		return -1;
 	}
-	rplist *legacy = list_for(p, STREAM_LEGACY, 0); /* initialize_pool: the first event */
-	if (initial > 0) {
+	if (initial > 0) { /* initialize_pool: the initial block on the legacy stream's list, the first event */
 		rpblk *b = try_to_expand(p, initial, initial, STREAM_LEGACY);
 		if (!b) {
-			free(legacy);
-			free(p->lists);
 			free(p);
 			return as_fail(err, AS_EXIT_USAGE, "rmm-pool: the initial pool of %" PRIu64 " bytes does not fit the device (rmm::out_of_memory at construction)", initial);
 		}
-		list_insert(p, legacy, b);
+		list_insert(p, list_for(p, STREAM_LEGACY, 0), b);
 	}
 	*out = &p->base;
 	return 0;
