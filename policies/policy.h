@@ -155,6 +155,9 @@ typedef struct as_policy_ops {
 	int (*malloc)(as_policy *p, const as_request *rq, void **handle, uint64_t *block_size, uint64_t *addr);
 	void (*free_requested)(as_policy *p, void *handle); /* optional */
 	void (*free)(as_policy *p, void *handle);
+	/* optional: a free that names its stream and thread (EVF_STREAM: RMM logs' free lines), rq being
+	 * the free's own (id, stream, thread, time; size 0); called instead of free */
+	void (*free_from)(as_policy *p, void *handle, const as_request *rq);
 	void (*empty_cache)(as_policy *p);
 	int (*check)(as_policy *p, as_err *err);            /* invariants; 0 ok */
 	/* optional: everything else (AS_Q_*); 0 answered, AS_Q_UNKNOWN not */

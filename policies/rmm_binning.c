@@ -16,7 +16,7 @@
  *   of the first other stream's list that has one (in the order of the streams' events, taken as
  *   the order streams were first seen by the bin); else a new chunk (128 blocks) from the upstream,
  *   appended to its stream's list, whose first block it takes. A free appends the block to the list
- *   of its stream (the allocation's: the trace's free carries no stream to a policy).
+ *   of the stream it is freed on (free_from; the allocation's when the trace does not say).
  * - RMM never releases a bin's chunks before the resource is destroyed; empty_cache
  *   (empty_cache_releases, allocsim's mapping) returns every chunk whose blocks are all free.
  * The upstream is the device, or the next layer of a stack (`-p 'rmm-binning>rmm-pool'`).
@@ -324,9 +324,8 @@ static int rb_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 	return 0;
 }
 
-static void rb_free(as_policy *pol, void *h)
+static void free_on(rmm_binning *p, void *h, blist *to)
 {
-	rmm_binning *p = (rmm_binning *)pol;
 	if (h == &p->zero)
 		return;
 	if (((bblk *)h)->big) {
@@ -349,7 +348,20 @@ static void rb_free(as_policy *pol, void *h)
 	p->used -= b->size;
 	p->rounding -= b->size - x->req;
 	x->req = 0;
-	push_back(x->list, x);
+	push_back(to ? to : x->list, x);
+}
+
+static void rb_free(as_policy *pol, void *h)
+{
+	free_on((rmm_binning *)pol, h, NULL);
+}
+
+/* deallocate(stream): a bin's block goes to the back of the list of the stream it is freed on */
+static void rb_free_from(as_policy *pol, void *h, const as_request *rq)
+{
+	rmm_binning *p = (rmm_binning *)pol;
+	bblk *x = h;
+	free_on(p, h, x != &p->zero && !x->big ? list_for(x->chunk->bin, p->c.ptds, rq->stream, rq->thread) : NULL);
 }
 
 static void rb_empty_cache(as_policy *pol)
@@ -476,6 +488,7 @@ const as_policy_ops as_policy_rmm_binning = {
 	.create = rb_create,
 	.malloc = rb_malloc,
 	.free = rb_free,
+	.free_from = rb_free_from,
 	.empty_cache = rb_empty_cache,
 	.check = rb_check,
 	.query = rb_query,

@@ -29,9 +29,9 @@
  * - Initial pool (initialize_pool): initial_pool_size bytes from the upstream at construction, on
  *   the legacy stream's list; the default is Python's PoolMemoryResource default,
  *   percent_of_free_device_memory(50) (align_down(free x 0.5, 256)).
- * - A free inserts the block into a free list with coalescing (prev and next, unless the later one
- *   is a head). The trace's free does not carry its stream to a policy: the block goes back to the
- *   list of the stream it was allocated on (doc/policies.md).
+ * - A free inserts the block into the free list of the stream it is made on (free_from: RMM logs'
+ *   free lines name it; otherwise the allocation's stream) with coalescing (prev and next, unless
+ *   the later one is a head).
  * - RMM never returns pool memory before the pool is destroyed (release()); empty_cache
  *   (empty_cache_releases, allocsim's mapping) releases every upstream block that is wholly free.
  */
@@ -432,12 +432,10 @@ static int rp_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 	return 0;
 }
 
-static void rp_free(as_policy *pol, void *h)
+/* deallocate(stream): the block goes into the free list of the stream it is freed on (l), or of
+ * the stream it was allocated on when the trace does not say (free). */
+static void free_into(rmm_pool *p, rpblk *b, rplist *l)
 {
-	rmm_pool *p = (rmm_pool *)pol;
-	rpblk *b = h;
-	if (b == &p->zero)
-		return;
 	if (b->lprev)
 		b->lprev->lnext = b->lnext;
 	else
@@ -447,7 +445,23 @@ static void rp_free(as_policy *pol, void *h)
 	p->used -= b->size;
 	p->rounding -= b->size - b->req;
 	b->req = 0;
-	list_insert(p, b->list, b);
+	list_insert(p, l, b);
+}
+
+static void rp_free(as_policy *pol, void *h)
+{
+	rmm_pool *p = (rmm_pool *)pol;
+	rpblk *b = h;
+	if (b != &p->zero)
+		free_into(p, b, b->list);
+}
+
+static void rp_free_from(as_policy *pol, void *h, const as_request *rq)
+{
+	rmm_pool *p = (rmm_pool *)pol;
+	rpblk *b = h;
+	if (b != &p->zero)
+		free_into(p, b, list_for(p, rq->stream, rq->thread));
 }
 
 static rpup *up_of(rmm_pool *p, uint64_t addr)
@@ -669,6 +683,7 @@ const as_policy_ops as_policy_rmm_pool = {
 	.create = rp_create,
 	.malloc = rp_malloc,
 	.free = rp_free,
+	.free_from = rp_free_from,
 	.empty_cache = rp_empty_cache,
 	.check = rp_check,
 	.query = rp_query,

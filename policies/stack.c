@@ -211,6 +211,17 @@ static void st_free(as_policy *pol, void *h)
 	top->ops->free(top, h);
 }
 
+/* A free that names its stream reaches the top layer so (the layers below see the top's frees of
+ * its segments, whose stream the device's free does not carry). */
+static void st_free_from(as_policy *pol, void *h, const as_request *rq)
+{
+	as_policy *top = ((stack_pol *)pol)->layer[0];
+	if (top->ops->free_from)
+		top->ops->free_from(top, h, rq);
+	else
+		top->ops->free(top, h);
+}
+
 /* Every layer empties its cache, top first, so what the top gives back can reach the device. */
 static void st_empty_cache(as_policy *pol)
 {
@@ -285,7 +296,7 @@ const as_policy_ops *as_stack_find(const char *name)
 	s->ops = (as_policy_ops){
 		.name = s->name, .summary = s->summary, .opts = s->layer[0]->opts,
 		.flags = (s->layer[0]->flags & ~AS_CAP_PLAN) | plan,
-		.create = st_create, .malloc = st_malloc, .free_requested = st_free_requested, .free = st_free,
+		.create = st_create, .malloc = st_malloc, .free_requested = st_free_requested, .free = st_free, .free_from = st_free_from,
 		.empty_cache = st_empty_cache, .check = st_check, .query = st_query, .destroy = st_destroy,
 	};
 	s->next = defs;

@@ -255,11 +255,11 @@ printf 'Thread,Time,Action,Pointer,Size,Stream\nmain,0,allocate,0x10,5,0x0\n' > 
 # the Thread column is kept: convert writes it as th= and reads it back
 printf 'Thread,Time,Action,Pointer,Size,Stream\n7,0,allocate,0x10,5,0x0\n9,1,allocate,0x20,6,0x0\n7,2,free,0x10,5,0x0\n' > "$TMP/rmmthreads.csv"
 run "$A" convert "$TMP/rmmthreads.csv" -o "$TMP/thr.trace"
-is "$(grep -v '^#' "$TMP/thr.trace" | tr '\n' '|')" "a 1 5 0 t=0 th=7 addr=0x10|a 2 6 0 t=1 th=9 addr=0x20|f 1 t=2 th=7|" "rmm: the Thread column becomes th= in the native format"
+is "$(grep -v '^#' "$TMP/thr.trace" | tr '\n' '|')" "a 1 5 0 t=0 th=7 addr=0x10|a 2 6 0 t=1 th=9 addr=0x20|f 1 t=2 th=7 s=0x0|" "rmm: the Thread column becomes th= in the native format, a free's Stream s="
 # the time as RMM's logger writes it since 0.16 (spdlog "%t,%H:%M:%S.%f"), and as 0.15 did ("%H:%M:%S:%f")
 printf 'Thread,Time,Action,Pointer,Size,Stream\n140231,08:35:25.516025,allocate,0x7f5e4c000000,1000,0x2\n140231,08:35:25:516100,free,0x7f5e4c000000,1000,0x2\n' > "$TMP/rmmdot.csv"
 run "$A" convert "$TMP/rmmdot.csv" -o "$TMP/dot.trace"
-is "$st $(grep -v '^#' "$TMP/dot.trace" | tr '\n' '|')" "0 a 1 1000 2 t=30925516025 th=140231 addr=0x7f5e4c000000|f 1 t=30925516100 th=140231|" "rmm: HH:MM:SS.micro (RMM's logger since 0.16) and HH:MM:SS:micro times"
+is "$st $(grep -v '^#' "$TMP/dot.trace" | tr '\n' '|')" "0 a 1 1000 2 t=30925516025 th=140231 addr=0x7f5e4c000000|f 1 t=30925516100 th=140231 s=0x2|" "rmm: HH:MM:SS.micro (RMM's logger since 0.16) and HH:MM:SS:micro times"
 run "$A" convert "$TMP/thr.trace" -o "$TMP/thr2.trace"
 is "$(cat "$TMP/thr2.trace")" "$(cat "$TMP/thr.trace")" "native: th= reads back unchanged"
 printf '#allocsim-trace 1\ne th=3\n' > "$TMP/thbad.trace"; expect_bad "$TMP/thbad.trace" "thbad.trace:2: invalid field 'th=3'" "native: th= only on a, r and f records"

@@ -44,6 +44,23 @@ is "$(nums -p rmm-binning -c min_size_exponent:10,max_size_exponent:12)" "0 3304
 is "$(nums -p 'rmm-binning>rmm-pool' -c "min_size_exponent:10,max_size_exponent:12;$P")" "0 3304696 3305120 7194368 7194368 2 0 1" \
 	"rmm-binning>rmm-pool on the RMM log: the pool holds the bins' chunks and grows once"
 
+# a free on another stream than the allocation's: the block goes into the freeing stream's list
+# (deallocate(stream) -> stream_free_blocks_[get_event(stream)]); the stream survives convert
+printf 'Thread,Time,Action,Pointer,Size,Stream\n1,1,allocate,0x1000000,1024,0x5\n1,2,free,0x1000000,1024,0x7\n1,3,allocate,0x1000000,1024,0x7\n1,4,free,0x1000000,1024,0x7\n' > "$TMP/xs.csv"
+"$A" replay --no-timing -p rmm-pool -c initial_pool_size:0 --stats "$TMP/xs1" -o /dev/null "$TMP/xs.csv"
+is "$(stat taken_from_other_stream "$TMP/xs1") $(stat stream_free_lists "$TMP/xs1")" "0 2" "rmm-pool: a block freed on stream 0x7 serves stream 0x7 from its own list"
+run "$A" convert "$TMP/xs.csv" -o "$TMP/xs.trace"
+is "$(grep '^f' "$TMP/xs.trace" | tr '\n' '|')" "f 1 t=2 th=1 s=0x7|f 2 t=4 th=1 s=0x7|" "convert keeps a free's stream as s= (native format)"
+"$A" convert "$TMP/xs.csv" -o "$TMP/xs.asbin"
+for f in xs.trace xs.asbin; do
+	"$A" replay --no-timing -p rmm-pool -c initial_pool_size:0 --stats "$TMP/xs2" -o /dev/null "$TMP/$f"
+	is "$(stat taken_from_other_stream "$TMP/xs2")" "0" "the $f conversion replays the free's stream too"
+done
+printf '#allocsim-trace 1\na 1 100 5 s=7\n' > "$TMP/sa.trace"
+run "$A" replay "$TMP/sa.trace"
+is "$st" 65 "s= belongs to free records only"
+contains "$errout" "invalid field 's=7'"; ok $? "... and is refused on an allocation"
+
 # options: sizes with units, percentages, RMM's own refusals
 run "$A" replay -p rmm-pool -c initial_pool_size:1000031 "$L"
 is "$st" 64 "rmm-pool: an initial pool size that is not a multiple of 256 is a usage error"

@@ -59,6 +59,13 @@ static void fr(mr *t, void *h)
 	t->p->ops->free(t->p, h);
 }
 
+/* deallocate(stream) by a thread: a free that names its stream (RMM logs' free lines) */
+static void fr_on(mr *t, void *h, uint64_t stream, uint64_t thread)
+{
+	as_request rq = { .stream = stream, .thread = thread, .time_us = -1 };
+	t->p->ops->free_from(t->p, h, &rq);
+}
+
 static int checked(mr *t)
 {
 	as_err err = { 0, "" };
@@ -216,6 +223,26 @@ static void test_pool_streams(void)
 	ok(b2 != a && t.dev->num_alloc == 2, "stream 0x2 of another thread: its own list is empty, the other thread's is empty too: growth");
 	fr(&t, y), fr(&t, w);
 	is_u64(st(&t, "stream_free_lists"), 2, "thread 1's and thread 2's per-thread lists (no initial pool: no legacy event yet)");
+	mr_close(&t);
+}
+
+/* stream_ordered_memory_resource::deallocate: the block goes into the list of the stream the free
+ * is made on (stream_free_blocks_[get_event(stream)]), not the allocating stream's */
+static void test_pool_free_stream(void)
+{
+	mr t;
+	void *x, *y;
+	mr_open(&t, "rmm-pool", "initial_pool_size:0", 0);
+	uint64_t a = al(&t, 1024, 5, 0, &x);
+	fr_on(&t, x, 7, 0);
+	is_u64(al(&t, 1024, 7, 0, &y), a, "a block freed on stream 7 is in stream 7's list");
+	is_u64(st(&t, "taken_from_other_stream"), 0, "... its own list: nothing taken from another stream");
+	fr_on(&t, y, PT, 3);
+	is_u64(al(&t, 1024, PT, 3, &x), a, "freed by thread 3 on stream 0x2: thread 3's list");
+	fr_on(&t, x, PT, 4);
+	is_u64(al(&t, 1024, PT, 4, &y), a, "freed by thread 4 on stream 0x2: thread 4's list serves thread 4");
+	is_u64(st(&t, "taken_from_other_stream"), 0, "never from another stream's list");
+	fr(&t, y);
 	mr_close(&t);
 }
 
@@ -430,6 +457,15 @@ static void test_binning(void)
 	is_u64(t.dev->reserved, 0, "empty_cache returns the chunks whose blocks are all free");
 	mr_close(&t);
 
+	/* a free names its stream: the block goes to the back of that stream's list */
+	mr_open(&t, "rmm-binning", "min_size_exponent:10,max_size_exponent:10,blocks_to_preallocate:2", 0);
+	s0 = al(&t, 1024, 0, 0, &a);
+	fr_on(&t, a, 9, 0);
+	is_u64(al(&t, 1024, 0, 0, &b), s0 + 1024, "stream 0's list keeps its other block first");
+	is_u64(al(&t, 1024, 0, 0, &c), s0, "then takes stream 9's front block (the one freed on stream 9)");
+	fr(&t, b), fr(&t, c);
+	mr_close(&t);
+
 	ok(mr_open(&t, "rmm-binning", "min_size_exponent:18,max_size_exponent:22", 64 * MiB) != 0 && strstr(t.msg, "cannot preallocate"),
 		"the bins' preallocation (992 MiB for 2^18..2^22) refused by a 64 MiB device fails the construction (%s)", t.msg);
 
@@ -491,6 +527,7 @@ int main(void)
 	test_pool_sizes();
 	test_pool_best_fit();
 	test_pool_streams();
+	test_pool_free_stream();
 	test_pool_maximum();
 	test_pool_empty_cache();
 	test_arena();

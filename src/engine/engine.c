@@ -69,15 +69,19 @@ static inline as_live *slot_at(as_engine *e, uint32_t slot)
 	return &e->slots[slot];
 }
 
-/* Completes one free (the block returns to the policy); l is a copy the caller owns. */
-static inline void complete_free(as_engine *e, const as_live *l)
+/* Completes one free (the block returns to the policy); l is a copy the caller owns; rq, when not
+ * NULL, the free's own request (a free that names its stream: free_from). */
+static inline void complete_free(as_engine *e, const as_live *l, const as_request *rq)
 {
 	if (l->handle) {
 		if (!l->free_requested)
 			e->allocated -= l->block_size;
 		e->requested -= l->size;
 		double t0 = op_begin(e);
-		e->pol->ops->free(e->pol, l->handle);
+		if (rq && e->pol->ops->free_from)
+			e->pol->ops->free_from(e->pol, l->handle, rq);
+		else
+			e->pol->ops->free(e->pol, l->handle);
 		op_end(e, t0, 0, l->size);
 	}
 	if (l->free_requested)
@@ -96,7 +100,7 @@ void as_engine_complete(as_engine *e, uint64_t id)
 			as_live l = e->deferred[i].l;
 			memmove(e->deferred + i, e->deferred + i + 1, (e->ndeferred - i - 1) * sizeof(*e->deferred));
 			e->ndeferred--;
-			complete_free(e, &l);
+			complete_free(e, &l, NULL);
 			return;
 		}
 }
@@ -203,7 +207,13 @@ int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
 			e->deferred[e->ndeferred++] = (as_deferred){ ev->id, done };
 			break;
 		}
-		complete_free(e, &done);
+		if (ev->flags & EVF_STREAM) {
+			as_request frq = as_event_request(ev);
+			frq.size = 0;
+			complete_free(e, &done, &frq);
+		} else {
+			complete_free(e, &done, NULL);
+		}
 		break;
 	}
 	case EV_EMPTY_CACHE:

@@ -143,7 +143,7 @@ static inline const char *check_rec(const as_rec *x, const bhdr *hd, const char 
 		return "unknown event type";
 	if (x->reserved)
 		return "reserved field is not 0";
-	uint8_t allowed = x->type == EV_ALLOC ? EVF_OOM : x->type == EV_EMPTY_CACHE ? EVF_MAYBE : 0;
+	uint8_t allowed = x->type == EV_ALLOC ? EVF_OOM : x->type == EV_EMPTY_CACHE ? EVF_MAYBE : x->type == EV_FREE ? EVF_STREAM : 0;
 	if (x->flags & ~allowed)
 		return "flags not allowed for its event type";
 	if (x->type <= EV_FREE) {

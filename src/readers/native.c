@@ -132,6 +132,10 @@ static int native_next(as_reader *r, as_event *ev, as_err *err)
 				ev->addr = x;
 			else if (!strncmp(tok[i], "th=", 3) && ev->type <= EV_FREE && !as_parse_u64(tok[i] + 3, &x))
 				ev->thread = x;
+			else if (!strncmp(tok[i], "s=", 2) && ev->type == EV_FREE && !as_parse_num(tok[i] + 2, &x)) {
+				ev->stream = x;
+				ev->flags |= EVF_STREAM;
+			}
 			else if (!strncmp(tok[i], "site=", 5) && ev->type == EV_ALLOC && tok[i][5]) {
 				if (as_unescape(tok[i] + 5))
 					return nerr(r, s->lineno, err, "escaped NUL byte in '%s'", tok[i]);
@@ -291,6 +295,8 @@ int as_native_writer_event(as_writer *w, const as_event *ev, as_err *err)
 		n += snprintf(extra + n, sizeof extra - (size_t)n, " t=%" PRId64, ev->time_us);
 	if (ev->thread && ev->type <= EV_FREE)
 		n += snprintf(extra + n, sizeof extra - (size_t)n, " th=%" PRIu64, ev->thread);
+	if (ev->type == EV_FREE && (ev->flags & EVF_STREAM))
+		n += snprintf(extra + n, sizeof extra - (size_t)n, " s=0x%" PRIx64, ev->stream);
 	switch (ev->type) {
 	case EV_ALLOC:
 		if (ev->addr)

@@ -115,6 +115,7 @@ static int rmm_next(as_reader *r, as_event *ev, as_err *err)
 			if (!id)
 				return rerr(r, s->lineno, err, "free of a pointer that is not allocated:", f[3]);
 			ev->type = EV_FREE;
+			ev->flags = EVF_STREAM; /* deallocate(stream, ...): the stream the program frees on */
 			ev->id = (uint64_t)(uintptr_t)id;
 		} else {
 			return rerr(r, s->lineno, err, "unknown action", f[2]);

@@ -20,6 +20,8 @@ extern const char *const as_ev_names[EV__COUNT];
 
 #define EVF_OOM 1u   /* this allocation failed with out-of-memory in the recording */
 #define EVF_MAYBE 2u /* EV_EMPTY_CACHE: inferred, unless the next allocation's own fallback explains the release */
+#define EVF_STREAM 8u /* EV_FREE: the free names the stream it is made on (RMM logs' free lines, native s=); without it a
+                      * free's stream is unknown (0) */
 #define EVF_DEFER 4u /* EV_FREE, set by a stage: count the free, complete it later (as_engine_complete) */
 
 typedef struct as_event {
