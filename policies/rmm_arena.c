@@ -157,9 +157,11 @@ static sblk *sb_new(uint64_t addr, uint64_t size)
 
 static void sb_del(sblk *s)
 {
-	afree *f, *nf;
-	RB_FOREACH_SAFE(f, afrees, &s->free, nf)
+	afree *f;
+	while ((f = RB_MIN(afrees, &s->free))) { /* removed first: a freed node's parent links are gone */
+		RB_REMOVE(afrees, &s->free, f);
 		free(f);
+	}
 	free(s);
 }
 
@@ -595,12 +597,16 @@ static int ra_query(as_policy *pol, int what, void *arg)
 static void ra_destroy(as_policy *pol)
 {
 	rmm_arena *p = (rmm_arena *)pol;
-	sblk *s, *ns;
-	RB_FOREACH_SAFE(s, sblks, &p->global, ns)
+	sblk *s;
+	while ((s = RB_MIN(sblks, &p->global))) {
+		RB_REMOVE(sblks, &p->global, s);
 		sb_del(s);
+	}
 	for (size_t i = 0; i < p->narenas; i++) {
-		RB_FOREACH_SAFE(s, sblks, &p->arenas[i]->set, ns)
+		while ((s = RB_MIN(sblks, &p->arenas[i]->set))) {
+			RB_REMOVE(sblks, &p->arenas[i]->set, s);
 			sb_del(s);
+		}
 		free(p->arenas[i]);
 	}
 	for (aalloc *h = p->live, *nh; h; h = nh) {

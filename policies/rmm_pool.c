@@ -655,9 +655,11 @@ static void rp_destroy(as_policy *pol)
 {
 	rmm_pool *p = (rmm_pool *)pol;
 	for (size_t i = 0; i < p->nlists; i++) {
-		rpblk *b, *nb;
-		RB_FOREACH_SAFE(b, rp_addr, &p->lists[i]->addr, nb)
+		rpblk *b;
+		while ((b = RB_MIN(rp_addr, &p->lists[i]->addr))) { /* removed first: freed nodes break the walk */
+			list_remove(p->lists[i], b);
 			free(b);
+		}
 		free(p->lists[i]);
 	}
 	for (rpblk *b = p->live, *nb; b; b = nb) {
@@ -668,9 +670,11 @@ static void rp_destroy(as_policy *pol)
 		nb = b->lnext;
 		free(b);
 	}
-	rpup *u, *nu;
-	RB_FOREACH_SAFE(u, rp_ups, &p->ups, nu) /* release(): the upstream blocks go back */
+	rpup *u;
+	while ((u = RB_MIN(rp_ups, &p->ups))) { /* release(): the upstream blocks go back */
+		RB_REMOVE(rp_ups, &p->ups, u);
 		free(u);
+	}
 	free(p->lists);
 	free(p);
 }

@@ -521,6 +521,22 @@ static void test_random(const char *name, const char *conf, uint64_t cap)
 	mr_close(&t);
 }
 
+/* destroying a resource that still holds many free blocks and superblocks (found by ASan: the trees
+ * were freed while being walked) */
+static void test_destroy_full(const char *name, const char *conf)
+{
+	mr t;
+	static void *h[2000];
+	mr_open(&t, name, conf, 0);
+	for (int i = 0; i < 2000; i++)
+		al(&t, (uint64_t)(1 + i % 7) * 40 * KiB, (uint64_t)(i % 3), (uint64_t)(i % 4), &h[i]);
+	for (int i = 0; i < 2000; i += 2)
+		fr(&t, h[i]);
+	ok(checked(&t), "%s: 1000 free blocks among 1000 live ones on three streams", name);
+	t.p->ops->destroy(t.p); /* with live blocks, as at a replay's end */
+	as_device_destroy(t.dev);
+}
+
 int main(void)
 {
 	test_pool_force_growth();
@@ -532,6 +548,9 @@ int main(void)
 	test_pool_empty_cache();
 	test_arena();
 	test_binning();
+	test_destroy_full("rmm-pool", "initial_pool_size:64MiB");
+	test_destroy_full("rmm-arena", "arena_size:1GiB");
+	test_destroy_full("rmm-binning", "min_size_exponent:15,max_size_exponent:18,blocks_to_preallocate:8");
 	test_random("rmm-pool", "initial_pool_size:0,maximum_pool_size:64MiB", 0);
 	test_random("rmm-pool", "initial_pool_size:8MiB", 48 * MiB);
 	test_random("rmm-arena", "arena_size:48MiB", 0);
