@@ -107,8 +107,8 @@ static int parse_exp(void *conf, const as_optdesc *d, const char *val, as_err *e
 static int parse_count(void *conf, const as_optdesc *d, const char *val, as_err *err)
 {
 	uint64_t v;
-	if (as_parse_u64(val, &v) || v == 0 || v > (1u << 20))
-		return as_fail(err, AS_EXIT_USAGE, "option %s: '%s' is not a number of blocks from 1 to 1048576", d->name, val);
+	if (as_parse_u64(val, &v) || v == 0 || v > (1u << 16))
+		return as_fail(err, AS_EXIT_USAGE, "option %s: '%s' is not a number of blocks from 1 to 65536", d->name, val);
 	*(uint64_t *)((char *)conf + d->off) = v;
 	return 0;
 }
