@@ -32,6 +32,17 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Both trees are augmented (as src/device/device_sim.c's): a free block's `sub` is the largest free
+ * block in its subtree, a superblock's the largest free block of any superblock in its subtree, kept
+ * by the rotations (RB_AUGMENT) and by fix_up, so RMM's address-ordered first fits (the first free
+ * block, the first superblock with one that fits) take O(log n) instead of a walk: a walk over the
+ * global arena's superblocks at every request was quadratic (found by fuzz_native). */
+struct afree;
+struct sblk;
+static void afree_aug(struct afree *f);
+static void sblk_aug(struct sblk *s);
+#define RB_AUGMENT(x) _Generic((x), struct afree *: afree_aug, struct sblk *: sblk_aug)(x)
 #include "util/tree.h"
 
 #define RMM_ALIGN 256ULL
@@ -46,6 +57,7 @@ typedef struct ra_conf {
 
 typedef struct afree {
 	uint64_t addr, size;
+	uint64_t sub;                        /* the largest size in its subtree */
 	RB_ENTRY(afree) rb;
 } afree;
 static int afree_cmp(const afree *a, const afree *b)
@@ -60,8 +72,10 @@ typedef struct sblk {
 	uint64_t addr, size;
 	struct afrees free;                  /* free blocks, address order */
 	size_t nfree;
-	uint64_t free_bytes, max_free;
+	uint64_t free_bytes, max_free;       /* max_free: the root's sub */
+	uint64_t sub;                        /* the largest max_free in its subtree of a superblock set */
 	struct aarena *owner;                /* NULL: the global arena */
+	int in_set;
 	RB_ENTRY(sblk) rb;
 	size_t live;                         /* allocated blocks in it */
 } sblk;
@@ -71,6 +85,103 @@ static int sblk_cmp(const sblk *a, const sblk *b)
 }
 RB_HEAD(sblks, sblk);
 RB_GENERATE_STATIC(sblks, sblk, rb, sblk_cmp);
+
+static void afree_aug(afree *f)
+{
+	uint64_t m = f->size;
+	afree *c;
+	if ((c = RB_LEFT(f, rb)) && c->sub > m)
+		m = c->sub;
+	if ((c = RB_RIGHT(f, rb)) && c->sub > m)
+		m = c->sub;
+	f->sub = m;
+}
+
+static void sblk_aug(sblk *s)
+{
+	uint64_t m = s->max_free;
+	sblk *c;
+	if ((c = RB_LEFT(s, rb)) && c->sub > m)
+		m = c->sub;
+	if ((c = RB_RIGHT(s, rb)) && c->sub > m)
+		m = c->sub;
+	s->sub = m;
+}
+
+static void afree_fix(afree *f)
+{
+	for (; f; f = RB_PARENT(f, rb))
+		afree_aug(f);
+}
+
+static void sblk_fix(sblk *s)
+{
+	for (; s; s = RB_PARENT(s, rb))
+		sblk_aug(s);
+}
+
+/* insert and remove with the augmentation kept up to the root */
+static void afree_insert(struct afrees *t, afree *f)
+{
+	RB_INSERT(afrees, t, f);
+	afree_fix(f);
+}
+
+static void afree_remove(struct afrees *t, afree *f)
+{
+	afree *up = RB_PARENT(f, rb);
+	RB_REMOVE(afrees, t, f);
+	afree_fix(up ? up : RB_ROOT(t));
+}
+
+static void sblk_insert(struct sblks *t, sblk *s)
+{
+	RB_INSERT(sblks, t, s);
+	s->in_set = 1;
+	sblk_fix(s);
+}
+
+static void sblk_remove(struct sblks *t, sblk *s)
+{
+	sblk *up = RB_PARENT(s, rb);
+	RB_REMOVE(sblks, t, s);
+	s->in_set = 0;
+	sblk_fix(up ? up : RB_ROOT(t));
+}
+
+/* The first (lowest-address) free block of at least size bytes. */
+static afree *afree_first_fit(struct afrees *t, uint64_t size)
+{
+	afree *f = RB_ROOT(t);
+	if (!f || f->sub < size)
+		return NULL;
+	for (;;) {
+		afree *l = RB_LEFT(f, rb);
+		if (l && l->sub >= size)
+			f = l;
+		else if (f->size >= size)
+			return f;
+		else
+			f = RB_RIGHT(f, rb);
+	}
+}
+
+/* The first superblock of a set with a free block of at least size bytes. */
+static sblk *sblk_first_fit(struct sblks *t, uint64_t size)
+{
+	sblk *s = RB_ROOT(t);
+	if (!s || s->sub < size)
+		return NULL;
+	for (;;) {
+		sblk *l = RB_LEFT(s, rb);
+		if (l && l->sub >= size)
+			s = l;
+		else if (s->max_free >= size)
+			return s;
+		else
+			s = RB_RIGHT(s, rb);
+	}
+}
 
 typedef struct aarena {
 	int per_thread;
@@ -130,14 +241,13 @@ static const as_optdesc ra_opts[] = {
 
 /* ---- superblocks (arena::superblock) ---- */
 
+/* s's largest free block changed: its own value, then the set it is in */
 static void sb_refresh(sblk *s)
 {
-	uint64_t m = 0;
-	afree *f;
-	RB_FOREACH(f, afrees, &s->free)
-		if (f->size > m)
-			m = f->size;
-	s->max_free = m;
+	afree *r = RB_ROOT(&s->free);
+	s->max_free = r ? r->sub : 0;
+	if (s->in_set)
+		sblk_fix(s);
 }
 
 static sblk *sb_new(uint64_t addr, uint64_t size)
@@ -146,10 +256,10 @@ static sblk *sb_new(uint64_t addr, uint64_t size)
 	s->addr = addr;
 	s->size = size;
 	RB_INIT(&s->free);
-	afree *f = xmalloc(sizeof(*f));
+	afree *f = xcalloc(1, sizeof(*f));
 	f->addr = addr;
 	f->size = size;
-	RB_INSERT(afrees, &s->free, f);
+	afree_insert(&s->free, f);
 	s->nfree = 1;
 	s->free_bytes = s->max_free = size;
 	return s;
@@ -159,7 +269,7 @@ static void sb_del(sblk *s)
 {
 	afree *f;
 	while ((f = RB_MIN(afrees, &s->free))) { /* removed first: a freed node's parent links are gone */
-		RB_REMOVE(afrees, &s->free, f);
+		afree_remove(&s->free, f);
 		free(f);
 	}
 	free(s);
@@ -173,18 +283,16 @@ static int sb_empty(const sblk *s)
 /* superblock::first_fit: the first free block (address order) that fits, split at size. */
 static int sb_first_fit(sblk *s, uint64_t size, uint64_t *addr)
 {
-	if (s->max_free < size)
+	afree *f = afree_first_fit(&s->free, size);
+	if (!f)
 		return 0;
-	afree *f;
-	RB_FOREACH(f, afrees, &s->free)
-		if (f->size >= size)
-			break;
 	*addr = f->addr;
 	if (f->size > size) {
 		f->addr += size; /* the tail keeps the block's place in the order */
 		f->size -= size;
+		afree_fix(f);
 	} else {
-		RB_REMOVE(afrees, &s->free, f);
+		afree_remove(&s->free, f);
 		free(f);
 		s->nfree--;
 	}
@@ -203,19 +311,22 @@ static void sb_coalesce(sblk *s, uint64_t addr, uint64_t size)
 	int mn = next && addr + size == next->addr;
 	if (mp && mn) {
 		prev->size += size + next->size;
-		RB_REMOVE(afrees, &s->free, next);
+		afree_remove(&s->free, next);
 		free(next);
+		afree_fix(prev);
 		s->nfree--;
 	} else if (mp) {
 		prev->size += size;
+		afree_fix(prev);
 	} else if (mn) {
 		next->addr = addr;
 		next->size += size;
+		afree_fix(next);
 	} else {
-		afree *f = xmalloc(sizeof(*f));
+		afree *f = xcalloc(1, sizeof(*f));
 		f->addr = addr;
 		f->size = size;
-		RB_INSERT(afrees, &s->free, f);
+		afree_insert(&s->free, f);
 		s->nfree++;
 	}
 	s->free_bytes += size;
@@ -227,13 +338,13 @@ static void sb_coalesce(sblk *s, uint64_t addr, uint64_t size)
 static void global_insert(rmm_arena *p, sblk *s)
 {
 	s->owner = NULL;
-	RB_INSERT(sblks, &p->global, s);
+	sblk_insert(&p->global, s);
 	p->nglobal++;
 }
 
 static void global_remove(rmm_arena *p, sblk *s)
 {
-	RB_REMOVE(sblks, &p->global, s);
+	sblk_remove(&p->global, s);
 	p->nglobal--;
 }
 
@@ -268,10 +379,7 @@ static void global_coalesce(rmm_arena *p, sblk *s)
  * empty one is split at max(1 MiB, size) when 1 MiB or more would remain. */
 static sblk *global_first_fit(rmm_arena *p, uint64_t size)
 {
-	sblk *s;
-	RB_FOREACH(s, sblks, &p->global)
-		if (s->max_free >= size)
-			break;
+	sblk *s = sblk_first_fit(&p->global, size);
 	if (!s)
 		return NULL;
 	global_remove(p, s);
@@ -310,7 +418,7 @@ static aarena *arena_for(rmm_arena *p, uint64_t stream, uint64_t thread)
 static void arena_insert(aarena *a, sblk *s)
 {
 	s->owner = a;
-	RB_INSERT(sblks, &a->set, s);
+	sblk_insert(&a->set, s);
 	a->n++;
 }
 
@@ -325,10 +433,11 @@ static sblk *arena_alloc(rmm_arena *p, aarena *a, uint64_t size, uint64_t *addr)
 		global_insert(p, s);
 		return s;
 	}
-	sblk *s;
-	RB_FOREACH(s, sblks, &a->set) /* arena::first_fit */
-		if (sb_first_fit(s, size, addr))
-			return s;
+	sblk *s = sblk_first_fit(&a->set, size); /* arena::first_fit */
+	if (s) {
+		sb_first_fit(s, size, addr);
+		return s;
+	}
 	s = global_first_fit(p, size); /* expand_arena: global_arena::acquire */
 	if (!s)
 		return NULL;
@@ -345,7 +454,7 @@ static void defragment(rmm_arena *p)
 		aarena *a = p->arenas[i];
 		sblk *s, *ns;
 		RB_FOREACH_SAFE(s, sblks, &a->set, ns) {
-			RB_REMOVE(sblks, &a->set, s);
+			sblk_remove(&a->set, s);
 			a->n--;
 			global_coalesce(p, s);
 		}
@@ -477,6 +586,33 @@ static void ra_empty_cache(as_policy *pol)
 	p->have_upstream = 0;
 }
 
+/* the augmented values recomputed: 1 when every node's sub is right */
+static int afree_sub_ok(const afree *f, uint64_t *m)
+{
+	uint64_t l = 0, r = 0;
+	if (!f) {
+		*m = 0;
+		return 1;
+	}
+	int good = afree_sub_ok(RB_LEFT(f, rb), &l) & afree_sub_ok(RB_RIGHT(f, rb), &r);
+	*m = f->size > l ? f->size : l;
+	*m = r > *m ? r : *m;
+	return good && f->sub == *m;
+}
+
+static int sblk_sub_ok(const sblk *s, uint64_t *m)
+{
+	uint64_t l = 0, r = 0;
+	if (!s) {
+		*m = 0;
+		return 1;
+	}
+	int good = sblk_sub_ok(RB_LEFT(s, rb), &l) & sblk_sub_ok(RB_RIGHT(s, rb), &r);
+	*m = s->max_free > l ? s->max_free : l;
+	*m = r > *m ? r : *m;
+	return good && s->sub == *m && s->in_set;
+}
+
 static int ra_check(as_policy *pol, as_err *err)
 {
 	rmm_arena *p = (rmm_arena *)pol;
@@ -519,6 +655,9 @@ static int ra_check(as_policy *pol, as_err *err)
 			nf++;
 			prev = f;
 		}
+		uint64_t am;
+		if (!rc && !afree_sub_ok(RB_ROOT(&s->free), &am))
+			rc = as_fail(err, AS_EXIT_SOFTWARE, "rmm-arena: superblock 0x%" PRIx64 ": its free-block tree's largest sizes are stale", s->addr);
 		if (!rc && (b != s->free_bytes || m != s->max_free || nf != s->nfree))
 			rc = as_fail(err, AS_EXIT_SOFTWARE, "rmm-arena: superblock 0x%" PRIx64 " counts disagree with its free blocks", s->addr);
 		if (!rc && !s->owner && sb_empty(s) && i + 1 < k && !v[i + 1]->owner && sb_empty(v[i + 1]) && v[i + 1]->addr == end)
@@ -527,6 +666,12 @@ static int ra_check(as_policy *pol, as_err *err)
 		fr += b;
 	}
 	free(v);
+	uint64_t sm;
+	if (!rc && !sblk_sub_ok(RB_ROOT(&p->global), &sm))
+		rc = as_fail(err, AS_EXIT_SOFTWARE, "rmm-arena: the global arena's superblock tree is stale");
+	for (size_t i = 0; i < p->narenas && !rc; i++)
+		if (!sblk_sub_ok(RB_ROOT(&p->arenas[i]->set), &sm))
+			rc = as_fail(err, AS_EXIT_SOFTWARE, "rmm-arena: an arena's superblock tree is stale");
 	if (rc)
 		return rc;
 	for (aalloc *h = p->live; h; h = h->next) {
@@ -572,13 +717,11 @@ static int ra_query(as_policy *pol, int what, void *arg)
 	}
 	case AS_Q_FREE_STATS: {
 		as_q_free_stats *q = arg;
-		q->largest = 0;
-		sblk *s;
-		RB_FOREACH(s, sblks, &p->global)
-			q->largest = s->max_free > q->largest ? s->max_free : q->largest;
+		sblk *r = RB_ROOT(&p->global);
+		q->largest = r ? r->sub : 0;
 		for (size_t i = 0; i < p->narenas; i++)
-			RB_FOREACH(s, sblks, &p->arenas[i]->set)
-				q->largest = s->max_free > q->largest ? s->max_free : q->largest;
+			if ((r = RB_ROOT(&p->arenas[i]->set)) && r->sub > q->largest)
+				q->largest = r->sub;
 		q->total = (p->have_upstream ? p->size : 0) - p->used;
 		return 0;
 	}
@@ -599,12 +742,12 @@ static void ra_destroy(as_policy *pol)
 	rmm_arena *p = (rmm_arena *)pol;
 	sblk *s;
 	while ((s = RB_MIN(sblks, &p->global))) {
-		RB_REMOVE(sblks, &p->global, s);
+		sblk_remove(&p->global, s);
 		sb_del(s);
 	}
 	for (size_t i = 0; i < p->narenas; i++) {
 		while ((s = RB_MIN(sblks, &p->arenas[i]->set))) {
-			RB_REMOVE(sblks, &p->arenas[i]->set, s);
+			sblk_remove(&p->arenas[i]->set, s);
 			sb_del(s);
 		}
 		free(p->arenas[i]);
