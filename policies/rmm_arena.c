@@ -706,6 +706,49 @@ static void ra_stats(rmm_arena *p, as_stat_cb cb, void *ctx)
 	cb(ctx, "upstream_allocations", (int64_t)p->inits);
 }
 
+/* One segment: the arena's upstream allocation, its free and allocated blocks in address order. */
+typedef struct ablk {
+	uint64_t addr, size;
+	int state;
+} ablk;
+static int ablk_cmp(const void *a, const void *b)
+{
+	const ablk *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static void ra_segments(rmm_arena *p, as_seg_cb cb, void *ctx)
+{
+	if (!p->have_upstream)
+		return;
+	size_t n = 0, cap = 64;
+	ablk *v = xmalloc(cap * sizeof(*v));
+	sblk *s;
+	afree *f;
+	for (size_t i = 0; i <= p->narenas; i++) {
+		struct sblks *set = i < p->narenas ? &p->arenas[i]->set : &p->global;
+		RB_FOREACH(s, sblks, set)
+			RB_FOREACH(f, afrees, &s->free) {
+				if (n == cap)
+					v = xrealloc(v, (cap *= 2) * sizeof(*v));
+				v[n++] = (ablk){ f->addr, f->size, 0 };
+			}
+	}
+	for (aalloc *h = p->live; h; h = h->next) {
+		if (n == cap)
+			v = xrealloc(v, (cap *= 2) * sizeof(*v));
+		v[n++] = (ablk){ h->addr, h->size, 1 };
+	}
+	qsort(v, n, sizeof(*v), ablk_cmp);
+	as_segbuf b = { 0 };
+	for (size_t i = 0; i < n; i++)
+		as_segbuf_push(&b, v[i].size, v[i].state);
+	as_seg_view view = { .addr = p->base_addr, .size = p->size };
+	as_segbuf_emit(&b, &view, cb, ctx);
+	as_segbuf_free(&b);
+	free(v);
+}
+
 static int ra_query(as_policy *pol, int what, void *arg)
 {
 	rmm_arena *p = (rmm_arena *)pol;
@@ -713,6 +756,11 @@ static int ra_query(as_policy *pol, int what, void *arg)
 	case AS_Q_STATS: {
 		as_q_stats *q = arg;
 		ra_stats(p, q->cb, q->ctx);
+		return 0;
+	}
+	case AS_Q_SEGMENTS: {
+		as_q_segments *q = arg;
+		ra_segments(p, q->cb, q->ctx);
 		return 0;
 	}
 	case AS_Q_FREE_STATS: {
@@ -764,7 +812,7 @@ const as_policy_ops as_policy_rmm_arena = {
 	.name = "rmm-arena",
 	.summary = "RMM 26.06's arena_memory_resource: one global arena of superblocks, per-thread (0x2 stream) and per-stream arenas, first fit, defragment on failure",
 	.opts = ra_opts,
-	.flags = AS_CAP_STATS | AS_CAP_FREE_STATS | AS_CAP_WASTE | AS_CAP_NO_INFERRED_EMPTY,
+	.flags = AS_CAP_STATS | AS_CAP_SEGMENTS | AS_CAP_FREE_STATS | AS_CAP_WASTE | AS_CAP_NO_INFERRED_EMPTY,
 	.create = ra_create,
 	.malloc = ra_malloc,
 	.free = ra_free,

@@ -32,7 +32,8 @@ is "$(nums -p rmm-pool)" "0 3304696 3304960 75054940160 75054940160 1 0 1" "rmm-
 # rmm-arena: an 8 MiB arena. The 200 GB request defragments once (every arena's superblocks go to
 # the global arena) and fails; the frees then merge every superblock back into one.
 is "$(nums -p rmm-arena -c arena_size:8MiB)" "0 3304696 3304960 8388608 8388608 1 0 1" "rmm-arena on the RMM log: one upstream allocation of 8 MiB; one OOM"
-"$A" replay --no-timing -p rmm-arena -c arena_size:8MiB --stats "$TMP/as" -o /dev/null "$L"
+"$A" replay --no-timing -p rmm-arena -c arena_size:8MiB --stats "$TMP/as" --segments "$TMP/ag" -o /dev/null "$L"
+is "$(awk -F, '$1 == "end" { printf "%s:%s:%s:%s ", $4, $8, $9, $10 }' "$TMP/ag")" "8388608:0:8388608:free " "rmm-arena --segments: the arena is one segment, whole and free at the end"
 is "$(stat thread_arenas "$TMP/as") $(stat stream_arenas "$TMP/as") $(stat defragmentations "$TMP/as") $(stat superblocks "$TMP/as")" "1 2 1 1" \
 	"rmm-arena: thread 51240's arena (stream 0x2), the arenas of streams 0 and 0x5600a1b2c3d0; one defragmentation; one superblock at the end"
 
