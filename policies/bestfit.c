@@ -295,6 +295,11 @@ static void bf_segments(bestfit *p, as_seg_cb cb, void *ctx)
 
 static int bf_query(as_policy *pol, int what, void *arg)
 {
+	if (what == AS_Q_ROUND) {
+		uint64_t g = ((bestfit *)pol)->c.granule, *n = &((as_q_round *)arg)->size;
+		*n = (*n + g - 1) / g * g;
+		return 0;
+	}
 	if (what != AS_Q_SEGMENTS)
 		return AS_Q_UNKNOWN;
 	as_q_segments *q = arg;
@@ -316,7 +321,7 @@ const as_policy_ops as_policy_bestfit = {
 	.name = "bestfit",
 	.summary = "coalescing best-fit pool with configurable rounding, segment sizing, split threshold and per-stream pools",
 	.opts = bf_opts,
-	.flags = AS_CAP_SEGMENTS,
+	.flags = AS_CAP_SEGMENTS | AS_CAP_ROUND,
 	.create = bf_create,
 	.malloc = bf_malloc,
 	.free_requested = bf_free_requested,

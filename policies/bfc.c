@@ -443,6 +443,11 @@ static int bfc_query(as_policy *pol, int what, void *arg)
 	case AS_Q_WASTE:
 		bfc_waste(p, arg);
 		return 0;
+	case AS_Q_ROUND: {
+		as_q_round *q = arg;
+		q->size = q->size ? rounded_bytes(q->size) : 0;
+		return 0;
+	}
 	default:
 		return AS_Q_UNKNOWN;
 	}
@@ -550,7 +555,7 @@ const as_policy_ops as_policy_bfc = {
 	.name = "bfc",
 	.summary = "TensorFlow/XLA best-fit with coalescing (JAX's GPU allocator): 256-byte rounding, 21 bins, regions doubling from 2 MiB",
 	.opts = bfc_opts,
-	.flags = AS_CAP_STATS | AS_CAP_SEGMENTS | AS_CAP_FREE_STATS | AS_CAP_WASTE,
+	.flags = AS_CAP_STATS | AS_CAP_SEGMENTS | AS_CAP_FREE_STATS | AS_CAP_WASTE | AS_CAP_ROUND,
 	.create = bfc_create,
 	.malloc = bfc_malloc,
 	.free = bfc_free,

@@ -469,6 +469,11 @@ static int cp_query(as_policy *pol, int what, void *arg)
 	case AS_Q_WASTE:
 		cp_waste(pol, arg);
 		return 0;
+	case AS_Q_ROUND: { /* _round_size; a 0-byte request gets no chunk */
+		uint64_t *n = &((as_q_round *)arg)->size;
+		*n = *n > UINT64_MAX - (CUPY_UNIT - 1) ? *n : (*n + CUPY_UNIT - 1) / CUPY_UNIT * CUPY_UNIT;
+		return 0;
+	}
 	default:
 		return AS_Q_UNKNOWN;
 	}
@@ -495,7 +500,7 @@ const as_policy_ops as_policy_cupy = {
 	/* A snapshot's inferred release runs (empty_cache `maybe`, doc/trace-format.md) are the recording
 	 * PyTorch allocator's own doing, not calls of the program: CuPy's pool takes none of them for
 	 * free_all_blocks (scripts/replay_cupy.py ignores them too). */
-	.flags = AS_CAP_STATS | AS_CAP_SEGMENTS | AS_CAP_FREE_STATS | AS_CAP_WASTE | AS_CAP_NO_INFERRED_EMPTY,
+	.flags = AS_CAP_STATS | AS_CAP_SEGMENTS | AS_CAP_FREE_STATS | AS_CAP_WASTE | AS_CAP_ROUND | AS_CAP_NO_INFERRED_EMPTY,
 	.create = cp_create,
 	.malloc = cp_malloc,
 	.free = cp_free,

@@ -102,6 +102,15 @@ static int pt_check(as_policy *pol, as_err *err)
 	return 0;
 }
 
+static int pt_query(as_policy *pol, int what, void *arg)
+{
+	if (what != AS_Q_ROUND)
+		return AS_Q_UNKNOWN;
+	uint64_t g = ((passthrough *)pol)->conf.granule, *n = &((as_q_round *)arg)->size;
+	*n = (*n + g - 1) / g * g;
+	return 0;
+}
+
 static void pt_destroy(as_policy *pol)
 {
 	passthrough *p = (passthrough *)pol;
@@ -116,10 +125,12 @@ const as_policy_ops as_policy_passthrough = {
 	.name = "passthrough",
 	.summary = "no caching: every request is one device allocation and every free one device free (baseline)",
 	.opts = pt_opts,
+	.flags = AS_CAP_ROUND,
 	.create = pt_create,
 	.malloc = pt_malloc,
 	.free = pt_free,
 	.empty_cache = pt_empty_cache,
 	.check = pt_check,
+	.query = pt_query,
 	.destroy = pt_destroy,
 };

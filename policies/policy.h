@@ -76,6 +76,7 @@ typedef struct as_waste {
 #define AS_CAP_SUMMARY     (1u << 4) /* AS_Q_SUMMARY: a human-readable statistics table (--summary) */
 #define AS_CAP_RECONCILE   (1u << 5) /* AS_Q_EXPLAINS_RELEASE, AS_Q_NEEDS_FLUSH, AS_Q_FLUSH_HOOK (reconcile.c) */
 #define AS_CAP_PLAN        (1u << 6) /* offline: needs AS_Q_PLAN, the whole trace's lifetimes, before the replay */
+#define AS_CAP_ROUND       (1u << 8) /* AS_Q_ROUND: the size a request is rounded to (lower_bound_bytes) */
 /* Properties (no query behind them): */
 #define AS_CAP_NO_INFERRED_EMPTY (1u << 7) /* a snapshot's inferred empty_cache (EVF_MAYBE) never applies: the
                                             * policy models an allocator other than the recording one, so such a
@@ -98,6 +99,8 @@ enum {
 	                        * first waits for all pending cross-stream frees)? */
 	AS_Q_FLUSH_HOOK,       /* as_q_hook *: call hook(ctx) once, at the start of the next full flush */
 	AS_Q_PLAN,             /* as_q_plan *: every allocation's lifetime, before the first malloc */
+	AS_Q_ROUND,            /* as_q_round *: the size a request of n bytes is rounded to before it is placed
+	                        * (never above the block it gets: the engine checks this under --check) */
 	AS_Q__COUNT
 };
 #define AS_Q_UNKNOWN 1
@@ -139,6 +142,9 @@ typedef struct as_q_plan {
 	const as_lifetime *v;  /* in allocation order; valid for the policy's whole life */
 	size_t n;
 } as_q_plan;
+typedef struct as_q_round {
+	uint64_t size;         /* in: requested bytes; out: rounded bytes */
+} as_q_round;
 typedef struct as_q_hook {
 	void (*hook)(void *ctx);
 	void *ctx;

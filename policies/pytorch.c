@@ -1149,6 +1149,11 @@ static int pt_query(as_policy *pol, int what, void *arg)
 		p->flush_ctx = q->ctx;
 		return 0;
 	}
+	case AS_Q_ROUND: { /* round_size(); 0 counts as 0 (a lower bound whatever a 0-byte request gets) */
+		as_q_round *q = arg;
+		q->size = q->size ? pt_round_size(&p->c, q->size) : 0;
+		return 0;
+	}
 	default:
 		return AS_Q_UNKNOWN;
 	}
@@ -1204,7 +1209,7 @@ const as_policy_ops as_policy_pytorch = {
 	.name = "pytorch",
 	.summary = "PyTorch 2.11 native CUDA caching allocator; -c takes a PYTORCH_CUDA_ALLOC_CONF string",
 	.opts = pt_opts,
-	.flags = AS_CAP_STATS | AS_CAP_SEGMENTS | AS_CAP_FREE_STATS | AS_CAP_WASTE | AS_CAP_SUMMARY | AS_CAP_RECONCILE,
+	.flags = AS_CAP_STATS | AS_CAP_SEGMENTS | AS_CAP_FREE_STATS | AS_CAP_WASTE | AS_CAP_SUMMARY | AS_CAP_RECONCILE | AS_CAP_ROUND,
 	.create = pt_create,
 	.malloc = pt_malloc,
 	.free_requested = pt_free_requested,

@@ -32,8 +32,8 @@ is "$out" "$(sed -n '/^<!-- columns: generated/,/^<!-- end of columns -->/p' "$s
 run "$A" replay -p passthrough --no-timing --stats "$TMP/stats.csv" "$snap"
 is "$(printf '%s\n' "$out" | head -1)" "$(printf '%s\n' "$out" | head -0; "$A" columns | tail -n +3 | cut -d'`' -f2 | paste -sd, -)" \
 	"the CSV header is the column list, in order"
-is "$(col "$out" schema_version)" 2 "the last column is the schema version (2)"
-is "$(grep -c '^summary\.' "$TMP/stats.csv")" 12 "--stats writes the 12 counters as summary.NAME"
+is "$(col "$out" schema_version)" 3 "the last column is the schema version (3)"
+is "$(grep -c '^summary\.' "$TMP/stats.csv")" 13 "--stats writes the 13 counters as summary.NAME"
 is "$(grep '^summary.allocs,' "$TMP/stats.csv")" "summary.allocs,$(col "$out" allocs)" "--stats and the row agree"
 
 # capabilities, not names: --segments needs a policy that answers for its segment map

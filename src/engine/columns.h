@@ -8,14 +8,15 @@
  *         CNT  an as_summary counter (uint64), also written by --stats as summary.NAME
  *         SUM  another as_summary field, of the type's C type
  *         DER  derived when printed (as_col_NAME in summary.c)
- * A new column is one line here (at the end, and AS_SCHEMA_VERSION + 1), its value where the engine
+ * A new column is one line here (at the end, before schema_version, and AS_SCHEMA_VERSION + 1), its value where the engine
  * fills the summary (SUM, CNT) or a function in summary.c (DER), and the regenerated table in
  * doc/metrics.md ('allocsim columns'). */
 #ifndef ALLOCSIM_COLUMNS_H
 #define ALLOCSIM_COLUMNS_H
 
-/* 1: the columns up to events_per_second; 2: schema_version appended. */
-#define AS_SCHEMA_VERSION 2
+/* 1: the columns up to events_per_second; 2: schema_version appended; 3: lower_bound_bytes and
+ * overhead_vs_bound before it. */
+#define AS_SCHEMA_VERSION 3
 
 #define AS_COLUMNS(X) \
 	X(trace, STR, ROW, "the trace file") \
@@ -61,6 +62,8 @@
 	X(latency_source, STR, SUM, "measured, model or none") \
 	X(wall_seconds, F6, SUM, "the replay's wall-clock time (0 with --no-timing)") \
 	X(events_per_second, F0, DER, "events / wall_seconds (0 without timing)") \
+	X(lower_bound_bytes, U64, CNT, "maximum of live bytes, each allocation rounded as the policy rounds (AS_Q_ROUND), from its allocation until its free completes: no allocator that rounds so can reserve less") \
+	X(overhead_vs_bound, F6, DER, "peak_reserved_bytes / lower_bound_bytes (0 when the bound is 0)") \
 	X(schema_version, U64, DER, "the version of this column list (AS_SCHEMA_VERSION)")
 
 #define AS_CTYPE_U64 uint64_t

@@ -47,7 +47,18 @@ int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, a
 		as_engine_free(e); /* the quantile workspaces (found by fuzz_config) */
 		return -1;
 	}
+	e->rounds = (e->pol->ops->flags & AS_CAP_ROUND) != 0;
 	return 0;
+}
+
+/* A request's bytes as the policy rounds them (lower_bound_bytes); unrounded for a policy that does
+ * not say how it rounds. */
+static inline uint64_t rounded(as_engine *e, uint64_t size)
+{
+	as_q_round q = { size };
+	if (e->rounds && as_policy_query(e->pol, AS_Q_ROUND, &q) == 0)
+		return q.size;
+	return size;
 }
 
 /* Grows the slot array to hold slot (slots are dense: see as_event.slot). */
@@ -77,6 +88,7 @@ static inline void complete_free(as_engine *e, const as_live *l, const as_reques
 		if (!l->free_requested)
 			e->allocated -= l->block_size;
 		e->requested -= l->size;
+		e->held -= rounded(e, l->size);
 		double t0 = op_begin(e);
 		if (rq && e->pol->ops->free_from)
 			e->pol->ops->free_from(e->pol, l->handle, rq);
@@ -169,8 +181,14 @@ int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
 				e->s.first_oom_event = (int64_t)e->s.events;
 			e->s.num_ooms++;
 		} else {
+			uint64_t r = rounded(e, ev->size);
+			if (e->check && r > n.block_size)
+				return as_fail(err, AS_EXIT_SOFTWARE, "invariant check failed after event %" PRIu64 " (alloc, trace record %" PRIu64
+					"): %s rounds %" PRIu64 " bytes to %" PRIu64 " but hands out a block of %" PRIu64, e->s.events, ev->index,
+					e->pol->ops->name, ev->size, r, n.block_size);
 			e->requested += ev->size;
 			e->allocated += n.block_size;
+			e->held += r;
 		}
 		l = slot_at(e, ev->slot);
 		if (l->used)
@@ -231,6 +249,8 @@ int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
 		e->s.peak_requested_bytes = e->requested;
 		e->res_at_peak_req = e->dev->reserved;
 	}
+	if (e->held > e->s.lower_bound_bytes)
+		e->s.lower_bound_bytes = e->held;
 	if (e->allocated > e->s.peak_allocated_bytes) {
 		e->s.peak_allocated_bytes = e->allocated;
 		e->req_at_peak_alloc = e->requested;

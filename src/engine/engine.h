@@ -38,6 +38,8 @@ typedef struct as_engine {
 	size_t ndeferred, capdeferred;
 	as_summary s;
 	uint64_t requested, allocated;
+	uint64_t held;         /* live allocations (until their free completes), each rounded as the policy rounds (AS_Q_ROUND) */
+	int rounds;            /* the policy answers AS_Q_ROUND */
 	int check;
 	FILE *timeline;
 	uint64_t every;

@@ -35,6 +35,12 @@ static double as_col_events_per_second(const as_row *r, const as_summary *s)
 	return s->wall_seconds > 0 ? (double)s->events / s->wall_seconds : 0.0;
 }
 
+static double as_col_overhead_vs_bound(const as_row *r, const as_summary *s)
+{
+	(void)r;
+	return s->lower_bound_bytes ? (double)s->peak_reserved_bytes / (double)s->lower_bound_bytes : 0.0;
+}
+
 static uint64_t as_col_schema_version(const as_row *r, const as_summary *s)
 {
 	(void)r; (void)s;
