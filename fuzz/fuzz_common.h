@@ -14,6 +14,7 @@
 #endif
 #include "engine/engine.h"
 #include "engine/reconcile.h"
+#include "engine/lifetimes.h"
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,6 +171,10 @@ static void fuzz_replay(const fuzz_events *evs, unsigned sel)
 		as_engine e;
 		const char *conf = k < 4 ? confs[k][(sel >> 2) % 3] : "";
 		if (as_engine_init(&e, as_policies[k], conf, dev, &err) == 0) {
+			as_lifetimes plan; /* an offline policy's first pass */
+			as_lifetimes_init(&plan);
+			if (as_plan_from_array(&e, &plan, evs->v, evs->n, &err))
+				abort();
 			as_reconcile_attach(&e, 1);
 			e.check = evs->n <= FUZZ_CHECK_EACH;
 			for (size_t i = 0; i < evs->n; i++)
@@ -183,6 +188,7 @@ static void fuzz_replay(const fuzz_events *evs, unsigned sel)
 				abort();
 			}
 			as_engine_free(&e);
+			as_lifetimes_free(&plan);
 		} else if (err.code != AS_EXIT_USAGE) {
 			abort();
 		}

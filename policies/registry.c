@@ -10,6 +10,7 @@ extern const as_policy_ops as_policy_cuda_async;
 extern const as_policy_ops as_policy_cupy;
 extern const as_policy_ops as_policy_bfc;
 extern const as_policy_ops as_policy_rmm_pool, as_policy_rmm_arena, as_policy_rmm_binning;
+extern const as_policy_ops as_policy_optimal;
 
 const as_policy_ops *const as_policies[] = {
 	&as_policy_pytorch,
@@ -19,6 +20,7 @@ const as_policy_ops *const as_policies[] = {
 	&as_policy_cupy,
 	&as_policy_bfc,
 	&as_policy_rmm_pool, &as_policy_rmm_arena, &as_policy_rmm_binning,
+	&as_policy_optimal,
 	NULL,
 };
 

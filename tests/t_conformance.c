@@ -311,6 +311,12 @@ static void replay(const char *name, const char *conf, uint64_t cap, const as_ev
 		return;
 	}
 	e.check = 1;
+	as_lifetimes plan; /* an offline policy gets the events' lifetimes first, as every replay gives them */
+	as_lifetimes_init(&plan);
+	if (as_plan_from_array(&e, &plan, v, n, &err)) {
+		snprintf(o->why, sizeof o->why, "plan: %s", err.msg);
+		o->good = 0;
+	}
 	for (size_t i = 0; i < n && o->good; i++) {
 		if (as_engine_step(&e, &v[i], &err)) {
 			snprintf(o->why, sizeof o->why, "event %zu: %s", i, err.msg);
@@ -331,6 +337,7 @@ static void replay(const char *name, const char *conf, uint64_t cap, const as_ev
 	}
 	as_engine_finish(&e);
 	o->s = e.s;
+	as_lifetimes_free(&plan);
 	o->end_reserved = dev->reserved;
 	o->end_allocated = e.allocated + e.requested;
 	FILE *f = fmemopen(o->row, sizeof o->row - 1, "w");
@@ -397,6 +404,14 @@ static int replay_run(const char *name, const as_event *at, uint64_t out[3])
 	as_device *dev = as_sim_device_new(0, ADDR_MODEL);
 	as_engine e;
 	int good = as_engine_init(&e, as_policy_find(name), "", dev, &err) == 0;
+	as_lifetimes plan;
+	as_lifetimes_init(&plan);
+	if (good) {
+		as_event all[sizeof v / sizeof *v + 2];
+		memcpy(all, v, sizeof v);
+		memcpy(all + sizeof v / sizeof *v, tail, sizeof tail);
+		good = as_plan_from_array(&e, &plan, all, sizeof all / sizeof *all, &err) == 0;
+	}
 	if (good) {
 		as_reconcile_attach(&e, 1);
 		for (size_t i = 0; good && i < sizeof v / sizeof *v; i++)
@@ -407,6 +422,7 @@ static int replay_run(const char *name, const as_event *at, uint64_t out[3])
 		as_engine_finish(&e);
 		as_engine_free(&e);
 	}
+	as_lifetimes_free(&plan);
 	as_device_destroy(dev);
 	return good;
 }
@@ -456,6 +472,9 @@ static void test_policy(const char *name)
 	uint64_t bound = plan_peak(&lt);
 	is_u64(a.s.peak_requested_bytes, bound, "%s: peak live bytes equal the plan's bound (first pass over the same events)", name);
 	ok(a.s.peak_reserved_bytes >= bound, "%s: reserves at least the bound (%" PRIu64 " >= %" PRIu64 ")", name, a.s.peak_reserved_bytes, bound);
+	ok(a.s.lower_bound_bytes >= bound && a.s.lower_bound_bytes <= a.s.peak_reserved_bytes,
+		"%s: lower_bound_bytes lies between the unrounded bound and the peak reserved bytes (%" PRIu64 " <= %" PRIu64 " <= %" PRIu64 ")",
+		name, bound, a.s.lower_bound_bytes, a.s.peak_reserved_bytes);
 	replay(name, "", 0, v, n, mid, &b);
 	ok(b.good && !strcmp(a.row, b.row), "%s: two runs give byte-identical summary rows", name);
 	free(v);

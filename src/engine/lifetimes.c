@@ -76,6 +76,15 @@ int as_plan_from_events(as_engine *e, as_lifetimes *l, const as_evbuf *b, as_err
 	return hand_plan(e, l, err);
 }
 
+int as_plan_from_array(as_engine *e, as_lifetimes *l, const as_event *v, size_t n, as_err *err)
+{
+	if (!(e->pol->ops->flags & AS_CAP_PLAN))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		as_lifetimes_add(l, &v[i]);
+	return hand_plan(e, l, err);
+}
+
 int as_plan_from_trace(as_engine *e, as_lifetimes *l, const char *path, as_err *err)
 {
 	if (!(e->pol->ops->flags & AS_CAP_PLAN))

@@ -23,4 +23,6 @@ int as_lifetimes_from_trace(as_lifetimes *l, const char *path, as_err *err);
 int as_plan_from_trace(as_engine *e, as_lifetimes *l, const char *path, as_err *err);
 /* The same from a trace decoded once (sweep, fit, replay of a snapshot): no second read. */
 int as_plan_from_events(as_engine *e, as_lifetimes *l, const as_evbuf *b, as_err *err);
+/* The same from an array of events (tests, fuzzers: whatever replays an array it built). */
+int as_plan_from_array(as_engine *e, as_lifetimes *l, const as_event *v, size_t n, as_err *err);
 #endif
