@@ -19,6 +19,7 @@ static const struct {
 	{ "policies", cmd_policies, "list the policies with their options" },
 	{ "columns", cmd_columns, "list the summary CSV's columns (the table in doc/metrics.md)" },
 	{ "sweep", cmd_sweep, "replay traces x policies x parameter values in parallel, one CSV row each" },
+	{ "compare", cmd_compare, "replay traces against every policy, one CSV row each, with the lower bound" },
 	{ "calibrate", cmd_calibrate, "measure the GPU's allocation primitives and fit a latency model" },
 	{ "transfer", cmd_transfer, "measure pageable vs pinned host<->GPU copies and cudaHostAlloc cost" },
 	{ "fit", cmd_fit, "find the smallest capacity without OOM, or the best parameter value" },

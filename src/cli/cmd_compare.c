@@ -1,0 +1,273 @@
+/* cmd_compare.c - allocsim compare: every policy on every trace, one summary row each, the rows
+ * 'allocsim replay' writes. Each trace is decoded once and shared read-only by the worker threads
+ * (as sweep does); rows come in a fixed order (trace by trace, policies in the order given) and the
+ * output is byte-identical whatever -j is. */
+#include "cli/cli.h"
+#include "engine/run.h"
+#include "util/outfile.h"
+#include <getopt.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char compare_usage[] =
+	"usage: allocsim compare [-p POLICIES] [options] TRACE...\n"
+	"\n"
+	"Replays every trace against every policy (each with its default settings) and writes one summary\n"
+	"CSV row per trace and policy: the row 'allocsim replay --no-timing' writes, trace by trace, the\n"
+	"policies in the order given. lower_bound_bytes and overhead_vs_bound state each policy's peak\n"
+	"against the peak of live bytes (doc/metrics.md).\n"
+	"\n"
+	"  -p, --policy LIST       comma-separated policies or stacks (repeatable); 'all' (the default)\n"
+	"                          is every policy 'allocsim policies' lists, in its order\n"
+	"      --capacity SIZE     memory every replay may reserve (default: the trace's, or unlimited)\n"
+	"  -j, --jobs N            worker threads (default 1); the output does not depend on it\n"
+	"  -o, --output FILE       write the CSV to FILE (default standard output); written whole at the end\n"
+	"      --latency-model F   device-call latency model (default: the bundled H200 calibration, as\n"
+	"                          replay); 'none' for none\n"
+	"      --device N          the device of multi-GPU snapshots (default: the one with history)\n"
+	"      --timing            fill wall_seconds and events_per_second (then not byte-identical)\n"
+	"  -h, --help              show this help\n";
+
+typedef struct cjob {
+	size_t trace;
+	const as_policy_ops *ops;
+	char *row;
+} cjob;
+
+typedef struct compare {
+	const char **traces;
+	size_t ntraces, next_load;
+	as_evbuf *bufs;
+	as_err *load_err;
+	char **recorded;
+	as_reader_opts ro;
+	cjob *jobs;
+	size_t njobs, next;
+	uint64_t capacity;
+	const as_lat_model *model;
+	int timing;
+	pthread_mutex_t mu;
+	as_err err;       /* the first failure in job order */
+	size_t err_job;
+} compare;
+
+static void *loader(void *arg)
+{
+	compare *c = arg;
+	for (;;) {
+		pthread_mutex_lock(&c->mu);
+		size_t t = c->next_load++;
+		pthread_mutex_unlock(&c->mu);
+		if (t >= c->ntraces)
+			return NULL;
+		as_evbuf_load(&c->bufs[t], c->traces[t], &c->ro, &c->load_err[t]);
+	}
+}
+
+static void *worker(void *arg)
+{
+	compare *c = arg;
+	for (;;) {
+		pthread_mutex_lock(&c->mu);
+		size_t i = c->next++;
+		int stop = i >= c->njobs || cli_interrupted;
+		pthread_mutex_unlock(&c->mu);
+		if (stop)
+			return NULL;
+		cjob *j = &c->jobs[i];
+		as_run_opts o = { .path = c->traces[j->trace], .events = &c->bufs[j->trace], .ops = j->ops, .config = "",
+			.capacity = c->capacity, .addr_mode = ADDR_AUTO, .recorded = c->recorded[j->trace], .reader = &c->ro,
+			.model = c->model };
+		as_summary s;
+		as_err err = { 0, "" };
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		int rc = as_run(&o, &s, &err);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		char *buf = NULL;
+		size_t len = 0;
+		if (!rc) {
+			s.wall_seconds = c->timing ? (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9 : 0.0;
+			uint64_t cap = c->capacity ? c->capacity : c->bufs[j->trace].meta.capacity;
+			FILE *f = open_memstream(&buf, &len);
+			as_summary_row(f, c->traces[j->trace], j->ops->name, "", cap, &s);
+			fclose(f);
+		}
+		pthread_mutex_lock(&c->mu);
+		if (rc && (!c->err.code || i < c->err_job)) {
+			c->err = err;
+			c->err_job = i;
+		}
+		j->row = buf;
+		pthread_mutex_unlock(&c->mu);
+	}
+}
+
+/* Runs `fn` on n threads (in this thread when n <= 1, where a signal interrupts a read). */
+static void run_threads(uint64_t n, void *(*fn)(void *), void *arg)
+{
+	if (n <= 1) {
+		fn(arg);
+		return;
+	}
+	pthread_t *th = xcalloc(n, sizeof(pthread_t));
+	for (uint64_t w = 0; w < n; w++)
+		pthread_create(&th[w], NULL, fn, arg);
+	for (uint64_t w = 0; w < n; w++)
+		pthread_join(th[w], NULL);
+	free(th);
+}
+
+/* Adds the policies of one -p argument ("all" or a comma list). */
+static int add_policies(const char *arg, const as_policy_ops ***pols, size_t *n)
+{
+	char *copy = xstrdup(arg), *save = NULL;
+	size_t before = *n;
+	int rc = 0;
+	for (char *it = strtok_r(copy, ",", &save); it && !rc; it = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(it, "all")) {
+			for (size_t i = 0; as_policies[i]; i++) {
+				*pols = xrealloc(*pols, (*n + 1) * sizeof(**pols));
+				(*pols)[(*n)++] = as_policies[i];
+			}
+			continue;
+		}
+		const as_policy_ops *o = as_policy_find(it);
+		if (!o) {
+			rc = cli_usage_error("compare", "unknown policy '%s' (see 'allocsim policies')", it);
+			break;
+		}
+		*pols = xrealloc(*pols, (*n + 1) * sizeof(**pols));
+		(*pols)[(*n)++] = o;
+	}
+	if (!rc && *n == before)
+		rc = cli_usage_error("compare", "-p: no policy in '%s'", arg);
+	free(copy);
+	return rc;
+}
+
+int cmd_compare(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "policy", required_argument, 0, 'p' }, { "capacity", required_argument, 0, 'C' },
+		{ "jobs", required_argument, 0, 'j' }, { "output", required_argument, 0, 'o' },
+		{ "latency-model", required_argument, 0, 'M' }, { "device", required_argument, 0, 'D' },
+		{ "timing", no_argument, 0, 'T' }, { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' },
+		{ 0, 0, 0, 0 },
+	};
+	compare c;
+	memset(&c, 0, sizeof c);
+	const as_policy_ops **pols = NULL;
+	size_t npol = 0;
+	const char *out = NULL, *model_path = NULL;
+	uint64_t jobs = 1;
+	int ch, rc = 0;
+	char m[256];
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "p:j:o:h", lo, NULL)) != -1) {
+		switch (ch) {
+		case 'p':
+			if ((rc = add_policies(optarg, &pols, &npol)))
+				goto args_out;
+			break;
+		case 'C':
+			if (as_parse_capacity(optarg, &c.capacity, m, sizeof m))
+				{ rc = cli_usage_error("compare", "--capacity: %s", m); goto args_out; }
+			break;
+		case 'j':
+			if (as_parse_u64(optarg, &jobs) || !jobs || jobs > 1024)
+				{ rc = cli_usage_error("compare", "-j: '%s' is not a number of workers (1..1024)", optarg); goto args_out; }
+			break;
+		case 'o': out = optarg; break;
+		case 'M': model_path = optarg; break;
+		case 'D':
+			if (as_reader_opts_device(&c.ro, optarg))
+				{ rc = cli_usage_error("compare", "--device: '%s' is not a device number (0 .. 4095)", optarg); goto args_out; }
+			break;
+		case 'T': c.timing = 1; break;
+		case 'h': fputs(compare_usage, stdout); free(pols); return 0;
+		case 'V': cli_version(); free(pols); return 0;
+		default: rc = cli_usage_error("compare", "invalid option"); goto args_out;
+		}
+	}
+	if (optind >= argc)
+		{ rc = cli_usage_error("compare", "no trace"); goto args_out; }
+	if (!npol && (rc = add_policies("all", &pols, &npol)))
+		goto args_out;
+	if (0) {
+args_out:
+		free(pols);
+		return rc;
+	}
+	c.traces = (const char **)(argv + optind);
+	c.ntraces = (size_t)(argc - optind);
+	as_err err = { 0, "" };
+	as_outfile of;
+	as_lat_model model;
+	int have_model = 0;
+	memset(&model, 0, sizeof model);
+	cli_catch_signals();
+	/* the output first, so that a bad -o fails before any work */
+	if (as_outputs_check(&out, 1, c.traces, c.ntraces, &err) || as_outfile_open(&of, out, &err)) {
+		free(pols);
+		return cli_report(&err);
+	}
+	pthread_mutex_init(&c.mu, NULL);
+	c.bufs = xcalloc(c.ntraces, sizeof(*c.bufs));
+	c.load_err = xcalloc(c.ntraces, sizeof(*c.load_err));
+	c.recorded = xcalloc(c.ntraces, sizeof(char *));
+	if (cli_load_model(model_path, &model, &have_model, &err))
+		goto done;
+	c.model = have_model ? &model : NULL;
+	run_threads(jobs < c.ntraces ? jobs : c.ntraces, loader, &c);
+	for (size_t t = 0; t < c.ntraces && !err.code; t++)
+		if (c.load_err[t].code)
+			err = c.load_err[t];
+	if (err.code)
+		goto done;
+	for (size_t t = 0; t < c.ntraces; t++)
+		c.recorded[t] = as_recorded_settings(&c.bufs[t].meta);
+	c.njobs = c.ntraces * npol;
+	c.jobs = xcalloc(c.njobs, sizeof(*c.jobs));
+	for (size_t t = 0, k = 0; t < c.ntraces; t++)
+		for (size_t p = 0; p < npol; p++, k++)
+			c.jobs[k] = (cjob){ t, pols[p], NULL };
+	run_threads(jobs < c.njobs ? jobs : c.njobs, worker, &c);
+	if (cli_interrupted) {
+		as_err_clear(&err);
+		as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; nothing was written");
+		goto done;
+	}
+	if (c.err.code) {
+		err = c.err;
+		goto done;
+	}
+	as_summary_header(of.fp);
+	for (size_t i = 0; i < c.njobs; i++)
+		fputs(c.jobs[i].row, of.fp);
+	as_outfile_close(&of, 1, &err);
+	rc = err.code ? cli_report(&err) : 0;
+	goto cleanup;
+done: {
+	as_err ignore = { 0, "" };
+	as_outfile_close(&of, 0, &ignore); /* nothing written: an earlier output stays as it was */
+	rc = cli_report(&err);
+}
+cleanup:
+	for (size_t i = 0; i < c.njobs; i++)
+		free(c.jobs[i].row);
+	free(c.jobs);
+	for (size_t t = 0; t < c.ntraces; t++) {
+		free(c.recorded[t]);
+		as_evbuf_free(&c.bufs[t]);
+	}
+	free(c.recorded);
+	free(c.bufs);
+	free(c.load_err);
+	as_lat_model_free(&model);
+	free(pols);
+	pthread_mutex_destroy(&c.mu);
+	return rc;
+}
