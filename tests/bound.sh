@@ -1,0 +1,83 @@
+#!/bin/sh
+# bound.sh - the lower bound columns, the offline optimum (-p optimal) and allocsim compare.
+# BOUND_ALL=1 (make check-long) checks the bound against every policy on all 24 bundled traces;
+# make check on one trace of each recorded request sequence.
+. "${srcdir:-.}/tests/lib.sh"
+A=$ALLOCSIM
+B="$srcdir/tests/bound"
+MiB=1048576
+# stat KEY FILE: the value of KEY in a --stats file
+stat() { awk -F, -v k="$1" '$1 == k { print $2 }' "$2"; }
+
+# ---- the optimum on hand-built traces whose optimum is known ----
+t="$B/decreasing-is-optimal.trace"
+run "$A" replay -p optimal --no-timing --stats "$TMP/s" "$t"
+is "$st" 0 "optimal replays a native trace"
+is "$(col "$out" peak_reserved_bytes)" $((17 * MiB)) "nested lifetimes: the placement's height is the peak of live bytes, 17 MiB"
+is "$(col "$out" lower_bound_bytes)" $((17 * MiB)) "... which is lower_bound_bytes (the last request, 1000 bytes, rounds to 1024 but is alone)"
+is "$(col "$out" overhead_vs_bound)" 1.000000 "... so overhead_vs_bound is 1"
+is "$(stat heuristic_height_bytes "$TMP/s"),$(stat searched "$TMP/s"),$(stat optimal_proved "$TMP/s")" "$((17 * MiB)),0,1" \
+	"size-decreasing first fit meets the bound: proved optimal without a search"
+is "$(col "$out" num_device_alloc),$(col "$out" final_reserved_bytes)" "1,$((17 * MiB))" "one device segment of the planned height, kept to the end"
+
+t="$B/search-beats-heuristic.trace"
+run "$A" replay -p optimal --no-timing --stats "$TMP/s" "$t"
+is "$(stat heuristic_height_bytes "$TMP/s")" $((13 * MiB)) "size-decreasing first fit needs 13 MiB here (3 goes above 2 and 4)"
+is "$(col "$out" peak_reserved_bytes)" $((12 * MiB)) "the exact search finds 12 MiB (2, 3, 4 stacked, 5 under 4)"
+is "$(stat searched "$TMP/s"),$(stat optimal_proved "$TMP/s"),$(stat search_nodes "$TMP/s")" "1,1,10" \
+	"... and proves it optimal (it meets the peak of live bytes) after 10 search nodes"
+is "$(col "$out" lower_bound_bytes),$(col "$out" overhead_vs_bound)" "$((12 * MiB)),1.000000" "the row states the bound and the overhead"
+run "$A" replay -p optimal -c nodes:3 --no-timing --stats "$TMP/s" "$t"
+is "$(col "$out" peak_reserved_bytes),$(stat optimal_proved "$TMP/s"),$(stat search_nodes "$TMP/s")" "$((13 * MiB)),0,3" \
+	"a budget of 3 nodes ends the search first: the heuristic's 13 MiB, not proved"
+run "$A" replay -p optimal -c search_max:4 --no-timing --stats "$TMP/s" "$t"
+is "$(col "$out" peak_reserved_bytes),$(stat searched "$TMP/s"),$(stat optimal_proved "$TMP/s")" "$((13 * MiB)),0,0" \
+	"search_max:4 leaves a trace of 5 allocations to the heuristic"
+run "$A" replay -p optimal -c search_max:65 "$t"
+is "$st,$errout" "64,allocsim: error: option search_max: at most 64 allocations, got '65'" "search_max above 64 is refused"
+run "$A" replay -p optimal "-" < "$t"
+is "$st" 64 "optimal needs a file it can read twice, not standard input"
+run "$A" replay -p optimal -c align:1MiB --no-timing --capacity 11MiB "$t"
+is "$(col "$out" num_ooms),$(col "$out" peak_reserved_bytes)" "4,$((5 * MiB))" \
+	"below the planned height requests fail until the rest of the trace fits: the last one alone gets its 5 MiB"
+
+# ---- the bound: never above what a policy reserves; every policy's rounding ----
+traces="$T/seed_example__default.pickle.gz $T/bert_infer_varlen__p110_default.pickle.gz $T/resnet50_train__default.pickle.gz"
+[ -n "$BOUND_ALL" ] && traces=$(ls "$T"/*.pickle.gz)
+"$A" compare -p all -j 2 $traces -o "$TMP/all.csv"
+is "$?" 0 "compare -p all over $(echo $traces | wc -w) bundled traces"
+is "$(awk -F, 'NR > 1' "$TMP/all.csv" | wc -l)" "$(( $(echo $traces | wc -w) * $("$A" policies | grep -c '^[a-z][^ ]*$') ))" "one row per trace and policy"
+bad=$(csv_bars < "$TMP/all.csv" | awk -F'|' 'NR == 1 { for (i = 1; i <= NF; i++) h[$i] = i; next }
+	{ lb = $h["lower_bound_bytes"]; if (lb + 0 > $h["peak_reserved_bytes"] + 0 || lb + 0 < $h["peak_requested_bytes"] + 0) print $h["policy"], $h["trace"] }')
+is "$bad" "" "every policy: peak_requested_bytes <= lower_bound_bytes <= peak_reserved_bytes on every trace"
+bad=$(csv_bars < "$TMP/all.csv" | awk -F'|' 'NR == 1 { for (i = 1; i <= NF; i++) h[$i] = i; next }
+	$h["policy"] == "optimal" { o[$h["trace"]] = $h["peak_reserved_bytes"] }
+	$h["policy"] == "passthrough" { p[$h["trace"]] = $h["lower_bound_bytes"] }
+	END { for (t in o) if (o[t] + 0 < p[t] + 0) print t }')
+is "$bad" "" "optimal's height is never below the 512-byte-rounded peak of live bytes"
+r=$(csv_bars < "$TMP/all.csv" | awk -F'|' 'NR == 1 { for (i = 1; i <= NF; i++) h[$i] = i; next }
+	$h["trace"] ~ /resnet50/ && ($h["policy"] == "pytorch" || $h["policy"] == "bfc" || $h["policy"] == "cuda-async") { printf "%s=%s ", $h["policy"], $h["lower_bound_bytes"] }')
+is "$r" "pytorch=5830342656 cuda-async=5830299792 bfc=5830313728 " "resnet50: the bound rounds as the policy does (512, none, 256 bytes)"
+run "$A" replay -p pytorch -c 'roundup_power2_divisions:4' --no-timing "$T/resnet50_train__default.pickle.gz"
+is "$(col "$out" lower_bound_bytes)" 6631624704 "pytorch with roundup_power2_divisions:4 on resnet50: its own rounding (6631624704, not 5830342656)"
+
+# ---- compare: the rows of replay, the same for any -j ----
+t1="$T/seed_example__default.pickle.gz"; t2="$B/search-beats-heuristic.trace"
+"$A" compare -p bestfit,optimal -p 'pytorch>passthrough' "$t1" "$t2" > "$TMP/c1.csv"
+{ "$A" replay -p bestfit --no-timing "$t1"; for p in optimal 'pytorch>passthrough'; do "$A" replay -p "$p" --no-timing "$t1" | tail -1; done
+  for p in bestfit optimal 'pytorch>passthrough'; do "$A" replay -p "$p" --no-timing "$t2" | tail -1; done; } > "$TMP/r.csv"
+is "$(cat "$TMP/c1.csv")" "$(cat "$TMP/r.csv")" "compare writes replay's header and rows, trace by trace, policies in the order given"
+"$A" compare -j 1 -p all "$t1" "$t2" > "$TMP/j1.csv"; "$A" compare -j 3 -p all "$t1" "$t2" > "$TMP/j3.csv"
+cmp -s "$TMP/j1.csv" "$TMP/j3.csv"; ok $? "compare -j 1 and -j 3 write the same bytes"
+is "$(cut -d, -f2 "$TMP/j1.csv" | sed -n '2,$p' | sort -u | wc -l)" "$("$A" policies | grep -c '^[a-z][^ ]*$')" "-p all is every registered policy"
+run "$A" compare -p nosuch "$t1"
+is "$st" 64 "an unknown policy is a usage error"
+contains "$errout" "unknown policy 'nosuch'"; ok $? "... that names it"
+echo keep > "$TMP/keep.csv"
+run "$A" compare -p bestfit -o "$TMP/keep.csv" "$t1" "$TMP/missing.trace"
+is "$st,$(cat "$TMP/keep.csv")" "66,keep" "a missing trace fails with 66 and leaves -o as it was"
+run "$A" compare -p bestfit -o "$TMP/nodir/x.csv" "$TMP/missing.trace"
+is "$st" 74 "-o in a missing directory fails before any work (74, not the missing trace's 66)"
+run "$A" compare -p bestfit -o "$t1" "$t1"
+is "$st" 64 "-o naming an input is refused"
+finish
