@@ -56,7 +56,7 @@ bad=$(csv_bars < "$TMP/all.csv" | awk -F'|' 'NR == 1 { for (i = 1; i <= NF; i++)
 	END { for (t in o) if (o[t] + 0 < p[t] + 0) print t }')
 is "$bad" "" "optimal's height is never below the 512-byte-rounded peak of live bytes"
 r=$(csv_bars < "$TMP/all.csv" | awk -F'|' 'NR == 1 { for (i = 1; i <= NF; i++) h[$i] = i; next }
-	$h["trace"] ~ /resnet50/ && ($h["policy"] == "pytorch" || $h["policy"] == "bfc" || $h["policy"] == "cuda-async") { printf "%s=%s ", $h["policy"], $h["lower_bound_bytes"] }')
+	$h["trace"] ~ /resnet50_train__default/ && ($h["policy"] == "pytorch" || $h["policy"] == "bfc" || $h["policy"] == "cuda-async") { printf "%s=%s ", $h["policy"], $h["lower_bound_bytes"] }')
 is "$r" "pytorch=5830342656 cuda-async=5830299792 bfc=5830313728 " "resnet50: the bound rounds as the policy does (512, none, 256 bytes)"
 run "$A" replay -p pytorch -c 'roundup_power2_divisions:4' --no-timing "$T/resnet50_train__default.pickle.gz"
 is "$(col "$out" lower_bound_bytes)" 6631624704 "pytorch with roundup_power2_divisions:4 on resnet50: its own rounding (6631624704, not 5830342656)"
