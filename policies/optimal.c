@@ -153,6 +153,8 @@ static int op_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 		return 1;
 	}
 	size_t k = p->next++;
+	if (p->collision != p->n)
+		return 1; /* an unsound placement is served to no one (check() says why) */
 	if (k >= p->n) {
 		mismatch(p, k, rq, "more allocations than the plan has");
 		return 1;

@@ -1,0 +1,114 @@
+/* t_optimal.c - the offline placement (policies/optimal_place.c) against brute force: the exact
+ * search finds the lowest height of all orders placed first-fit, the bound is the largest load, the
+ * heuristic is a valid placement no lower than the optimum, and the checker finds a collision. */
+#include "policies/optimal.h"
+#include "tap.h"
+#include <gsl/gsl_permutation.h>
+#include <gsl/gsl_rng.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* First fit in the given order: each item at the lowest offset free of the items before it. */
+static uint64_t first_fit(const opt_item *v, size_t n, const size_t *order, uint64_t *off)
+{
+	uint64_t height = 0;
+	for (size_t r = 0; r < n; r++) {
+		size_t i = order[r];
+		uint64_t y = 0;
+		for (int moved = 1; moved;) {
+			moved = 0;
+			for (size_t q = 0; q < r; q++) {
+				size_t j = order[q];
+				if (v[i].start < v[j].end && v[j].start < v[i].end && v[i].size && v[j].size &&
+				    off[j] < y + v[i].size && y < off[j] + v[j].size) {
+					y = off[j] + v[j].size;
+					moved = 1;
+				}
+			}
+		}
+		off[i] = y;
+		if (y + v[i].size > height)
+			height = y + v[i].size;
+	}
+	return height;
+}
+
+/* A random instance: n allocations interleaved with frees over one event numbering. */
+static size_t random_items(gsl_rng *rng, opt_item *v, size_t n)
+{
+	uint64_t t = 0;
+	size_t live[16], nlive = 0, k = 0;
+	while (k < n || nlive) {
+		if (k < n && (!nlive || gsl_rng_uniform(rng) < 0.55)) {
+			v[k] = (opt_item){ t++, UINT64_MAX, (1 + gsl_rng_uniform_int(rng, 5)) * 512 };
+			live[nlive++] = k++;
+		} else {
+			size_t x = gsl_rng_uniform_int(rng, nlive);
+			if (gsl_rng_uniform(rng) < 0.9) /* some are never freed */
+				v[live[x]].end = t;
+			t++;
+			live[x] = live[--nlive];
+		}
+	}
+	return k;
+}
+
+static uint64_t max_load(const opt_item *v, size_t n)
+{
+	uint64_t best = 0;
+	for (size_t i = 0; i < n; i++) { /* the load peaks at some allocation */
+		uint64_t load = 0;
+		for (size_t j = 0; j < n; j++)
+			if (v[j].start <= v[i].start && v[i].start < v[j].end)
+				load += v[j].size;
+		if (load > best)
+			best = load;
+	}
+	return best;
+}
+
+int main(void)
+{
+	gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+	gsl_rng_set(rng, 17);
+	size_t bad_exact = 0, bad_bound = 0, bad_heur = 0, unproved = 0, beaten = 0, above_bound = 0, runs = 300;
+	for (size_t r = 0; r < runs; r++) {
+		opt_item v[7];
+		size_t n = random_items(rng, v, 3 + r % 5);
+		uint64_t off[7], tmp[7], best = UINT64_MAX;
+		gsl_permutation *p = gsl_permutation_alloc(n);
+		gsl_permutation_init(p);
+		do {
+			uint64_t h = first_fit(v, n, gsl_permutation_data(p), tmp);
+			if (h < best)
+				best = h;
+		} while (gsl_permutation_next(p) == GSL_SUCCESS);
+		gsl_permutation_free(p);
+		uint64_t bound = opt_clique_bound(v, n);
+		bad_bound += bound != max_load(v, n);
+		uint64_t h = opt_place_decreasing(v, n, off);
+		bad_heur += h < best || opt_check(v, n, off) != n;
+		opt_search s = { .max_nodes = 1000000 };
+		uint64_t x = opt_place_exact(v, n, bound, off, h, &s);
+		bad_exact += x != best || opt_check(v, n, off) != n;
+		unproved += !s.proved;
+		beaten += x < h;
+		above_bound += x > bound;
+	}
+	is_u64(bad_bound, 0, "the bound is the largest load at any allocation (%zu random instances)", runs);
+	is_u64(bad_heur, 0, "the heuristic's placement is valid and no lower than the brute-force optimum");
+	is_u64(bad_exact, 0, "the exact search finds the brute-force optimum (the best first-fit order of all n!)");
+	is_u64(unproved, 0, "... and proves it within its budget");
+	ok(beaten > 0, "the search beats the heuristic on some instances (%zu of %zu)", beaten, runs);
+	printf("# the optimum lies above the peak of live bytes on %zu of %zu instances\n", above_bound, runs);
+
+	/* the checker: a planted collision is found */
+	opt_item w[3] = { { 0, 4, 1024 }, { 1, 3, 512 }, { 2, 5, 512 } };
+	uint64_t good[3] = { 0, 1024, 1536 }, bad[3] = { 0, 512, 1536 };
+	is_u64(opt_check(w, 3, good), 3, "a sound placement passes the check");
+	is_u64(opt_check(w, 3, bad), 1, "an allocation placed over a live one is reported (item 1 inside item 0)");
+	uint64_t o2[3];
+	is_u64(opt_place_decreasing(w, 3, o2), 2048, "three overlapping allocations stack to 2048 bytes");
+	gsl_rng_free(rng);
+	return done_testing();
+}
