@@ -113,8 +113,9 @@ typedef struct hit {
 	uint64_t off, top;
 } hit;
 typedef struct hits {
-	hit *h, *tmp;      /* tmp: the radix sort's second buffer */
+	hit *h, *tmp;      /* tmp: the sorts' second buffer */
 	size_t n, cap;
+	size_t *count, ncount; /* lowest_fit's bucket counts */
 } hits;
 
 static void push_hit(hits *out, uint64_t off, uint64_t top)
@@ -162,17 +163,73 @@ static hit *sort_hits(hits *hs)
 	return a;
 }
 
-/* The lowest offset where `size` bytes fit among the hits. */
+/* The lowest offset where `size` bytes fit among the hits. The hits are distributed into about as
+ * many buckets of consecutive offsets as there are hits (one counting pass), and the buckets are
+ * sorted and scanned in order only until the gap is found: most placements end low, so most of the
+ * hits are never sorted. A bucket of many hits (offsets that cluster) is radix-sorted. */
 static uint64_t lowest_fit(hits *hs, uint64_t size)
 {
 	size_t n = hs->n;
-	hit *h = n ? sort_hits(hs) : hs->h;
+	if (n < 64) {
+		hit *h = n ? sort_hits(hs) : hs->h;
+		uint64_t cur = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (h[i].off >= cur && h[i].off - cur >= size)
+				return cur;
+			if (h[i].top > cur)
+				cur = h[i].top;
+		}
+		return cur;
+	}
+	hit *a = hs->h, *b = hs->tmp;
+	uint64_t maxoff = 0;
+	for (size_t i = 0; i < n; i++)
+		if (a[i].off > maxoff)
+			maxoff = a[i].off;
+	unsigned lgb = 4, bits = 0;
+	while (((size_t)1 << lgb) < n && lgb < 20)
+		lgb++;
+	while (bits < 64 && (maxoff >> bits))
+		bits++;
+	unsigned shift = bits > lgb ? bits - lgb : 0;
+	size_t nb = (size_t)(maxoff >> shift) + 1;
+	if (nb > hs->ncount) {
+		hs->ncount = nb;
+		hs->count = xrealloc(hs->count, (nb + 1) * sizeof(size_t));
+	}
+	size_t *count = hs->count;
+	memset(count, 0, (nb + 1) * sizeof(size_t));
+	for (size_t i = 0; i < n; i++)
+		count[(a[i].off >> shift) + 1]++;
+	for (size_t k = 0; k < nb; k++)
+		count[k + 1] += count[k];
+	for (size_t i = 0; i < n; i++)
+		b[count[a[i].off >> shift]++] = a[i];
+	/* now count[k] is the end of bucket k in b */
 	uint64_t cur = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (h[i].off >= cur && h[i].off - cur >= size)
-			return cur;
-		if (h[i].top > cur)
-			cur = h[i].top;
+	size_t lo = 0;
+	for (size_t k = 0; k < nb; k++) {
+		size_t hi = count[k];
+		if (hi - lo > 32) {
+			hits sub = { b + lo, a + lo, hi - lo, hi - lo, NULL, 0 };
+			hit *sorted = sort_hits(&sub);
+			if (sorted != b + lo)
+				memcpy(b + lo, sorted, (hi - lo) * sizeof(hit));
+		} else {
+			for (size_t x = lo + 1; x < hi; x++)
+				for (size_t y = x; y > lo && b[y - 1].off > b[y].off; y--) {
+					hit t = b[y];
+					b[y] = b[y - 1];
+					b[y - 1] = t;
+				}
+		}
+		for (size_t i = lo; i < hi; i++) {
+			if (b[i].off >= cur && b[i].off - cur >= size)
+				return cur;
+			if (b[i].top > cur)
+				cur = b[i].top;
+		}
+		lo = hi;
 	}
 	return cur;
 }
@@ -198,7 +255,7 @@ uint64_t opt_place_decreasing(const opt_item *v, size_t n, uint64_t *off)
 	placed_tree t;
 	pt_init(&t, v, n);
 	unsigned char *placed = xcalloc(n + 1, 1);
-	hits h = { NULL, NULL, 0, 0 };
+	hits h = { NULL, NULL, 0, 0, NULL, 0 };
 	uint64_t height = 0;
 	for (size_t r = 0; r < n; r++) {
 		size_t i = order[r];
@@ -222,6 +279,7 @@ uint64_t opt_place_decreasing(const opt_item *v, size_t n, uint64_t *off)
 	free(placed);
 	free(h.h);
 	free(h.tmp);
+	free(h.count);
 	pt_free(&t);
 	free(order);
 	return height;

@@ -53,6 +53,20 @@ static size_t random_items(gsl_rng *rng, opt_item *v, size_t n)
 	return k;
 }
 
+/* The heuristic's order: size, largest first; then the longer lifetime; then the earlier start. */
+static const opt_item *sort_v;
+static int cmp_dec(const void *a, const void *b)
+{
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	const opt_item *v = sort_v;
+	if (v[i].size != v[j].size)
+		return v[i].size > v[j].size ? -1 : 1;
+	uint64_t li = v[i].end - v[i].start, lj = v[j].end - v[j].start;
+	if (li != lj)
+		return li > lj ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
 static uint64_t max_load(const opt_item *v, size_t n)
 {
 	uint64_t best = 0;
@@ -101,6 +115,38 @@ int main(void)
 	is_u64(unproved, 0, "... and proves it within its budget");
 	ok(beaten > 0, "the search beats the heuristic on some instances (%zu of %zu)", beaten, runs);
 	printf("# the optimum lies above the peak of live bytes on %zu of %zu instances\n", above_bound, runs);
+
+	/* the heuristic's data structures (stabbing tree, bucketed scan) against the plain quadratic rule
+	 * on a large instance: thousands live at once, offsets far apart */
+	{
+		size_t n = 3000, live[400], nlive = 0, k = 0;
+		opt_item *v = calloc(n, sizeof(*v));
+		uint64_t *o1 = calloc(n, sizeof(uint64_t)), *o2 = calloc(n, sizeof(uint64_t)), t = 0;
+		size_t *order = calloc(n, sizeof(size_t));
+		while (k < n || nlive) {
+			if (k < n && nlive < 400 && (!nlive || gsl_rng_uniform(rng) < 0.6)) {
+				uint64_t sz = gsl_rng_uniform(rng) < 0.1 ? (1 + gsl_rng_uniform_int(rng, 4096)) << 20 : (1 + gsl_rng_uniform_int(rng, 2048)) * 512;
+				v[k] = (opt_item){ t++, UINT64_MAX, sz };
+				live[nlive++] = k++;
+			} else {
+				size_t x = gsl_rng_uniform_int(rng, nlive);
+				v[live[x]].end = t++;
+				live[x] = live[--nlive];
+			}
+		}
+		for (size_t i = 0; i < n; i++)
+			order[i] = i;
+		sort_v = v;
+		qsort(order, n, sizeof(size_t), cmp_dec);
+		uint64_t h1 = opt_place_decreasing(v, n, o1), h2 = first_fit(v, n, order, o2);
+		is_u64(h1, h2, "the heuristic's height on %zu allocations is the plain rule's", n);
+		is_u64((uint64_t)memcmp(o1, o2, n * sizeof(uint64_t)) != 0, 0, "... and so is every offset");
+		is_u64(opt_check(v, n, o1), n, "... a sound placement");
+		free(v);
+		free(o1);
+		free(o2);
+		free(order);
+	}
 
 	/* the checker: a planted collision is found */
 	opt_item w[3] = { { 0, 4, 1024 }, { 1, 3, 512 }, { 2, 5, 512 } };
