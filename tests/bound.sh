@@ -1,7 +1,7 @@
 #!/bin/sh
 # bound.sh - the lower bound columns, the offline optimum (-p optimal) and allocsim compare.
-# BOUND_ALL=1 (make check-long) checks the bound against every policy on all 24 bundled traces;
-# make check on one trace of each recorded request sequence.
+# The bound is checked against every policy on the captured traces (deferred cross-stream frees,
+# empty_cache) and three bundled ones; BOUND_ALL=1 (make check-long) on all 24 bundled traces too.
 . "${srcdir:-.}/tests/lib.sh"
 A=$ALLOCSIM
 B="$srcdir/tests/bound"
@@ -42,10 +42,10 @@ is "$(col "$out" num_ooms),$(col "$out" peak_reserved_bytes)" "4,$((5 * MiB))" \
 	"below the planned height requests fail until the rest of the trace fits: the last one alone gets its 5 MiB"
 
 # ---- the bound: never above what a policy reserves; every policy's rounding ----
-traces="$T/seed_example__default.pickle.gz $T/bert_infer_varlen__p110_default.pickle.gz $T/resnet50_train__default.pickle.gz"
-[ -n "$BOUND_ALL" ] && traces=$(ls "$T"/*.pickle.gz)
+traces="$T/seed_example__default.pickle.gz $T/bert_infer_varlen__p110_default.pickle.gz $T/resnet50_train__default.pickle.gz $(ls "$srcdir"/traces/captured/*.pickle.gz)"
+[ -n "$BOUND_ALL" ] && traces="$(ls "$T"/*.pickle.gz "$srcdir"/traces/captured/*.pickle.gz)"
 "$A" compare -p all -j 2 $traces -o "$TMP/all.csv"
-is "$?" 0 "compare -p all over $(echo $traces | wc -w) bundled traces"
+is "$?" 0 "compare -p all over $(echo $traces | wc -w) traces"
 is "$(awk -F, 'NR > 1' "$TMP/all.csv" | wc -l)" "$(( $(echo $traces | wc -w) * $("$A" policies | grep -c '^[a-z][^ ]*$') ))" "one row per trace and policy"
 bad=$(csv_bars < "$TMP/all.csv" | awk -F'|' 'NR == 1 { for (i = 1; i <= NF; i++) h[$i] = i; next }
 	{ lb = $h["lower_bound_bytes"]; if (lb + 0 > $h["peak_reserved_bytes"] + 0 || lb + 0 < $h["peak_requested_bytes"] + 0) print $h["policy"], $h["trace"] }')
