@@ -33,6 +33,13 @@ is "$(col "$out" peak_reserved_bytes),$(stat optimal_proved "$TMP/s"),$(stat sea
 run "$A" replay -p optimal -c search_max:4 --no-timing --stats "$TMP/s" "$t"
 is "$(col "$out" peak_reserved_bytes),$(stat searched "$TMP/s"),$(stat optimal_proved "$TMP/s")" "$((13 * MiB)),0,0" \
 	"search_max:4 leaves a trace of 5 allocations to the heuristic"
+t="$B/optimum-above-bound.trace"
+run "$A" replay -p optimal --no-timing --stats "$TMP/s" "$t"
+is "$(col "$out" lower_bound_bytes),$(col "$out" peak_reserved_bytes),$(col "$out" overhead_vs_bound)" "$((7 * MiB)),$((8 * MiB)),1.142857" \
+	"a trace whose optimum (8 MiB) lies above the peak of live bytes (7 MiB)"
+is "$(stat searched "$TMP/s"),$(stat optimal_proved "$TMP/s"),$(stat search_nodes "$TMP/s")" "1,1,7313" \
+	"... proved by exhausting the search (7313 nodes; tests/t_optimal.c checks every offset by brute force)"
+t="$B/search-beats-heuristic.trace"
 run "$A" replay -p optimal -c search_max:65 "$t"
 is "$st,$errout" "64,allocsim: error: option search_max: at most 64 allocations, got '65'" "search_max above 64 is refused"
 run "$A" replay -p optimal "-" < "$t"

@@ -4,6 +4,7 @@
 #include "policies/optimal.h"
 #include "tap.h"
 #include <gsl/gsl_permutation.h>
+#include <inttypes.h>
 #include <gsl/gsl_rng.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,23 @@ static int cmp_dec(const void *a, const void *b)
 	if (li != lj)
 		return li > lj ? -1 : 1;
 	return i < j ? -1 : i > j;
+}
+
+/* Whether the items (sizes in units) fit under height H, trying every integer offset of every item:
+ * no theorem about orders involved. */
+static int fits_under(const opt_item *v, size_t n, uint64_t H, uint64_t *off, size_t k)
+{
+	if (k == n)
+		return 1;
+	for (off[k] = 0; off[k] + v[k].size <= H; off[k]++) {
+		size_t j = 0;
+		for (; j < k; j++)
+			if (v[k].start < v[j].end && v[j].start < v[k].end && off[j] < off[k] + v[k].size && off[k] < off[j] + v[j].size)
+				break;
+		if (j == k && fits_under(v, n, H, off, k + 1))
+			return 1;
+	}
+	return 0;
 }
 
 static uint64_t max_load(const opt_item *v, size_t n)
@@ -146,6 +164,32 @@ int main(void)
 		free(o1);
 		free(o2);
 		free(order);
+	}
+
+	/* an instance whose optimum lies above the peak of live bytes (tests/bound/optimum-above-bound.trace):
+	 * brute force over all 9! orders agrees with the search, which proves it by exhausting its tree */
+	{
+		const opt_item u[9] = { { 0, 350, 2 }, { 1, 351, 2 }, { 202, 452, 3 }, { 403, 553, 1 }, { 404, 654, 3 },
+			{ 505, 655, 1 }, { 606, 756, 3 }, { 707, 1257, 2 }, { 708, 1058, 2 } };
+		uint64_t off[9], tmp[9], best = UINT64_MAX;
+		gsl_permutation *p = gsl_permutation_alloc(9);
+		gsl_permutation_init(p);
+		do {
+			uint64_t h = first_fit(u, 9, gsl_permutation_data(p), tmp);
+			if (h < best)
+				best = h;
+		} while (gsl_permutation_next(p) == GSL_SUCCESS);
+		gsl_permutation_free(p);
+		uint64_t b = opt_clique_bound(u, 9), h = opt_place_decreasing(u, 9, off);
+		opt_search s = { .max_nodes = 1000000 };
+		uint64_t x = opt_place_exact(u, 9, b, off, h, &s);
+		is_u64(b, 7, "optimum above the bound: the peak of live units is 7");
+		is_u64(best, 8, "... brute force over all 9! first-fit orders needs 8");
+		ok(!fits_under(u, 9, 7, tmp, 0) && fits_under(u, 9, 8, tmp, 0), "... and no placement at any offsets fits under 7 (one fits under 8)");
+		ok(x == 8 && s.proved && s.nodes < s.max_nodes, "... the search finds 8 and proves it by exhausting its tree (%" PRIu64 " nodes)", s.nodes);
+		s.max_nodes = 100;
+		x = opt_place_exact(u, 9, b, off, h, &s);
+		ok(x == 8 && !s.proved && s.nodes == 100, "... with 100 nodes it stops unproved");
 	}
 
 	/* the checker: a planted collision is found */
