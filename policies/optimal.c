@@ -31,6 +31,7 @@ typedef struct optimal {
 	uint64_t bound, heuristic, height, nodes;
 	int searched, proved;
 	size_t collision;          /* opt_check's answer: n when the placement is sound */
+	int too_big;               /* the sizes together exceed 2^62 bytes (or 2^32 allocations): no placement */
 	uint64_t seg_addr, seg_size;
 	int have_seg;
 	uint64_t live;
@@ -53,16 +54,23 @@ static int parse_count(void *conf, const as_optdesc *d, const char *val, as_err 
 	uint64_t v;
 	if (as_parse_u64(val, &v))
 		return as_fail(err, AS_EXIT_USAGE, "option %s: '%s' is not a whole number", d->name, val);
-	if (!strcmp(d->name, "search_max") && v > OPT_SEARCH_MAX)
-		return as_fail(err, AS_EXIT_USAGE, "option search_max: at most %d allocations, got '%s'", OPT_SEARCH_MAX, val);
 	*(uint64_t *)((char *)conf + d->off) = v;
+	return 0;
+}
+
+static int parse_search_max(void *conf, const as_optdesc *d, const char *val, as_err *err)
+{
+	if (parse_count(conf, d, val, err))
+		return -1;
+	if (((opt_conf *)conf)->search_max > OPT_SEARCH_MAX)
+		return as_fail(err, AS_EXIT_USAGE, "option search_max: at most %d allocations, got '%s'", OPT_SEARCH_MAX, val);
 	return 0;
 }
 
 #define OFF(f) offsetof(opt_conf, f)
 static const as_optdesc opt_opts[] = {
 	{ "align", "size", "512", "every request is rounded up to a multiple of this (power of two; cudaMalloc's alignment)", parse_align, OFF(align) },
-	{ "search_max", "count", "32", "the exact search runs on traces of at most this many allocations (at most 64; 0: never)", parse_count, OFF(search_max) },
+	{ "search_max", "count", "32", "the exact search runs on traces of at most this many allocations (at most 64; 0: never)", parse_search_max, OFF(search_max) },
 	{ "nodes", "count", "200000", "the exact search's budget in search nodes (deterministic, unlike a time budget)", parse_count, OFF(nodes) },
 	{ NULL, NULL, NULL, NULL, NULL, 0 },
 };
@@ -112,11 +120,21 @@ static void plan(optimal *p, const as_q_plan *q)
 	p->suffix_top = xcalloc(n + 1, sizeof(uint64_t));
 	p->blocks = xcalloc(n + 1, sizeof(opt_block));
 	size_t nonzero = 0;
+	uint64_t total = 0;
 	for (size_t i = 0; i < n; i++) {
 		p->items[i] = (opt_item){ q->v[i].alloc, q->v[i].free, round_up(p, q->v[i].size) };
 		nonzero += p->items[i].size != 0;
 		p->blocks[i].k = i;
+		total = p->items[i].size > (1ULL << 62) - total ? 1ULL << 62 : total + p->items[i].size;
 	}
+	/* Offsets never exceed the sum of the sizes: below 2^62 no sum overflows. Beyond it (or beyond the
+	 * 32-bit indices of the placement's tree) no device could hold the placement: every request fails. */
+	p->too_big = total >= (1ULL << 62) || n >= UINT32_MAX;
+	p->collision = n;
+	p->next = 0;
+	p->planned = 1;
+	if (p->too_big)
+		return;
 	p->bound = opt_clique_bound(p->items, n);
 	p->height = p->heuristic = opt_place_decreasing(p->items, n, p->off);
 	p->proved = p->height <= p->bound;
@@ -134,8 +152,6 @@ static void plan(optimal *p, const as_q_plan *q)
 		uint64_t top = p->off[i] + p->items[i].size;
 		p->suffix_top[i] = top > p->suffix_top[i + 1] ? top : p->suffix_top[i + 1];
 	}
-	p->next = 0;
-	p->planned = 1;
 }
 
 static void mismatch(optimal *p, size_t k, const as_request *rq, const char *what)
@@ -153,8 +169,8 @@ static int op_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 		return 1;
 	}
 	size_t k = p->next++;
-	if (p->collision != p->n)
-		return 1; /* an unsound placement is served to no one (check() says why) */
+	if (p->collision != p->n || p->too_big)
+		return 1; /* an unsound placement is served to no one (check() says why); nor one no device holds */
 	if (k >= p->n) {
 		mismatch(p, k, rq, "more allocations than the plan has");
 		return 1;
