@@ -169,7 +169,8 @@ static void fuzz_replay(const fuzz_events *evs, unsigned sel)
 		as_err err = { 0, "" };
 		as_device *dev = as_sim_device_new(sel & 1 ? (64ULL << 20) : sel & 2 ? (1ULL << 62) : 0, ADDR_AUTO);
 		as_engine e;
-		const char *conf = k < 4 ? confs[k][(sel >> 2) % 3] : "";
+		/* optimal: both of its heuristic's paths on small traces, and its time bounded on generated ones */
+		const char *conf = k < 4 ? confs[k][(sel >> 2) % 3] : !strcmp(as_policies[k]->name, "optimal") ? "fit_max:64" : "";
 		if (as_engine_init(&e, as_policies[k], conf, dev, &err) == 0) {
 			as_lifetimes plan; /* an offline policy's first pass */
 			as_lifetimes_init(&plan);

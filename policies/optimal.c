@@ -11,7 +11,7 @@
 #include <string.h>
 
 typedef struct opt_conf {
-	uint64_t align, nodes, search_max;
+	uint64_t align, nodes, search_max, fit_max;
 } opt_conf;
 
 typedef struct opt_block {
@@ -29,6 +29,7 @@ typedef struct optimal {
 	uint64_t *off, *suffix_top; /* planned offsets; the largest top of items k.. */
 	opt_block *blocks;
 	uint64_t bound, heuristic, height, nodes;
+	size_t stacked;            /* allocations the heuristic put above all it overlaps (fit_max) */
 	int searched, proved;
 	size_t collision;          /* opt_check's answer: n when the placement is sound */
 	int too_big;               /* the sizes together exceed 2^62 bytes (or 2^32 allocations): no placement */
@@ -72,6 +73,7 @@ static const as_optdesc opt_opts[] = {
 	{ "align", "size", "512", "every request is rounded up to a multiple of this (power of two; cudaMalloc's alignment)", parse_align, OFF(align) },
 	{ "search_max", "count", "32", "the exact search runs on traces of at most this many allocations (at most 64; 0: never)", parse_search_max, OFF(search_max) },
 	{ "nodes", "count", "200000", "the exact search's budget in search nodes (deterministic, unlike a time budget)", parse_count, OFF(nodes) },
+	{ "fit_max", "count", "4096", "an allocation overlapping more placed ones than this goes above them all instead of into the lowest gap (bounds the heuristic's time)", parse_count, OFF(fit_max) },
 	{ NULL, NULL, NULL, NULL, NULL, 0 },
 };
 
@@ -82,7 +84,7 @@ static int op_create(as_policy **out, const char *config, as_device *dev, as_cou
 	optimal *p = xcalloc(1, sizeof(*p));
 	p->base.ops = &as_policy_optimal;
 	p->dev = dev;
-	p->c = (opt_conf){ .align = 512, .search_max = 32, .nodes = 200000 };
+	p->c = (opt_conf){ .align = 512, .search_max = 32, .nodes = 200000, .fit_max = 4096 };
 	if (as_conf_parse(config, opt_opts, &p->c, err)) {
 		free(p);
 		return -1;
@@ -136,7 +138,8 @@ static void plan(optimal *p, const as_q_plan *q)
 	if (p->too_big)
 		return;
 	p->bound = opt_clique_bound(p->items, n);
-	p->height = p->heuristic = opt_place_decreasing(p->items, n, p->off);
+	p->height = p->heuristic = opt_place_decreasing(p->items, n, p->c.fit_max > SIZE_MAX ? SIZE_MAX : (size_t)p->c.fit_max, p->off,
+		&p->stacked);
 	p->proved = p->height <= p->bound;
 	p->searched = 0;
 	p->nodes = 0;
@@ -239,6 +242,7 @@ static void op_stats(optimal *p, as_stat_cb cb, void *ctx)
 	cb(ctx, "allocations", (int64_t)p->n);
 	cb(ctx, "peak_live_bytes", (int64_t)p->bound);
 	cb(ctx, "heuristic_height_bytes", (int64_t)p->heuristic);
+	cb(ctx, "heuristic_stacked", (int64_t)p->stacked);
 	cb(ctx, "height_bytes", (int64_t)p->height);
 	cb(ctx, "searched", p->searched);
 	cb(ctx, "search_nodes", (int64_t)p->nodes);

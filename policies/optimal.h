@@ -18,9 +18,11 @@ typedef struct opt_item {
 uint64_t opt_clique_bound(const opt_item *v, size_t n);
 
 /* The heuristic: items by size, largest first (ties: longer lifetime, then earlier start), each at
- * the lowest offset where it overlaps no item placed before it that is live at the same time.
- * Fills off[n]; returns the height. O(sum of overlaps x log). */
-uint64_t opt_place_decreasing(const opt_item *v, size_t n, uint64_t *off);
+ * the lowest offset where it overlaps no item placed before it that is live at the same time; an
+ * item that overlaps more than fit_max placed items goes directly above the highest of them
+ * (*stacked counts those), so the cost is at most n x fit_max (and log factors). Fills off[n];
+ * returns the height. */
+uint64_t opt_place_decreasing(const opt_item *v, size_t n, size_t fit_max, uint64_t *off, size_t *stacked);
 
 /* The exact search (branch and bound) for at most OPT_SEARCH_MAX items. */
 #define OPT_SEARCH_MAX 64

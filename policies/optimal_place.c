@@ -57,9 +57,15 @@ typedef struct stab_list {
 	uint32_t *v;
 	uint32_t n, cap;
 } stab_list;
+/* Over the same tree, by item index: how many items are placed below a node (cnt) and the highest
+ * top among them (rtop), so that the placed items starting during i's life are found without
+ * looking at the others, and counted and topped in O(log n). */
 typedef struct placed_tree {
 	size_t leaves;
 	stab_list *node;    /* 2 * leaves */
+	uint64_t *nodetop;  /* the highest top in each node's list */
+	uint32_t *cnt;      /* placed items below each node, by index */
+	uint64_t *rtop;     /* their highest top */
 	const opt_item *v;
 	size_t n;
 } placed_tree;
@@ -70,6 +76,9 @@ static void pt_init(placed_tree *t, const opt_item *v, size_t n)
 	while (t->leaves < n)
 		t->leaves *= 2;
 	t->node = xcalloc(2 * t->leaves, sizeof(stab_list));
+	t->nodetop = xcalloc(2 * t->leaves, sizeof(uint64_t));
+	t->cnt = xcalloc(2 * t->leaves, sizeof(uint32_t));
+	t->rtop = xcalloc(2 * t->leaves, sizeof(uint64_t));
 	t->v = v;
 	t->n = n;
 }
@@ -79,6 +88,49 @@ static void pt_free(placed_tree *t)
 	for (size_t k = 0; k < 2 * t->leaves; k++)
 		free(t->node[k].v);
 	free(t->node);
+	free(t->nodetop);
+	free(t->cnt);
+	free(t->rtop);
+}
+
+/* r_i: the first item starting at or after i's end (by bisection over the starts). */
+static size_t pt_end(const placed_tree *t, size_t i)
+{
+	size_t lo = i + 1, hi = t->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->v[mid].start < t->v[i].end)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* How many placed items overlap item i, and the highest top among them. */
+static size_t pt_count(const placed_tree *t, size_t i, size_t r, uint64_t *top)
+{
+	size_t c = 0;
+	uint64_t m = 0;
+	for (size_t k = t->leaves + i; k >= 1; k /= 2) {
+		c += t->node[k].n;
+		if (t->nodetop[k] > m)
+			m = t->nodetop[k];
+	}
+	for (size_t l = i + 1 + t->leaves, h = r + t->leaves; l < h; l /= 2, h /= 2) {
+		if (l & 1) {
+			c += t->cnt[l];
+			m = t->rtop[l] > m ? t->rtop[l] : m;
+			l++;
+		}
+		if (h & 1) {
+			--h;
+			c += t->cnt[h];
+			m = t->rtop[h] > m ? t->rtop[h] : m;
+		}
+	}
+	*top = m;
+	return c;
 }
 
 static void node_add(stab_list *l, uint32_t j)
@@ -90,22 +142,23 @@ static void node_add(stab_list *l, uint32_t j)
 	l->v[l->n++] = j;
 }
 
-static void pt_add(placed_tree *t, size_t j)
+static void pt_add(placed_tree *t, size_t j, size_t rj, uint64_t top)
 {
-	/* r_j by bisection over the starts */
-	size_t lo = j + 1, hi = t->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (t->v[mid].start < t->v[j].end)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (size_t l = j + 1 + t->leaves, r = lo + t->leaves; l < r; l /= 2, r /= 2) {
-		if (l & 1)
+	for (size_t l = j + 1 + t->leaves, r = rj + t->leaves; l < r; l /= 2, r /= 2) {
+		if (l & 1) {
+			t->nodetop[l] = top > t->nodetop[l] ? top : t->nodetop[l];
 			node_add(&t->node[l++], (uint32_t)j);
-		if (r & 1)
-			node_add(&t->node[--r], (uint32_t)j);
+		}
+		if (r & 1) {
+			--r;
+			t->nodetop[r] = top > t->nodetop[r] ? top : t->nodetop[r];
+			node_add(&t->node[r], (uint32_t)j);
+		}
+	}
+	for (size_t k = t->leaves + j; k >= 1; k /= 2) {
+		t->cnt[k]++;
+		if (top > t->rtop[k])
+			t->rtop[k] = top;
 	}
 }
 
@@ -136,6 +189,21 @@ static void pt_query(const placed_tree *t, size_t i, const uint64_t *off, hits *
 			uint32_t j = t->node[k].v[x];
 			push_hit(out, off[j], off[j] + t->v[j].size);
 		}
+}
+
+/* Every placed item with index in [lo, hi) below node k (covering [nlo, nhi)). */
+static void pt_range(const placed_tree *t, size_t k, size_t nlo, size_t nhi, size_t lo, size_t hi, const uint64_t *off,
+	hits *out)
+{
+	if (!t->cnt[k] || nhi <= lo || hi <= nlo)
+		return;
+	if (nhi - nlo == 1) {
+		push_hit(out, off[nlo], off[nlo] + t->v[nlo].size);
+		return;
+	}
+	size_t mid = nlo + (nhi - nlo) / 2;
+	pt_range(t, 2 * k, nlo, mid, lo, hi, off, out);
+	pt_range(t, 2 * k + 1, mid, nhi, lo, hi, off, out);
 }
 
 /* Sorts the hits by offset: a least-significant-digit radix sort, 8 bits a pass, only over the bytes
@@ -246,7 +314,7 @@ static int cmp_decreasing(const void *a, const void *b, void *ctx)
 	return i < j ? -1 : i > j; /* items are in start order */
 }
 
-uint64_t opt_place_decreasing(const opt_item *v, size_t n, uint64_t *off)
+uint64_t opt_place_decreasing(const opt_item *v, size_t n, size_t fit_max, uint64_t *off, size_t *stacked)
 {
 	size_t *order = xmalloc((n + 1) * sizeof(size_t));
 	for (size_t i = 0; i < n; i++)
@@ -254,29 +322,32 @@ uint64_t opt_place_decreasing(const opt_item *v, size_t n, uint64_t *off)
 	qsort_r(order, n, sizeof(size_t), cmp_decreasing, (void *)v);
 	placed_tree t;
 	pt_init(&t, v, n);
-	unsigned char *placed = xcalloc(n + 1, 1);
 	hits h = { NULL, NULL, 0, 0, NULL, 0 };
 	uint64_t height = 0;
+	*stacked = 0;
 	for (size_t r = 0; r < n; r++) {
 		size_t i = order[r];
 		if (!v[i].size) {
 			off[i] = 0; /* occupies nothing: never placed among the others */
 			continue;
 		}
-		h.n = 0;
-		/* the placed items live when i starts (they started before it: the tree), and those that
-		 * start while i lives (the items after i in start order, up to i's end: a scan) */
-		pt_query(&t, i, off, &h);
-		for (size_t j = i + 1; j < n && v[j].start < v[i].end; j++)
-			if (placed[j])
-				push_hit(&h, off[j], off[j] + v[j].size);
-		off[i] = lowest_fit(&h, v[i].size);
+		size_t ri = pt_end(&t, i);
+		uint64_t sky;
+		if (pt_count(&t, i, ri, &sky) > fit_max) {
+			off[i] = sky; /* above every placed item it overlaps: the cost stays bounded */
+			++*stacked;
+		} else {
+			/* the placed items live when i starts (they started before it: the stabbing lists),
+			 * and those that start while i lives (items i+1 .. ri-1 in start order) */
+			h.n = 0;
+			pt_query(&t, i, off, &h);
+			pt_range(&t, 1, 0, t.leaves, i + 1, ri, off, &h);
+			off[i] = lowest_fit(&h, v[i].size);
+		}
 		if (off[i] + v[i].size > height)
 			height = off[i] + v[i].size;
-		pt_add(&t, i);
-		placed[i] = 1;
+		pt_add(&t, i, ri, off[i] + v[i].size);
 	}
-	free(placed);
 	free(h.h);
 	free(h.tmp);
 	free(h.count);

@@ -118,7 +118,8 @@ int main(void)
 		gsl_permutation_free(p);
 		uint64_t bound = opt_clique_bound(v, n);
 		bad_bound += bound != max_load(v, n);
-		uint64_t h = opt_place_decreasing(v, n, off);
+		size_t st;
+		uint64_t h = opt_place_decreasing(v, n, SIZE_MAX, off, &st);
 		bad_heur += h < best || opt_check(v, n, off) != n;
 		opt_search s = { .max_nodes = 1000000 };
 		uint64_t x = opt_place_exact(v, n, bound, off, h, &s);
@@ -156,10 +157,27 @@ int main(void)
 			order[i] = i;
 		sort_v = v;
 		qsort(order, n, sizeof(size_t), cmp_dec);
-		uint64_t h1 = opt_place_decreasing(v, n, o1), h2 = first_fit(v, n, order, o2);
+		size_t st, st0;
+		uint64_t h1 = opt_place_decreasing(v, n, SIZE_MAX, o1, &st), h2 = first_fit(v, n, order, o2);
 		is_u64(h1, h2, "the heuristic's height on %zu allocations is the plain rule's", n);
 		is_u64((uint64_t)memcmp(o1, o2, n * sizeof(uint64_t)) != 0, 0, "... and so is every offset");
 		is_u64(opt_check(v, n, o1), n, "... a sound placement");
+		uint64_t h3 = opt_place_decreasing(v, n, 100, o2, &st0);
+		ok(st == 0 && st0 > 0 && st0 < n && opt_check(v, n, o2) == n && h3 >= h1,
+			"fit_max 100: %zu allocations go above all they overlap, soundly, no lower (%" PRIu64 " >= %" PRIu64 ")", st0, h3, h1);
+		uint64_t h4 = opt_place_decreasing(v, n, 0, o2, &st0), want = 0;
+		for (size_t r = 0; r < n; r++) { /* fit_max 0: each above the highest placed one it overlaps */
+			size_t i = order[r];
+			uint64_t y = 0;
+			for (size_t q = 0; q < r; q++) {
+				size_t j = order[q];
+				if (v[i].start < v[j].end && v[j].start < v[i].end && o2[j] + v[j].size > y)
+					y = o2[j] + v[j].size;
+			}
+			want += o2[i] != y;
+		}
+		ok(want == 0 && st0 > st && opt_check(v, n, o2) == n && h4 >= h1,
+			"fit_max 0: every allocation directly above the highest placed one it overlaps (%" PRIu64 ")", h4);
 		free(v);
 		free(o1);
 		free(o2);
@@ -180,7 +198,8 @@ int main(void)
 				best = h;
 		} while (gsl_permutation_next(p) == GSL_SUCCESS);
 		gsl_permutation_free(p);
-		uint64_t b = opt_clique_bound(u, 9), h = opt_place_decreasing(u, 9, off);
+		size_t st;
+		uint64_t b = opt_clique_bound(u, 9), h = opt_place_decreasing(u, 9, SIZE_MAX, off, &st);
 		opt_search s = { .max_nodes = 1000000 };
 		uint64_t x = opt_place_exact(u, 9, b, off, h, &s);
 		is_u64(b, 7, "optimum above the bound: the peak of live units is 7");
@@ -198,7 +217,8 @@ int main(void)
 	is_u64(opt_check(w, 3, good), 3, "a sound placement passes the check");
 	is_u64(opt_check(w, 3, bad), 1, "an allocation placed over a live one is reported (item 1 inside item 0)");
 	uint64_t o2[3];
-	is_u64(opt_place_decreasing(w, 3, o2), 2048, "three overlapping allocations stack to 2048 bytes");
+	size_t st;
+	is_u64(opt_place_decreasing(w, 3, SIZE_MAX, o2, &st), 2048, "three overlapping allocations stack to 2048 bytes");
 	gsl_rng_free(rng);
 	return done_testing();
 }
