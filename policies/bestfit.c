@@ -298,6 +298,7 @@ static int bf_query(as_policy *pol, int what, void *arg)
 	if (what == AS_Q_ROUND) {
 		uint64_t g = ((bestfit *)pol)->c.granule, *n = &((as_q_round *)arg)->size;
 		*n = (*n + g - 1) / g * g;
+		((as_q_round *)arg)->granule = g;
 		return 0;
 	}
 	if (what != AS_Q_SEGMENTS)

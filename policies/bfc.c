@@ -446,6 +446,7 @@ static int bfc_query(as_policy *pol, int what, void *arg)
 	case AS_Q_ROUND: {
 		as_q_round *q = arg;
 		q->size = q->size ? rounded_bytes(q->size) : 0;
+		q->granule = MIN_ALLOC;
 		return 0;
 	}
 	default:

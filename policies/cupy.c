@@ -472,6 +472,7 @@ static int cp_query(as_policy *pol, int what, void *arg)
 	case AS_Q_ROUND: { /* _round_size; a 0-byte request gets no chunk */
 		uint64_t *n = &((as_q_round *)arg)->size;
 		*n = *n > UINT64_MAX - (CUPY_UNIT - 1) ? *n : (*n + CUPY_UNIT - 1) / CUPY_UNIT * CUPY_UNIT;
+		((as_q_round *)arg)->granule = CUPY_UNIT;
 		return 0;
 	}
 	default:

@@ -258,6 +258,7 @@ static int op_query(as_policy *pol, int what, void *arg)
 		return 0;
 	case AS_Q_ROUND:
 		((as_q_round *)arg)->size = round_up(p, ((as_q_round *)arg)->size);
+		((as_q_round *)arg)->granule = p->c.align;
 		return 0;
 	case AS_Q_STATS:
 		op_stats(p, ((as_q_stats *)arg)->cb, ((as_q_stats *)arg)->ctx);

@@ -108,6 +108,7 @@ static int pt_query(as_policy *pol, int what, void *arg)
 		return AS_Q_UNKNOWN;
 	uint64_t g = ((passthrough *)pol)->conf.granule, *n = &((as_q_round *)arg)->size;
 	*n = (*n + g - 1) / g * g;
+	((as_q_round *)arg)->granule = g;
 	return 0;
 }
 

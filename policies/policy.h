@@ -144,6 +144,8 @@ typedef struct as_q_plan {
 } as_q_plan;
 typedef struct as_q_round {
 	uint64_t size;         /* in: requested bytes; out: rounded bytes */
+	uint64_t granule;      /* out, optional: nonzero when every size rounds up to a multiple of this
+	                        * power of two (0 to 0), so the caller may round without asking again */
 } as_q_round;
 typedef struct as_q_hook {
 	void (*hook)(void *ctx);

@@ -1152,6 +1152,10 @@ static int pt_query(as_policy *pol, int what, void *arg)
 	case AS_Q_ROUND: { /* round_size(); 0 counts as 0 (a lower bound whatever a 0-byte request gets) */
 		as_q_round *q = arg;
 		q->size = q->size ? pt_round_size(&p->c, q->size) : 0;
+		q->granule = PT_MIN_BLOCK; /* without roundup_power2_divisions, round_size is 512-byte rounding */
+		for (int i = 0; i < 16; i++)
+			if (p->c.divisions[i] > 1)
+				q->granule = 0;
 		return 0;
 	}
 	default:

@@ -48,6 +48,9 @@ int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, a
 		return -1;
 	}
 	e->rounds = (e->pol->ops->flags & AS_CAP_ROUND) != 0;
+	as_q_round q = { 1, 0 };
+	if (e->rounds && as_policy_query(e->pol, AS_Q_ROUND, &q) == 0 && q.granule && !(q.granule & (q.granule - 1)))
+		e->round_granule = q.granule;
 	return 0;
 }
 
@@ -55,7 +58,10 @@ int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, a
  * not say how it rounds. */
 static inline uint64_t rounded(as_engine *e, uint64_t size)
 {
-	as_q_round q = { size };
+	uint64_t g = e->round_granule;
+	if (g)
+		return size > UINT64_MAX - (g - 1) ? size : (size + g - 1) & ~(g - 1);
+	as_q_round q = { size, 0 };
 	if (e->rounds && as_policy_query(e->pol, AS_Q_ROUND, &q) == 0)
 		return q.size;
 	return size;
@@ -88,7 +94,7 @@ static inline void complete_free(as_engine *e, const as_live *l, const as_reques
 		if (!l->free_requested)
 			e->allocated -= l->block_size;
 		e->requested -= l->size;
-		e->held -= rounded(e, l->size);
+		e->held -= l->rounded;
 		double t0 = op_begin(e);
 		if (rq && e->pol->ops->free_from)
 			e->pol->ops->free_from(e->pol, l->handle, rq);
@@ -168,7 +174,7 @@ int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
 	case EV_ALLOC: {
 		e->s.allocs++;
 		/* The slot is written after the malloc: a flush inside it may complete deferred frees. */
-		as_live n = { NULL, ev->size, 0, 0, 1 };
+		as_live n = { NULL, ev->size, 0, 0, 0, 1 };
 		uint64_t addr;
 		double t0 = op_begin(e);
 		as_request rq = as_event_request(ev);
@@ -189,6 +195,7 @@ int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
 			e->requested += ev->size;
 			e->allocated += n.block_size;
 			e->held += r;
+			n.rounded = r;
 		}
 		l = slot_at(e, ev->slot);
 		if (l->used)

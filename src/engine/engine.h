@@ -18,6 +18,7 @@ typedef struct as_summary {
 typedef struct as_live {
 	void *handle;         /* NULL if the allocation failed */
 	uint64_t size, block_size;
+	uint64_t rounded;     /* size as the policy rounds it (lower_bound_bytes; asked once, at the malloc) */
 	uint32_t free_requested;
 	uint32_t used;        /* the slot holds a live allocation */
 } as_live;
@@ -40,6 +41,7 @@ typedef struct as_engine {
 	uint64_t requested, allocated;
 	uint64_t held;         /* live allocations (until their free completes), each rounded as the policy rounds (AS_Q_ROUND) */
 	int rounds;            /* the policy answers AS_Q_ROUND */
+	uint64_t round_granule; /* ... with a power-of-two granule: rounded here, without a query */
 	int check;
 	FILE *timeline;
 	uint64_t every;
