@@ -199,6 +199,16 @@ line "sweep 1000 configs x 10 snapshots, -j $JOBS (wall)" "$(printf '%.1f s' "$t
 	"$(verdict "$thousand" "<" 60) ($rows rows, $(printf '%.1f' "$thousandc") s CPU, $(printf '%.0f' "$(calc "$rows / $thousandc")") replays per CPU second)"
 perf_rss
 
+# ---- the offline optimum (issue 17): "the heuristic alone handles a 1M-event trace in seconds" ----
+# -p optimal on the generated trace of 1M events (up to 4096 allocations live, 720 million pairs live
+# together: the heuristic's hard case), as a binary file, against passthrough on the same file.
+gen_trace 1000000 > "$tmp/opt.trace"
+"$A" convert "$tmp/opt.trace" -o "$tmp/opt.asbin"
+to=$(best "$A" replay -p optimal -c "" --latency-model none --no-timing "$tmp/opt.asbin")
+tp=$(best "$A" replay -p passthrough -c "" --latency-model none --no-timing "$tmp/opt.asbin")
+line "optimal vs passthrough, 1M generated events (binary)" "$(printf '%.1fx' "$(calc "$to / $tp")")" "< 20 s CPU" \
+	"$(verdict "$to" "<" 20) ($(printf '%.1f' "$to") s vs $(printf '%.2f' "$tp") s CPU)"
+
 # ---- snapshot decoder against CPython (reader, issue 15) -------------------------------------
 # CPython's pickle.loads(gzip.decompress(...)) of the same file, in-process, against allocsim's whole
 # process: 'info' (decode only) and 'replay -c recorded' (decode, the pass for the recorded settings,
