@@ -10,6 +10,10 @@
  * device trace list, and then dropped, so memory follows the number of live allocations and
  * the pickler's batch size (1000 entries), not the trace length. Hand-written because no C
  * library parses pickles without a Python interpreter.
+ *
+ * Values are 16 bytes held by value on the stack, in the memo and in containers: numbers, None
+ * and booleans need no object at all; strings and containers are shared, reference-counted
+ * objects (pv) from a pool, so a memo GET costs a copy and a count, however large the value.
  */
 #include "readers/trace.h"
 #include "readers/sites.h"
@@ -19,25 +23,44 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum pv_kind { PV_NONE, PV_BOOL, PV_INT, PV_FLOAT, PV_STR, PV_BYTES, PV_TUPLE, PV_LIST, PV_DICT };
+/* Kinds of values. From V_STR on, a value is an object (pv), shared by reference. */
+enum { V_EMPTY, V_NONE, V_BOOL, V_INT, V_FLOAT, V_STR, V_BYTES, V_TUPLE, V_LIST, V_DICT };
+#define V_OBJ V_STR
 enum pv_role { ROLE_NONE, ROLE_TRACES, ROLE_DEVTRACE, ROLE_SEGMENTS };
 
-#define INLINE_STR 16 /* strings shorter than this live in the value itself (and are interned) */
+#define INLINE_STR 16 /* strings shorter than this live in the object itself (and are interned) */
+
+struct pv;
+/* A value: its kind and the byte offset where it starts (low 8 bits / high 56), and its content. */
+typedef struct val {
+	uint64_t kp;
+	union {
+		int64_t i;
+		double f;
+		struct pv *p;
+	} u;
+} val;
+
+/* In the kind byte: an interned string, which lives as long as the reader (its table holds it), so
+ * its references are not counted. */
+#define V_IMMORTAL 0x80
+#define VKIND(v) ((int)((v).kp & 0x7f))
+#define VPOS(v) ((v).kp >> 8)
+#define VOBJ(v) ((unsigned)((v).kp & 0xff) - V_OBJ < 0x80u - V_OBJ) /* an object whose references count */
+#define MKKP(k, pos) (((uint64_t)(pos) << 8) | (uint64_t)(k))
 
 typedef struct pv {
 	unsigned char kind, role;
-	unsigned char kid, aid; /* PV_STR: what it is as a trace entry's key, as an action (0: not yet known) */
+	unsigned char kid, aid; /* V_STR: what it is as a trace entry's key, as an action (0: not yet known) */
 	unsigned char embedded; /* placed in a container: may no longer change (no cycles) */
-	unsigned short depth; /* containers nested inside this value (0 for a scalar) */
+	unsigned short depth; /* containers nested inside this value (0 for a string) */
 	uint32_t refs;      /* references held by the stack, containers, the memo and the string table */
 	int dev;            /* ROLE_DEVTRACE: device ordinal */
 	uint64_t memo_at;   /* 1 + the memo index of its last PUT (0: none) */
-	int64_t i;
-	double f;
-	char *s;            /* PV_STR/PV_BYTES, NUL-terminated (inl when short) */
+	char *s;            /* V_STR/V_BYTES, NUL-terminated (inl when short) */
 	size_t n;           /* string length, or item count */
 	size_t cap;
-	struct pv **items;  /* tuple/list items; dict: key, value, key, value ... (kept in the pool) */
+	val *items;         /* tuple/list items; dict: key, value, key, value ... (kept in the pool) */
 	uint64_t pos;       /* byte offset where the value starts */
 	struct pv *next;    /* in the pool of free values */
 	char inl[INLINE_STR];
@@ -54,7 +77,7 @@ typedef struct pv {
 #define MAX_BYTES   ((uint64_t)1 << 30) /* bytes held by values, the stack and the memo at once (default) */
 #define MAX_RUN     (1u << 18)   /* consecutive segment_free/segment_unmap entries (see flush_run) */
 #define MAX_DEVICES 4096         /* device lists in 'device_traces' */
-#define MEMO_SLOT   32           /* bytes a sparse memo entry costs (idmap key and value at half load) */
+#define MEMO_SLOT   48           /* bytes a sparse memo entry costs (idmap key and value at half load, the value) */
 #define MEMO_DENSE  65536        /* the flat memo array covers indices below 2x the PUTs so far plus this */
 
 typedef struct rec {
@@ -67,16 +90,15 @@ typedef struct rec {
 enum { A_ALLOC, A_FREE_REQ, A_FREE_DONE, A_SEG_ALLOC, A_SEG_FREE, A_SEG_MAP, A_SEG_UNMAP, A_OOM, A_OTHER };
 
 typedef struct pk {
-	pv **stack;
+	val *stack;
 	size_t sp, scap;
 	size_t marks[MAX_MARKS];
 	size_t nmarks;
-	pv **memo;           /* index -> pv*, a flat array for the dense indices the pickler writes */
-	size_t memocap, memocount;
+	val *memo;           /* index -> value (V_EMPTY: unset), a flat array for the dense indices the pickler writes */
+	size_t memocap;
 	uint64_t nputs;      /* PUTs so far: the flat array covers indices up to 2x this (+ MEMO_DENSE) */
-	idmap memo_sparse;   /* indices beyond the flat array (a hostile pickle's) */
-	pv *pool;            /* freed values, reused (with their item arrays) */
-	pv *small[256];      /* BININT1 values, shared (one reference each) */
+	idmap memo_sparse;   /* indices beyond the flat array (a hostile pickle's): index -> val (malloc'd) */
+	pv *pool;            /* freed objects, reused (with their item arrays) */
 	pv **strtab;         /* interned short strings (one reference each) */
 	size_t strcap, strcount;
 	uint64_t memo_next;  /* MEMOIZE's next index */
@@ -113,33 +135,30 @@ static void memo_forget(pk *p, pv *v);
 
 static uint64_t pv_bytes(const pv *v)
 {
-	return sizeof(pv) + (v->s && v->s != v->inl ? v->n + 1 : 0) + v->cap * sizeof(pv *);
+	return sizeof(pv) + (v->s && v->s != v->inl ? v->n + 1 : 0) + v->cap * sizeof(val);
 }
 
-/* Drops one reference; frees what is no longer referenced without recursion (the nesting
- * depth is the input's choice), through a work list. */
-static void pv_unref(pk *p, pv *v)
+static void dead_push(pk *p, pv *v)
 {
-	if (!v || --v->refs)
-		return;
-	size_t base = p->ndead;
 	if (p->ndead == p->capdead) {
 		p->capdead = p->capdead ? p->capdead * 2 : 64;
 		p->dead = xrealloc(p->dead, p->capdead * sizeof(pv *));
 	}
 	p->dead[p->ndead++] = v;
+}
+
+/* Frees an object no longer referenced, and what only it referenced, without recursion (the
+ * nesting depth is the input's choice), through a work list. */
+static void pv_release(pk *p, pv *v)
+{
+	size_t base = p->ndead;
+	dead_push(p, v);
 	while (p->ndead > base) {
 		pv *d = p->dead[--p->ndead];
-		for (size_t i = 0; d->kind >= PV_TUPLE && i < d->n; i++) {
-			pv *c = d->items[i];
-			if (--c->refs)
-				continue;
-			if (p->ndead == p->capdead) {
-				p->capdead = p->capdead * 2;
-				p->dead = xrealloc(p->dead, p->capdead * sizeof(pv *));
-			}
-			p->dead[p->ndead++] = c;
-		}
+		if (d->kind >= V_TUPLE)
+			for (size_t i = 0; i < d->n; i++)
+				if (VOBJ(d->items[i]) && !--d->items[i].u.p->refs)
+					dead_push(p, d->items[i].u.p);
 		p->bytes -= pv_bytes(d);
 		if (d->s != d->inl)
 			free(d->s);
@@ -153,8 +172,22 @@ static void pv_unref(pk *p, pv *v)
 	}
 }
 
-/* A new value (one reference, the caller's), from the pool when it has one: a snapshot's trace entries
- * come and go by the million, each a dict of a dozen values. */
+/* Drops one reference to an object. */
+static inline void pv_unref(pk *p, pv *v)
+{
+	if (v && !--v->refs)
+		pv_release(p, v);
+}
+
+/* Drops a value (a reference, for an object). */
+static inline void val_drop(pk *p, val v)
+{
+	if (VOBJ(v))
+		pv_unref(p, v.u.p);
+}
+
+/* A new object (one reference, the caller's), from the pool when it has one: a snapshot's trace
+ * entries come and go by the million. */
 static pv *pv_new(pk *p, int kind, uint64_t pos)
 {
 	pv *v = p->pool;
@@ -171,46 +204,67 @@ static pv *pv_new(pk *p, int kind, uint64_t pos)
 	v->refs = 1;
 	v->dev = 0;
 	v->memo_at = 0;
-	v->i = 0;
-	v->f = 0;
 	v->s = NULL;
 	v->n = 0;
 	v->pos = pos;
-	p->bytes += sizeof(pv) + v->cap * sizeof(pv *);
+	p->bytes += sizeof(pv) + v->cap * sizeof(val);
 	return v;
 }
 
-/* Last key wins, as in a Python dict built by the unpickler. */
-static const pv *dict_get(const pv *d, const char *key)
+static inline val obj_val(pv *o)
 {
-	if (!d || d->kind != PV_DICT)
+	val v;
+	v.kp = MKKP(o->kind, o->pos);
+	v.u.p = o;
+	return v;
+}
+
+/* The object a value is if it has that kind, else NULL. */
+static inline pv *as_obj(const val *v, int kind)
+{
+	return v && VKIND(*v) == kind ? v->u.p : NULL;
+}
+
+/* Last key wins, as in a Python dict built by the unpickler. */
+static const val *dict_get(const pv *d, const char *key)
+{
+	if (!d || d->kind != V_DICT)
 		return NULL;
 	for (size_t i = d->n & ~(size_t)1; i >= 2; i -= 2)
-		if (d->items[i - 2]->kind == PV_STR && !strcmp(d->items[i - 2]->s, key))
-			return d->items[i - 1];
+		if (VKIND(d->items[i - 2]) == V_STR && !strcmp(d->items[i - 2].u.p->s, key))
+			return &d->items[i - 1];
 	return NULL;
 }
 
+static inline int depth_of(val v)
+{
+	return VKIND(v) >= V_TUPLE ? v.u.p->depth : 0;
+}
+
 /* Adds item to container c (the item's reference moves into c); callers check too_deep first. */
-static void pv_add(pk *p, pv *c, pv *item)
+static inline void pv_add(pk *p, pv *c, val item)
 {
 	if (c->n == c->cap) {
 		size_t nc = c->cap ? c->cap * 2 : 8;
-		c->items = xrealloc(c->items, nc * sizeof(pv *));
-		p->bytes += (nc - c->cap) * sizeof(pv *);
+		c->items = xrealloc(c->items, nc * sizeof(val));
+		p->bytes += (nc - c->cap) * sizeof(val);
 		c->cap = nc;
 	}
 	c->items[c->n++] = item;
-	item->embedded = 1;
-	if (item->depth + 1 > c->depth)
-		c->depth = (unsigned short)(item->depth + 1);
+	if (VKIND(item) >= V_TUPLE) {
+		item.u.p->embedded = 1;
+		if (item.u.p->depth + 1 > c->depth)
+			c->depth = (unsigned short)(item.u.p->depth + 1);
+	} else if (!c->depth) {
+		c->depth = 1;
+	}
 }
 
 /* Whether putting these values into a container would nest containers deeper than MAX_DEPTH. */
 static int too_deep(const pk *p, size_t from, size_t n)
 {
 	for (size_t i = from; i < from + n; i++)
-		if (p->stack[i]->depth + 1 > MAX_DEPTH)
+		if (depth_of(p->stack[i]) + 1 > MAX_DEPTH)
 			return 1;
 	return 0;
 }
@@ -223,7 +277,7 @@ static int cycle(const pk *p, const pv *c, size_t from, size_t n)
 	if (c->embedded)
 		return 1;
 	for (size_t i = from; i < from + n; i++)
-		if (p->stack[i] == c)
+		if (VKIND(p->stack[i]) >= V_TUPLE && p->stack[i].u.p == c)
 			return 1;
 	return 0;
 }
@@ -392,21 +446,17 @@ static int translate(as_reader *r, pk *p, const rec *x, as_err *err)
 	return 0;
 }
 
-static int get_u64(const pv *d, const char *key, uint64_t *out)
+static int u64_of(const val *v, uint64_t *out)
 {
-	const pv *v = dict_get(d, key);
-	if (!v || (v->kind != PV_INT && v->kind != PV_BOOL) || v->i < 0)
+	if (!v || (VKIND(*v) != V_INT && VKIND(*v) != V_BOOL) || v->u.i < 0)
 		return -1;
-	*out = (uint64_t)v->i;
+	*out = (uint64_t)v->u.i;
 	return 0;
 }
 
-static int u64_of(const pv *v, uint64_t *out)
+static int get_u64(const pv *d, const char *key, uint64_t *out)
 {
-	if (!v || (v->kind != PV_INT && v->kind != PV_BOOL) || v->i < 0)
-		return -1;
-	*out = (uint64_t)v->i;
-	return 0;
+	return u64_of(dict_get(d, key), out);
 }
 
 /* What a string is as a trace entry's key, found once per (interned, shared) string. */
@@ -445,14 +495,14 @@ static const char *entry_site(pk *p, const pv *frames)
 {
 	as_sites_begin(&p->sites);
 	for (size_t i = 0; i < frames->n; i++) {
-		const pv *f = frames->items[i];
-		if (f->kind != PV_DICT)
+		const pv *f = as_obj(&frames->items[i], V_DICT);
+		if (!f)
 			continue;
-		const pv *file = dict_get(f, "filename"), *line = dict_get(f, "line"), *name = dict_get(f, "name");
+		const pv *file = as_obj(dict_get(f, "filename"), V_STR), *name = as_obj(dict_get(f, "name"), V_STR);
 		uint64_t ln = 0;
-		if (!file || file->kind != PV_STR || u64_of(line, &ln))
+		if (!file || u64_of(dict_get(f, "line"), &ln))
 			continue;
-		as_sites_frame(&p->sites, file->s, ln, name && name->kind == PV_STR ? name->s : NULL);
+		as_sites_frame(&p->sites, file->s, ln, name ? name->s : NULL);
 	}
 	return as_sites_end(&p->sites);
 }
@@ -460,18 +510,18 @@ static const char *entry_site(pk *p, const pv *frames)
 static int trace_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 {
 	rec x;
-	memset(&x, 0, sizeof x);
 	x.pos = d->pos;
 	x.index = p->nentries++;
 	x.time_us = -1;
+	x.addr = x.size = x.stream = 0;
+	x.site = NULL;
 	/* one pass over the items; a later duplicate key wins, as in Python */
-	pv *a = NULL;
-	const pv *size = NULL, *addr = NULL, *stream = NULL, *time = NULL, *frames = NULL;
+	const val *a = NULL, *size = NULL, *addr = NULL, *stream = NULL, *time = NULL, *frames = NULL;
 	for (size_t i = 0; i + 1 < d->n; i += 2) {
-		pv *k = d->items[i], *v = d->items[i + 1];
-		if (k->kind != PV_STR)
+		const val *k = &d->items[i], *v = &d->items[i + 1];
+		if (VKIND(*k) != V_STR)
 			continue;
-		switch (key_id(k)) {
+		switch (key_id(k->u.p)) {
 		case K_ACTION: a = v; break;
 		case K_ADDR: addr = v; break;
 		case K_SIZE: size = v; break;
@@ -481,31 +531,32 @@ static int trace_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 		default: break;
 		}
 	}
-	if (!a || a->kind != PV_STR)
+	if (!a || VKIND(*a) != V_STR)
 		return perr(r, d->pos, err, "trace entry %" PRIu64 " has no 'action' string", x.index);
-	x.action = action_id(a) - 1;
+	const char *as = a->u.p->s;
+	x.action = action_id(a->u.p) - 1;
 	if (x.action == A_OTHER + 1)
-		return perr(r, d->pos, err, "trace entry %" PRIu64 ": unknown action '%.60s'", x.index, a->s);
+		return perr(r, d->pos, err, "trace entry %" PRIu64 ": unknown action '%.60s'", x.index, as);
 	if (x.action == A_OTHER)
 		return 0;
 	if (u64_of(size, &x.size))
-		return perr(r, d->pos, err, "trace entry %" PRIu64 " (%s) has no valid 'size'", x.index, a->s);
+		return perr(r, d->pos, err, "trace entry %" PRIu64 " (%s) has no valid 'size'", x.index, as);
 	if (x.action != A_OOM && u64_of(addr, &x.addr))
-		return perr(r, d->pos, err, "trace entry %" PRIu64 " (%s) has no valid 'addr'", x.index, a->s);
+		return perr(r, d->pos, err, "trace entry %" PRIu64 " (%s) has no valid 'addr'", x.index, as);
 	if (u64_of(stream, &x.stream))
 		x.stream = 0;
 	uint64_t t;
 	if (time) { /* NaN, negative or fractional times are errors, not "no time" */
 		if (u64_of(time, &t) || t > INT64_MAX)
 			return perr(r, d->pos, err, "trace entry %" PRIu64 " (%s) has an invalid 'time_us' (must be a whole number 0 .. 2^63-1)",
-				x.index, a->s);
+				x.index, as);
 		x.time_us = (int64_t)t;
 	}
 	if ((x.action == A_ALLOC || x.action == A_OOM) && (x.size == 0 || x.size >= AS_MAX_REQUEST))
 		return perr(r, d->pos, err, "trace entry %" PRIu64 ": %s of %" PRIu64 " bytes (must be 1 .. 2^60-1)",
-			x.index, a->s, x.size);
-	if (p->keep_sites && x.action == A_ALLOC && frames && frames->kind == PV_LIST)
-		x.site = entry_site(p, frames);
+			x.index, as, x.size);
+	if (p->keep_sites && x.action == A_ALLOC && frames && VKIND(*frames) == V_LIST)
+		x.site = entry_site(p, frames->u.p);
 	return translate(r, p, &x, err);
 }
 
@@ -521,19 +572,19 @@ static int segment_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 	if (get_u64(d, "address", &s.addr) || get_u64(d, "total_size", &s.total_size))
 		return perr(r, d->pos, err, "segment without 'address'/'total_size'");
 	get_u64(d, "stream", &s.stream);
-	const pv *t = dict_get(d, "segment_type");
-	s.is_small = t && t->kind == PV_STR && !strcmp(t->s, "small");
-	t = dict_get(d, "is_expandable");
-	s.is_expandable = t && t->kind == PV_BOOL && t->i;
-	const pv *bl = dict_get(d, "blocks");
-	if (bl && bl->kind == PV_LIST) {
+	const pv *t = as_obj(dict_get(d, "segment_type"), V_STR);
+	s.is_small = t && !strcmp(t->s, "small");
+	const val *e = dict_get(d, "is_expandable");
+	s.is_expandable = e && VKIND(*e) == V_BOOL && e->u.i;
+	const pv *bl = as_obj(dict_get(d, "blocks"), V_LIST);
+	if (bl) {
 		s.blocks = xcalloc(bl->n, sizeof(as_snap_block));
 		for (size_t i = 0; i < bl->n; i++) {
-			const pv *b = bl->items[i];
+			const pv *b = as_obj(&bl->items[i], V_DICT);
 			get_u64(b, "size", &s.blocks[s.nblocks].size);
-			const pv *st = dict_get(b, "state");
+			const pv *st = as_obj(dict_get(b, "state"), V_STR);
 			int state = 0;
-			if (st && st->kind == PV_STR)
+			if (st)
 				state = !strcmp(st->s, "active_allocated") ? 1 : !strcmp(st->s, "active_pending_free") ? 2 : 0;
 			s.blocks[s.nblocks++].state = state;
 		}
@@ -546,44 +597,47 @@ static int segment_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 }
 
 /* Items are being appended to list L (which stays on the stack); consume or keep them. */
-static int append_items(as_reader *r, pk *p, pv *list, pv **items, size_t n, as_err *err)
+static int append_items(as_reader *r, pk *p, pv *list, val *items, size_t n, as_err *err)
 {
 	size_t i = 0;
 	int rc = 0;
+	if (list->role == ROLE_NONE) {
+		for (; i < n; i++)
+			pv_add(p, list, items[i]);
+		return 0;
+	}
 	for (; i < n && !rc; i++) {
-		pv *it = items[i];
+		val it = items[i];
 		if (list->role == ROLE_DEVTRACE) {
-			if (it->kind != PV_DICT) {
-				rc = perr(r, it->pos, err, "device %d's trace entry %" PRIu64 " is not a dict", list->dev,
+			if (VKIND(it) != V_DICT) {
+				rc = perr(r, VPOS(it), err, "device %d's trace entry %" PRIu64 " is not a dict", list->dev,
 					p->dev_entries[list->dev]);
 			} else {
 				p->dev_entries[list->dev]++;
 				if (p->device < 0 && p->want_device < 0)
 					p->device = list->dev; /* the first device with history, unless another has too */
 				if (list->dev == p->device)
-					rc = trace_entry(r, p, it, err);
+					rc = trace_entry(r, p, it.u.p, err);
 				else
 					p->other_device_entries++;
-				memo_forget(p, it);
+				memo_forget(p, it.u.p);
 			}
 		} else if (list->role == ROLE_SEGMENTS) {
-			if (it->kind != PV_DICT)
-				rc = perr(r, it->pos, err, "an item of 'segments' is not a dict");
-			else
-				rc = segment_entry(r, p, it, err);
-			memo_forget(p, it);
+			if (VKIND(it) != V_DICT) {
+				rc = perr(r, VPOS(it), err, "an item of 'segments' is not a dict");
+			} else {
+				rc = segment_entry(r, p, it.u.p, err);
+				memo_forget(p, it.u.p);
+			}
 		} else if (list->role == ROLE_TRACES) {
 			/* a device's list, already consumed */
-			if (it->kind != PV_LIST || it->role != ROLE_DEVTRACE)
-				rc = perr(r, it->pos, err, "an item of 'device_traces' is not a list of trace entries");
-		} else {
-			pv_add(p, list, it);
-			continue;
+			if (VKIND(it) != V_LIST || it.u.p->role != ROLE_DEVTRACE)
+				rc = perr(r, VPOS(it), err, "an item of 'device_traces' is not a list of trace entries");
 		}
-		pv_unref(p, it);
+		val_drop(p, it);
 	}
 	for (; i < n; i++)
-		pv_unref(p, items[i]);
+		val_drop(p, items[i]);
 	return rc;
 }
 
@@ -592,10 +646,10 @@ static int append_items(as_reader *r, pk *p, pv *list, pv **items, size_t n, as_
  * EMPTY_DICT [MARK] key value ... SETITEM[S]), so a key inside any value is never taken. */
 static int top_key(const pk *p, const char *name)
 {
-	if (p->sp < 2 || p->stack[0]->kind != PV_DICT)
+	if (p->sp < 2 || VKIND(p->stack[0]) != V_DICT)
 		return 0;
-	const pv *k = p->stack[p->sp - 1];
-	if (k->kind != PV_STR || strcmp(k->s, name))
+	const val *k = &p->stack[p->sp - 1];
+	if (VKIND(*k) != V_STR || strcmp(k->u.p->s, name))
 		return 0;
 	size_t at = p->sp - 1;
 	if (!p->nmarks)
@@ -618,6 +672,7 @@ static void drop_segments(pk *p, as_meta *m)
 	free(m->segments);
 	m->segments = NULL;
 	m->nsegments = 0;
+	(void)p;
 }
 
 /* List l is the next device's list of trace entries. */
@@ -637,32 +692,32 @@ static int new_device(as_reader *r, pk *p, pv *l, as_err *err)
  * 'segments' that a pickle made in some other way than the snapshot writer does. */
 static int consume_list(as_reader *r, pk *p, pv *l, int role, as_err *err)
 {
-	pv **items = l->items;
+	val *items = l->items;
 	size_t n = l->n;
-	p->bytes -= l->cap * sizeof(pv *);
+	p->bytes -= l->cap * sizeof(val);
 	l->items = NULL;
 	l->n = l->cap = 0;
 	l->role = (unsigned char)role;
 	int rc = 0;
 	size_t i = 0;
 	for (; i < n && !rc; i++) {
-		pv *it = items[i];
+		val it = items[i];
 		if (role == ROLE_TRACES) {
-			if (it->kind != PV_LIST) {
-				rc = perr(r, it->pos, err, "an item of 'device_traces' is not a list of trace entries");
+			if (VKIND(it) != V_LIST) {
+				rc = perr(r, VPOS(it), err, "an item of 'device_traces' is not a list of trace entries");
 				break;
 			}
-			if ((rc = new_device(r, p, it, err)))
+			if ((rc = new_device(r, p, it.u.p, err)))
 				break;
-			rc = consume_list(r, p, it, ROLE_DEVTRACE, err);
+			rc = consume_list(r, p, it.u.p, ROLE_DEVTRACE, err);
 		} else {
 			rc = append_items(r, p, l, &items[i], 1, err);
 			continue; /* append_items dropped the reference */
 		}
-		pv_unref(p, it);
+		val_drop(p, it);
 	}
 	for (; i < n; i++)
-		pv_unref(p, items[i]);
+		val_drop(p, items[i]);
 	free(items);
 	return rc;
 }
@@ -674,24 +729,25 @@ static int check_history(as_reader *r, pk *p, pv *top, uint64_t pos, as_err *err
 	as_meta *m = &r->meta;
 	static const char how[] = "record it with torch.cuda.memory._record_memory_history() before the workload "
 		"runs, then torch.cuda.memory._dump_snapshot()";
-	const pv *dt = dict_get(top, "device_traces");
-	const pv *sg = dict_get(top, "segments");
-	if (sg != p->seglist) {
+	const val *dt = dict_get(top, "device_traces");
+	const val *sg = dict_get(top, "segments");
+	pv *sgl = as_obj(sg, V_LIST);
+	if (!sg || sgl != p->seglist) {
 		drop_segments(p, m);
-		if (sg && sg->kind == PV_LIST && consume_list(r, p, (pv *)sg, ROLE_SEGMENTS, err))
+		if (sgl && consume_list(r, p, sgl, ROLE_SEGMENTS, err))
 			return -1;
 	}
 	if (!dt)
 		return perr(r, pos, err, "the snapshot has no allocation history (no 'device_traces', only the end "
 			"state): %s", how);
-	if (dt->kind != PV_LIST)
+	if (VKIND(*dt) != V_LIST)
 		return perr(r, pos, err, "the snapshot's 'device_traces' is not a list (no allocation history): %s", how);
-	if (dt != p->traces) {
+	if (dt->u.p != p->traces) {
 		if (history_entries(p))
 			return perr(r, pos, err, "the snapshot's last 'device_traces' is not the list replayed: a "
 				"pickle Python reads differently from its stream");
 		p->ndevtraces = 0;
-		if (consume_list(r, p, (pv *)dt, ROLE_TRACES, err))
+		if (consume_list(r, p, dt->u.p, ROLE_TRACES, err))
 			return -1;
 	}
 	char list[256];
@@ -733,12 +789,12 @@ static int check_history(as_reader *r, pk *p, pv *top, uint64_t pos, as_err *err
 static void finish_top(as_reader *r, pk *p, const pv *top)
 {
 	as_meta *m = &r->meta;
-	const pv *s = dict_get(top, "allocator_settings");
+	const pv *s = as_obj(dict_get(top, "allocator_settings"), V_DICT);
 	snprintf(m->source, sizeof m->source, "pytorch-snapshot");
-	if (s && s->kind == PV_DICT) {
-		const pv *c = dict_get(s, "PYTORCH_CUDA_ALLOC_CONF");
+	if (s) {
+		const pv *c = as_obj(dict_get(s, "PYTORCH_CUDA_ALLOC_CONF"), V_STR);
 		free(m->settings);
-		m->settings = xstrdup(c && c->kind == PV_STR ? c->s : "");
+		m->settings = xstrdup(c ? c->s : "");
 		m->has_settings = 1;
 	}
 	(void)p;
@@ -758,39 +814,52 @@ static inline int need(as_reader *r, size_t n, as_err *err)
 	return 0;
 }
 
-static uint64_t rd_le(as_reader *r, int n)
+static inline uint64_t rd_le(as_reader *r, int n)
 {
+	const unsigned char *b = r->in.buf + r->in.pos;
 	uint64_t v = 0;
 	for (int i = 0; i < n; i++)
-		v |= (uint64_t)r->in.buf[r->in.pos + (size_t)i] << (8 * i);
+		v |= (uint64_t)b[i] << (8 * i);
 	r->in.pos += (size_t)n;
 	return v;
 }
 
-static int push_slow(as_reader *r, pk *p, pv *v, as_err *err)
+static int push_slow(as_reader *r, pk *p, val v, as_err *err)
 {
 	if (p->sp == MAX_STACK) {
-		uint64_t pos = v->pos;
-		pv_unref(p, v);
-		return perr(r, pos, err, "pickle stack exceeds %u values (reader memory cap)", MAX_STACK);
+		val_drop(p, v);
+		return perr(r, VPOS(v), err, "pickle stack exceeds %u values (reader memory cap)", MAX_STACK);
 	}
 	if (p->sp == p->scap) {
 		size_t nc = p->scap ? p->scap * 2 : 1024;
-		p->stack = xrealloc(p->stack, nc * sizeof(pv *));
-		p->bytes += (nc - p->scap) * sizeof(pv *);
+		p->stack = xrealloc(p->stack, nc * sizeof(val));
+		p->bytes += (nc - p->scap) * sizeof(val);
 		p->scap = nc;
 	}
 	p->stack[p->sp++] = v;
 	return 0;
 }
 
-static inline int push(as_reader *r, pk *p, pv *v, as_err *err)
+static inline int push(as_reader *r, pk *p, val v, as_err *err)
 {
 	if (p->sp < p->scap) {
 		p->stack[p->sp++] = v;
 		return 0;
 	}
 	return push_slow(r, p, v, err);
+}
+
+static inline int push_scalar(as_reader *r, pk *p, int kind, uint64_t pos, int64_t i, as_err *err)
+{
+	val v;
+	v.kp = MKKP(kind, pos);
+	v.u.i = i;
+	return push(r, p, v, err);
+}
+
+static inline int push_obj(as_reader *r, pk *p, pv *o, as_err *err)
+{
+	return push(r, p, obj_val(o), err);
 }
 
 static size_t mark_base(pk *p)
@@ -806,7 +875,7 @@ static int pop_mark(as_reader *r, pk *p, uint64_t pos, size_t *base, as_err *err
 	return 0;
 }
 
-static uint64_t str_hash(const char *b, size_t n)
+static inline uint64_t str_hash(const char *b, size_t n)
 {
 	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
 	for (size_t i = 0; i < n; i++)
@@ -814,7 +883,7 @@ static uint64_t str_hash(const char *b, size_t n)
 	return h;
 }
 
-/* The interned string with these bytes (a new reference), or NULL after adding v (given) to the table.
+/* The interned string with these bytes, or NULL after adding v (given) to the table.
  * Short strings repeat in a snapshot: keys, actions, 'N/A' in every trace entry. */
 static pv *intern(pk *p, const char *b, size_t n, pv *v)
 {
@@ -836,10 +905,8 @@ static pv *intern(pk *p, const char *b, size_t n, pv *v)
 	size_t j = str_hash(b, n) & (p->strcap - 1);
 	for (; p->strtab[j]; j = (j + 1) & (p->strcap - 1)) {
 		pv *s = p->strtab[j];
-		if (s->n == n && !memcmp(s->s, b, n)) {
-			s->refs++;
+		if (s->n == n && !memcmp(s->s, b, n))
 			return s;
-		}
 	}
 	if (v) {
 		v->refs++;
@@ -857,18 +924,21 @@ static int read_string(as_reader *r, pk *p, uint64_t pos, size_t len, int kind, 
 		if (need(r, len, err))
 			return -1;
 		const char *b = (const char *)r->in.buf + r->in.pos;
-		pv *v = kind == PV_STR ? intern(p, b, len, NULL) : NULL;
+		pv *v = kind == V_STR ? intern(p, b, len, NULL) : NULL;
 		if (!v) {
 			v = pv_new(p, kind, pos);
 			v->s = v->inl;
 			memcpy(v->s, b, len);
 			v->s[len] = 0;
 			v->n = len;
-			if (kind == PV_STR)
+			if (kind == V_STR)
 				intern(p, b, len, v);
 		}
 		r->in.pos += len;
-		return push(r, p, v, err);
+		val sv;
+		sv.kp = MKKP(kind == V_STR ? V_STR | V_IMMORTAL : kind, pos);
+		sv.u.p = v;
+		return push(r, p, sv, err);
 	}
 	pv *v = pv_new(p, kind, pos);
 	v->s = xmalloc(len + 1);
@@ -887,7 +957,7 @@ static int read_string(as_reader *r, pk *p, uint64_t pos, size_t len, int kind, 
 	}
 	v->s[len] = 0;
 	v->n = len;
-	return push(r, p, v, err);
+	return push_obj(r, p, v, err);
 }
 
 static int new_list_role(as_reader *r, pk *p, pv *l, as_err *err)
@@ -916,9 +986,9 @@ static int new_list_role(as_reader *r, pk *p, pv *l, as_err *err)
 		/* A device's list is an item of the device_traces list: directly above it (APPEND), or
 		 * above the MARK that follows it with earlier device lists in between (APPENDS). */
 		size_t i = p->sp;
-		while (i > 0 && p->stack[i - 1]->kind == PV_LIST && p->stack[i - 1]->role == ROLE_DEVTRACE)
+		while (i > 0 && VKIND(p->stack[i - 1]) == V_LIST && p->stack[i - 1].u.p->role == ROLE_DEVTRACE)
 			i--;
-		if (i > 0 && p->stack[i - 1] == p->traces &&
+		if (i > 0 && VKIND(p->stack[i - 1]) == V_LIST && p->stack[i - 1].u.p == p->traces &&
 		    (mark_base(p) == i || (mark_base(p) < i && p->sp == i))) {
 			if (new_device(r, p, l, err))
 				return -1;
@@ -927,42 +997,45 @@ static int new_list_role(as_reader *r, pk *p, pv *l, as_err *err)
 	return 0;
 }
 
-static pv *memo_at(const pk *p, uint64_t idx)
+static const val *memo_at(const pk *p, uint64_t idx)
 {
-	if (idx < p->memocap && p->memo[idx])
-		return p->memo[idx];
+	if (idx < p->memocap && p->memo[idx].kp)
+		return &p->memo[idx];
 	return p->memo_sparse.count ? idmap_get(&p->memo_sparse, idx) : NULL;
 }
 
-/* Sets (v: one reference moves in) or clears (v NULL) memo slot idx. */
-static void memo_set(pk *p, uint64_t idx, pv *v)
+/* Sets (v: one reference moves in) or clears (v.kp == 0) memo slot idx. */
+static void memo_set(pk *p, uint64_t idx, val v)
 {
-	pv *old = NULL;
-	if (p->memo_sparse.count && (old = idmap_del(&p->memo_sparse, idx)))
+	val old;
+	old.kp = 0;
+	val *sp;
+	if (p->memo_sparse.count && (sp = idmap_del(&p->memo_sparse, idx))) {
+		old = *sp;
+		free(sp);
 		p->bytes -= MEMO_SLOT;
-	if (idx >= p->memocap && v && idx < 2 * p->nputs + MEMO_DENSE) {
+	}
+	if (idx >= p->memocap && v.kp && idx < 2 * p->nputs + MEMO_DENSE) {
 		size_t nc = p->memocap ? p->memocap : 1024;
 		while (nc <= idx)
 			nc *= 2;
-		p->memo = xrealloc(p->memo, nc * sizeof(pv *));
-		memset(p->memo + p->memocap, 0, (nc - p->memocap) * sizeof(pv *));
-		p->bytes += (nc - p->memocap) * sizeof(pv *);
+		p->memo = xrealloc(p->memo, nc * sizeof(val));
+		memset(p->memo + p->memocap, 0, (nc - p->memocap) * sizeof(val));
+		p->bytes += (nc - p->memocap) * sizeof(val);
 		p->memocap = nc;
 	}
 	if (idx < p->memocap) {
-		if (p->memo[idx]) {
+		if (p->memo[idx].kp)
 			old = p->memo[idx];
-			p->memocount--;
-		}
 		p->memo[idx] = v;
-		if (v)
-			p->memocount++;
-	} else if (v) {
-		idmap_put(&p->memo_sparse, idx, v);
+	} else if (v.kp) {
+		val *cell = xmalloc(sizeof(val));
+		*cell = v;
+		idmap_put(&p->memo_sparse, idx, cell);
 		p->bytes += MEMO_SLOT;
 	}
-	if (old)
-		pv_unref(p, old);
+	if (old.kp)
+		val_drop(p, old);
 }
 
 static int memo_put(pk *p, uint64_t idx)
@@ -972,30 +1045,44 @@ static int memo_put(pk *p, uint64_t idx)
 	/* The memo shares values (a reference each), so a GET costs nothing however large the value;
 	 * containers are shared too, as Python does (frames shared between trace entries), with cycles
 	 * refused (see cycle()). A trace entry leaves the memo when it is turned into events. */
-	pv *v = p->stack[p->sp - 1];
+	val v = p->stack[p->sp - 1];
 	p->nputs++;
-	v->refs++;
-	v->memo_at = idx + 1;
+	if (VOBJ(v)) {
+		v.u.p->refs++;
+		v.u.p->memo_at = idx + 1;
+	}
+	if (idx < p->memocap && !p->memo[idx].kp && !p->memo_sparse.count) {
+		p->memo[idx] = v; /* the common case: a fresh index in the flat array */
+		return 0;
+	}
 	memo_set(p, idx, v);
 	return 0;
 }
 
 static int memo_get(as_reader *r, pk *p, uint64_t idx, uint64_t pos, as_err *err)
 {
-	pv *v = memo_at(p, idx);
+	const val *v = memo_at(p, idx);
 	if (!v)
 		return perr(r, pos, err, "pickle memo index %" PRIu64 " is undefined (or a trace entry already "
 			"replayed, which snapshots do not refer to again)", idx);
-	v->refs++;
-	return push(r, p, v, err);
+	if (VOBJ(*v))
+		v->u.p->refs++;
+	return push(r, p, *v, err);
 }
 
 /* A trace entry or segment turned into events leaves the memo, so memory does not grow with the
  * trace (the snapshot writer memoizes every dict). */
 static void memo_forget(pk *p, pv *v)
 {
-	if (v->memo_at && v->refs > 1 && memo_at(p, v->memo_at - 1) == v)
-		memo_set(p, v->memo_at - 1, NULL);
+	if (v->memo_at && v->refs > 1) {
+		const val *m = memo_at(p, v->memo_at - 1);
+		if (m && VOBJ(*m) && m->u.p == v) {
+			val none;
+			none.kp = 0;
+			none.u.i = 0;
+			memo_set(p, v->memo_at - 1, none);
+		}
+	}
 }
 
 static const char *opname(int op)
@@ -1015,17 +1102,205 @@ static const char *opname(int op)
 	}
 }
 
+/* ---- the trace-entry fast path ---------------------------------------------------------
+ * The snapshot writer pickles each trace entry as EMPTY_DICT, MEMOIZE, MARK, key/value pairs of
+ * memo GETs, short strings and numbers (strings memoized as they first appear), SETITEMS. When
+ * such a dict is being added to a device's list and lies whole in the buffer, it is built here in
+ * one pass, without the stack, to the same state the opcode loop would leave (the same objects,
+ * memo slots, references and bytes). Anything else - another opcode, a container from the memo,
+ * an index that is not a fresh slot of the flat memo, a value the loop would refuse or a budget
+ * near its end - leaves everything as it was (but for strings interned) and the loop runs it. */
+#define FAST_VALS 64 /* keys and values of one entry taken by the fast path */
+#define FAST_PUTS 32
+
+static int fast_entry(as_reader *r, pk *p)
+{
+	as_input *in = &r->in;
+	const unsigned char *b = in->buf, *c = b + in->pos, *e = b + in->len;
+	uint64_t off = in->offset;
+	val vals[FAST_VALS];
+	struct { uint64_t idx; int at; } puts[FAST_PUTS];
+	int nv = 0, np = 0, ok = 0;
+	uint64_t dict_idx = UINT64_MAX, next = p->memo_next;
+	if (p->nmarks >= MAX_MARKS || p->sp + FAST_VALS + 2 > p->scap || p->memo_sparse.count ||
+	    p->bytes + 65536 > p->max_bytes || e - c < 16)
+		return 0;
+	uint64_t dpos = off + (uint64_t)(c - b);
+	c++; /* '}' */
+	if (*c == 0x94) {
+		dict_idx = next++;
+		c++;
+	} else if (*c == 'q') {
+		dict_idx = c[1];
+		c += 2;
+	} else if (*c == 'r') {
+		dict_idx = (uint64_t)c[1] | (uint64_t)c[2] << 8 | (uint64_t)c[3] << 16 | (uint64_t)c[4] << 24;
+		c += 5;
+	}
+	if (dict_idx != UINT64_MAX && (dict_idx >= MAX_MEMO || dict_idx >= p->memocap || p->memo[dict_idx].kp))
+		return 0;
+	if (*c++ != '(')
+		return 0;
+	for (;;) {
+		if (e - c < 24)
+			goto out;
+		uint64_t pos = off + (uint64_t)(c - b);
+		int op = *c++;
+		uint64_t idx;
+		val v;
+		if (op == 'u')
+			break;
+		switch (op) {
+		case 'h': case 'j': {
+			if (op == 'h') {
+				idx = *c++;
+			} else {
+				idx = (uint64_t)c[0] | (uint64_t)c[1] << 8 | (uint64_t)c[2] << 16 | (uint64_t)c[3] << 24;
+				c += 4;
+			}
+			int k = np - 1;
+			while (k >= 0 && puts[k].idx != idx)
+				k--;
+			if (k >= 0) {
+				v = vals[puts[k].at];
+			} else if (idx < p->memocap && p->memo[idx].kp && VKIND(p->memo[idx]) < V_TUPLE) {
+				v = p->memo[idx];
+			} else {
+				goto out; /* undefined, the entry's own dict, or a container: the loop decides */
+			}
+			if (VOBJ(v))
+				v.u.p->refs++;
+			break;
+		}
+		case 0x8c: {
+			size_t len = *c++;
+			if (len >= INLINE_STR)
+				goto out;
+			pv *s = intern(p, (const char *)c, len, NULL);
+			if (!s) {
+				s = pv_new(p, V_STR, pos);
+				s->s = s->inl;
+				memcpy(s->s, c, len);
+				s->s[len] = 0;
+				s->n = len;
+				intern(p, (const char *)c, len, s);
+			}
+			c += len;
+			v.kp = MKKP(V_STR | V_IMMORTAL, pos);
+			v.u.p = s;
+			break;
+		}
+		case 'K':
+			v.kp = MKKP(V_INT, pos);
+			v.u.i = *c++;
+			break;
+		case 'M':
+			v.kp = MKKP(V_INT, pos);
+			v.u.i = (int64_t)((uint64_t)c[0] | (uint64_t)c[1] << 8);
+			c += 2;
+			break;
+		case 'J':
+			v.kp = MKKP(V_INT, pos);
+			v.u.i = (int32_t)((uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24);
+			c += 4;
+			break;
+		case 0x8a: {
+			unsigned n = *c++;
+			if (n > 8)
+				goto out;
+			uint64_t u = 0;
+			for (unsigned i = 0; i < n; i++)
+				u |= (uint64_t)c[i] << (8 * i);
+			if (n && n < 8 && (u >> (8 * n - 1)) & 1)
+				u |= ~0ULL << (8 * n);
+			c += n;
+			v.kp = MKKP(V_INT, pos);
+			v.u.i = (int64_t)u;
+			break;
+		}
+		case 'N':
+			v.kp = MKKP(V_NONE, pos);
+			v.u.i = 0;
+			break;
+		case 0x88: case 0x89:
+			v.kp = MKKP(V_BOOL, pos);
+			v.u.i = op == 0x88;
+			break;
+		case 0x94: case 'q': case 'r':
+			if (!nv || np == FAST_PUTS)
+				goto out;
+			if (op == 0x94) {
+				idx = next++;
+			} else if (op == 'q') {
+				idx = *c++;
+			} else {
+				idx = (uint64_t)c[0] | (uint64_t)c[1] << 8 | (uint64_t)c[2] << 16 | (uint64_t)c[3] << 24;
+				c += 4;
+			}
+			if (idx >= MAX_MEMO || idx >= p->memocap || p->memo[idx].kp || idx == dict_idx)
+				goto out;
+			for (int k = 0; k < np; k++)
+				if (puts[k].idx == idx)
+					goto out;
+			puts[np].idx = idx;
+			puts[np++].at = nv - 1;
+			continue;
+		default:
+			goto out;
+		}
+		if (nv == FAST_VALS) {
+			val_drop(p, v);
+			goto out;
+		}
+		vals[nv++] = v;
+	}
+	if (nv % 2)
+		goto out;
+	ok = 1;
+out:
+	if (!ok) {
+		for (int i = 0; i < nv; i++)
+			val_drop(p, vals[i]);
+		return 0;
+	}
+	/* the state the opcodes leave: the dict (memoized) on the stack, holding the pairs */
+	pv *d = pv_new(p, V_DICT, dpos);
+	if (dict_idx != UINT64_MAX) {
+		d->refs++;
+		d->memo_at = dict_idx + 1;
+		p->memo[dict_idx] = obj_val(d);
+		p->nputs++;
+	}
+	for (int k = 0; k < np; k++) {
+		val v = vals[puts[k].at];
+		if (VOBJ(v)) {
+			v.u.p->refs++;
+			v.u.p->memo_at = puts[k].idx + 1;
+		}
+		p->memo[puts[k].idx] = v;
+		p->nputs++;
+	}
+	p->memo_next = next;
+	for (int i = 0; i < nv; i++)
+		pv_add(p, d, vals[i]);
+	p->stack[p->sp++] = obj_val(d);
+	in->pos = (size_t)(c - b);
+	return 1;
+}
+
 /* Runs opcodes until the event queue has something or the pickle ends. */
 static int run_vm(as_reader *r, pk *p, as_err *err)
 {
+	as_input *in = &r->in;
 	while (!p->qlen && !p->stopped) {
-		if (need(r, 1, err))
+		/* every opcode's fixed-size argument (at most 8 bytes) is then in the buffer, but at the end */
+		if (in->len - in->pos < 16 && need(r, 1, err))
 			return -1;
-		uint64_t pos = as_input_tell(&r->in);
+		uint64_t pos = in->offset + in->pos;
 		if (p->bytes > p->max_bytes)
 			return perr(r, pos, err, "pickle values take more than %" PRIu64 " MiB at once (reader memory cap)",
 				p->max_bytes >> 20);
-		int op = r->in.buf[r->in.pos++];
+		int op = in->buf[in->pos++];
 		pv *v;
 		size_t base = 0;
 		uint64_t n;
@@ -1045,15 +1320,16 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 		case '.': /* STOP */
 			if (p->sp != 1 || p->nmarks)
 				return perr(r, pos, err, "pickle STOP with %zu values and %zu marks left (corrupt pickle)", p->sp, p->nmarks);
-			if (p->stack[0]->kind != PV_DICT)
+			if (VKIND(p->stack[0]) != V_DICT)
 				return perr(r, pos, err, "pickle is not a dict: not a PyTorch memory snapshot");
-			if (!dict_get(p->stack[0], "device_traces") && !dict_get(p->stack[0], "segments"))
+			v = p->stack[0].u.p;
+			if (!dict_get(v, "device_traces") && !dict_get(v, "segments"))
 				return perr(r, pos, err, "pickle has neither 'segments' nor 'device_traces': not a PyTorch memory snapshot");
-			if (check_history(r, p, p->stack[0], pos, err))
+			if (check_history(r, p, v, pos, err))
 				return -1;
 			flush_freereq(p);
 			flush_run(p, -1, &r->meta);
-			finish_top(r, p, p->stack[0]);
+			finish_top(r, p, v);
 			p->stopped = 1;
 			break;
 		case '(': /* MARK */
@@ -1062,53 +1338,48 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 			p->marks[p->nmarks++] = p->sp;
 			break;
 		case '}': /* EMPTY_DICT */
-			if (push(r, p, pv_new(p, PV_DICT, pos), err))
+			if (p->nmarks && (base = p->marks[p->nmarks - 1]) && VKIND(p->stack[base - 1]) == V_LIST &&
+			    p->stack[base - 1].u.p->role == ROLE_DEVTRACE) {
+				in->pos--;
+				if (fast_entry(r, p))
+					break;
+				in->pos++;
+			}
+			if (push_obj(r, p, pv_new(p, V_DICT, pos), err))
 				return -1;
 			break;
 		case ']': /* EMPTY_LIST */
-			v = pv_new(p, PV_LIST, pos);
+			v = pv_new(p, V_LIST, pos);
 			if (new_list_role(r, p, v, err)) {
 				pv_unref(p, v);
 				return -1;
 			}
-			if (push(r, p, v, err))
+			if (push_obj(r, p, v, err))
 				return -1;
 			break;
 		case ')': /* EMPTY_TUPLE */
-			if (push(r, p, pv_new(p, PV_TUPLE, pos), err))
+			if (push_obj(r, p, pv_new(p, V_TUPLE, pos), err))
 				return -1;
 			break;
 		case 'N':
-			if (push(r, p, pv_new(p, PV_NONE, pos), err))
+			if (push_scalar(r, p, V_NONE, pos, 0, err))
 				return -1;
 			break;
 		case 0x88: case 0x89: /* NEWTRUE, NEWFALSE */
-			v = pv_new(p, PV_BOOL, pos);
-			v->i = op == 0x88;
-			if (push(r, p, v, err))
+			if (push_scalar(r, p, V_BOOL, pos, op == 0x88, err))
 				return -1;
 			break;
-		case 'K': /* BININT1: 0..255, shared like CPython's small ints */
+		case 'K': /* BININT1 */
 			if (need(r, 1, err))
 				return -1;
-			n = r->in.buf[r->in.pos++];
-			if (!(v = p->small[n])) {
-				v = p->small[n] = pv_new(p, PV_INT, pos);
-				v->i = (int64_t)n;
-			}
-			v->refs++;
-			if (push(r, p, v, err))
+			n = in->buf[in->pos++];
+			if (push_scalar(r, p, V_INT, pos, (int64_t)n, err))
 				return -1;
 			break;
 		case 'M': case 'J': /* BININT2, BININT */
 			if (need(r, op == 'M' ? 2 : 4, err))
 				return -1;
-			v = pv_new(p, PV_INT, pos);
-			if (op == 'J')
-				v->i = (int32_t)(uint32_t)rd_le(r, 4);
-			else
-				v->i = (int64_t)rd_le(r, 2);
-			if (push(r, p, v, err))
+			if (push_scalar(r, p, V_INT, pos, op == 'J' ? (int32_t)(uint32_t)rd_le(r, 4) : (int64_t)rd_le(r, 2), err))
 				return -1;
 			break;
 		case 0x8a: case 0x8b: { /* LONG1, LONG4 */
@@ -1122,9 +1393,7 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 			uint64_t u = rd_le(r, (int)n);
 			if (n && n < 8 && (u >> (8 * n - 1)) & 1)
 				u |= ~0ULL << (8 * n); /* sign-extend */
-			v = pv_new(p, PV_INT, pos);
-			v->i = (int64_t)u;
-			if (push(r, p, v, err))
+			if (push_scalar(r, p, V_INT, pos, (int64_t)u, err))
 				return -1;
 			break;
 		}
@@ -1133,11 +1402,12 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 				return -1;
 			uint64_t u = 0;
 			for (int i = 0; i < 8; i++)
-				u = (u << 8) | r->in.buf[r->in.pos + (size_t)i];
-			r->in.pos += 8;
-			v = pv_new(p, PV_FLOAT, pos);
-			memcpy(&v->f, &u, 8);
-			if (push(r, p, v, err))
+				u = (u << 8) | in->buf[in->pos + (size_t)i];
+			in->pos += 8;
+			val f;
+			f.kp = MKKP(V_FLOAT, pos);
+			memcpy(&f.u.f, &u, 8);
+			if (push(r, p, f, err))
 				return -1;
 			break;
 		}
@@ -1148,7 +1418,7 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 				return -1;
 			n = rd_le(r, w);
 			if (read_string(r, p, pos, n > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)n,
-					(op == 'C' || op == 'B' || op == 0x8e) ? PV_BYTES : PV_STR, err))
+					(op == 'C' || op == 'B' || op == 0x8e) ? V_BYTES : V_STR, err))
 				return -1;
 			break;
 		}
@@ -1180,11 +1450,11 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 				return perr(r, pos, err, "TUPLE%zu with too few values on the stack", k);
 			if (too_deep(p, p->sp - k, k))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
-			v = pv_new(p, PV_TUPLE, pos);
+			v = pv_new(p, V_TUPLE, pos);
 			for (size_t i = p->sp - k; i < p->sp; i++)
 				pv_add(p, v, p->stack[i]);
 			p->sp -= k;
-			if (push(r, p, v, err))
+			if (push_obj(r, p, v, err))
 				return -1;
 			break;
 		}
@@ -1193,31 +1463,31 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 				return -1;
 			if (too_deep(p, base, p->sp - base))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
-			v = pv_new(p, PV_TUPLE, pos);
+			v = pv_new(p, V_TUPLE, pos);
 			for (size_t i = base; i < p->sp; i++)
 				pv_add(p, v, p->stack[i]);
 			p->sp = base;
-			if (push(r, p, v, err))
+			if (push_obj(r, p, v, err))
 				return -1;
 			break;
 		case 'a': /* APPEND */
-			if (p->sp < 2 + mark_base(p) || p->stack[p->sp - 2]->kind != PV_LIST)
+			if (p->sp < 2 + mark_base(p) || VKIND(p->stack[p->sp - 2]) != V_LIST)
 				return perr(r, pos, err, "APPEND without a list");
-			if (cycle(p, p->stack[p->sp - 2], p->sp - 1, 1))
+			if (cycle(p, p->stack[p->sp - 2].u.p, p->sp - 1, 1))
 				return perr(r, pos, err, "pickle changes a list already placed in a container, or puts it in "
 					"itself (self-referencing data, not supported)");
 			if (too_deep(p, p->sp - 1, 1))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
 			p->sp--;
-			if (append_items(r, p, p->stack[p->sp - 1], &p->stack[p->sp], 1, err))
+			if (append_items(r, p, p->stack[p->sp - 1].u.p, &p->stack[p->sp], 1, err))
 				return -1;
 			break;
 		case 'e': /* APPENDS */
 			if (pop_mark(r, p, pos, &base, err))
 				return -1;
-			if (base < 1 || p->stack[base - 1]->kind != PV_LIST)
+			if (base < 1 || VKIND(p->stack[base - 1]) != V_LIST)
 				return perr(r, pos, err, "APPENDS without a list");
-			if (cycle(p, p->stack[base - 1], base, p->sp - base))
+			if (cycle(p, p->stack[base - 1].u.p, base, p->sp - base))
 				return perr(r, pos, err, "pickle changes a list already placed in a container, or puts it in "
 					"itself (self-referencing data, not supported)");
 			if (too_deep(p, base, p->sp - base))
@@ -1225,40 +1495,42 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 			{
 				size_t k = p->sp - base;
 				p->sp = base;
-				if (append_items(r, p, p->stack[base - 1], &p->stack[base], k, err))
+				if (append_items(r, p, p->stack[base - 1].u.p, &p->stack[base], k, err))
 					return -1;
 			}
 			break;
 		case 's': /* SETITEM */
-			if (p->sp < 3 + mark_base(p) || p->stack[p->sp - 3]->kind != PV_DICT)
+			if (p->sp < 3 + mark_base(p) || VKIND(p->stack[p->sp - 3]) != V_DICT)
 				return perr(r, pos, err, "SETITEM without a dict");
-			if (cycle(p, p->stack[p->sp - 3], p->sp - 2, 2))
+			v = p->stack[p->sp - 3].u.p;
+			if (cycle(p, v, p->sp - 2, 2))
 				return perr(r, pos, err, "pickle changes a dict already placed in a container, or puts it in "
 					"itself (self-referencing data, not supported)");
 			if (too_deep(p, p->sp - 2, 2))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
-			pv_add(p, p->stack[p->sp - 3], p->stack[p->sp - 2]);
-			pv_add(p, p->stack[p->sp - 3], p->stack[p->sp - 1]);
+			pv_add(p, v, p->stack[p->sp - 2]);
+			pv_add(p, v, p->stack[p->sp - 1]);
 			p->sp -= 2;
 			break;
 		case 'u': /* SETITEMS */
 			if (pop_mark(r, p, pos, &base, err))
 				return -1;
-			if (base < 1 || p->stack[base - 1]->kind != PV_DICT || (p->sp - base) % 2)
+			if (base < 1 || VKIND(p->stack[base - 1]) != V_DICT || (p->sp - base) % 2)
 				return perr(r, pos, err, "SETITEMS without a dict or with an odd number of values");
-			if (cycle(p, p->stack[base - 1], base, p->sp - base))
+			v = p->stack[base - 1].u.p;
+			if (cycle(p, v, base, p->sp - base))
 				return perr(r, pos, err, "pickle changes a dict already placed in a container, or puts it in "
 					"itself (self-referencing data, not supported)");
 			if (too_deep(p, base, p->sp - base))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
 			for (size_t i = base; i < p->sp; i++)
-				pv_add(p, p->stack[base - 1], p->stack[i]);
+				pv_add(p, v, p->stack[i]);
 			p->sp = base;
 			break;
 		case '0': /* POP */
 			if (p->sp <= mark_base(p))
 				return perr(r, pos, err, "POP on an empty stack");
-			pv_unref(p, p->stack[--p->sp]);
+			val_drop(p, p->stack[--p->sp]);
 			break;
 		default: {
 			const char *name = opname(op);
@@ -1298,21 +1570,26 @@ static void pickle_close(as_reader *r)
 	if (!p)
 		return;
 	for (size_t i = 0; i < p->sp; i++)
-		pv_unref(p, p->stack[i]);
+		val_drop(p, p->stack[i]);
 	pv_unref(p, p->traces);
 	pv_unref(p, p->seglist);
 	free(p->stack);
 	for (size_t i = 0; i < p->memocap; i++)
-		pv_unref(p, p->memo[i]);
+		val_drop(p, p->memo[i]);
 	free(p->memo);
 	for (size_t i = 0; i < p->memo_sparse.cap; i++)
-		if (idmap_live(&p->memo_sparse, i))
-			pv_unref(p, p->memo_sparse.vals[i]);
+		if (idmap_live(&p->memo_sparse, i)) {
+			val *cell = p->memo_sparse.vals[i];
+			val_drop(p, *cell);
+			free(cell);
+		}
 	idmap_free(&p->memo_sparse);
 	for (size_t i = 0; i < p->strcap; i++)
-		pv_unref(p, p->strtab[i]);
-	for (size_t i = 0; i < 256; i++)
-		pv_unref(p, p->small[i]);
+		if (p->strtab[i]) {
+			p->bytes -= pv_bytes(p->strtab[i]);
+			free(p->strtab[i]->items);
+			free(p->strtab[i]);
+		}
 	free(p->strtab);
 	while (p->pool) {
 		pv *v = p->pool;
@@ -1329,7 +1606,6 @@ static void pickle_close(as_reader *r)
 	as_sites_free(&p->sites);
 	free(p);
 }
-
 static const struct as_reader_ops pickle_ops = { "pytorch", pickle_next, pickle_close };
 
 int as_pickle_open(as_reader *r, const as_reader_opts *o, as_err *err)
