@@ -84,6 +84,7 @@ typedef struct as_input {
 	int gzip;         /* 1: gzip members, inflated; 0: plain */
 	int zdone;        /* the current gzip member has ended */
 	z_stream zs;
+	void *isal;       /* ISA-L's inflater while it reads the input (input.c), else NULL */
 	unsigned char *raw;
 	char *path;
 	unsigned char *buf;
