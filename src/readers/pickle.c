@@ -24,7 +24,9 @@
 #include <string.h>
 
 /* Kinds of values. From V_STR on, a value is an object (pv), shared by reference. */
-enum { V_EMPTY, V_NONE, V_BOOL, V_INT, V_FLOAT, V_STR, V_BYTES, V_TUPLE, V_LIST, V_DICT };
+enum { V_EMPTY, V_NONE, V_BOOL, V_INT, V_FLOAT, V_GHOST, V_STR, V_BYTES, V_TUPLE, V_LIST, V_DICT };
+/* V_GHOST: a trace entry already turned into events as it was read (see fast_entry); it stands in
+ * its device's list until the pickle appends it there (u.i: the device). */
 #define V_OBJ V_STR
 enum pv_role { ROLE_NONE, ROLE_TRACES, ROLE_DEVTRACE, ROLE_SEGMENTS };
 
@@ -96,6 +98,7 @@ typedef struct pk {
 	size_t nmarks;
 	val *memo;           /* index -> value (V_EMPTY: unset), a flat array for the dense indices the pickler writes */
 	size_t memocap;
+	size_t memohw;       /* slots below this are set or empty; those above, not yet written (no page touched) */
 	uint64_t nputs;      /* PUTs so far: the flat array covers indices up to 2x this (+ MEMO_DENSE) */
 	idmap memo_sparse;   /* indices beyond the flat array (a hostile pickle's): index -> val (malloc'd) */
 	pv *pool;            /* freed objects, reused (with their item arrays) */
@@ -115,6 +118,7 @@ typedef struct pk {
 	int device;          /* which device trace is replayed (-1 until known) */
 	int *seg_dev;        /* the device of each segment in meta (-1: not recorded) */
 	int stopped;
+	size_t nghosts;      /* trace entries replayed as read (V_GHOST) on the stack */
 	/* event output queue */
 	as_event *q;
 	size_t qhead, qlen, qcap;
@@ -507,14 +511,43 @@ static const char *entry_site(pk *p, const pv *frames)
 	return as_sites_end(&p->sites);
 }
 
+/* What a trace entry's fields make of it: EF_OK (events), EF_SKIP (recorded, not replayed), or
+ * what is wrong with it. */
+enum { EF_OK, EF_SKIP, EF_NOACTION, EF_UNKNOWN, EF_SIZE, EF_ADDR, EF_TIME, EF_BOUNDS };
+static int entry_fields(const val *a, const val *size, const val *addr, const val *stream, const val *time, rec *x)
+{
+	x->time_us = -1;
+	x->addr = x->size = x->stream = 0;
+	x->site = NULL;
+	if (!a || VKIND(*a) != V_STR)
+		return EF_NOACTION;
+	x->action = action_id(a->u.p) - 1;
+	if (x->action == A_OTHER + 1)
+		return EF_UNKNOWN;
+	if (x->action == A_OTHER)
+		return EF_SKIP;
+	if (u64_of(size, &x->size))
+		return EF_SIZE;
+	if (x->action != A_OOM && u64_of(addr, &x->addr))
+		return EF_ADDR;
+	if (u64_of(stream, &x->stream))
+		x->stream = 0;
+	uint64_t t;
+	if (time) { /* NaN, negative or fractional times are errors, not "no time" */
+		if (u64_of(time, &t) || t > INT64_MAX)
+			return EF_TIME;
+		x->time_us = (int64_t)t;
+	}
+	if ((x->action == A_ALLOC || x->action == A_OOM) && (x->size == 0 || x->size >= AS_MAX_REQUEST))
+		return EF_BOUNDS;
+	return EF_OK;
+}
+
 static int trace_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 {
 	rec x;
 	x.pos = d->pos;
 	x.index = p->nentries++;
-	x.time_us = -1;
-	x.addr = x.size = x.stream = 0;
-	x.site = NULL;
 	/* one pass over the items; a later duplicate key wins, as in Python */
 	const val *a = NULL, *size = NULL, *addr = NULL, *stream = NULL, *time = NULL, *frames = NULL;
 	for (size_t i = 0; i + 1 < d->n; i += 2) {
@@ -531,33 +564,29 @@ static int trace_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 		default: break;
 		}
 	}
-	if (!a || VKIND(*a) != V_STR)
-		return perr(r, d->pos, err, "trace entry %" PRIu64 " has no 'action' string", x.index);
-	const char *as = a->u.p->s;
-	x.action = action_id(a->u.p) - 1;
-	if (x.action == A_OTHER + 1)
-		return perr(r, d->pos, err, "trace entry %" PRIu64 ": unknown action '%.60s'", x.index, as);
-	if (x.action == A_OTHER)
+	const char *as = a && VKIND(*a) == V_STR ? a->u.p->s : "";
+	switch (entry_fields(a, size, addr, stream, time, &x)) {
+	case EF_OK:
+		if (p->keep_sites && x.action == A_ALLOC && frames && VKIND(*frames) == V_LIST)
+			x.site = entry_site(p, frames->u.p);
+		return translate(r, p, &x, err);
+	case EF_SKIP:
 		return 0;
-	if (u64_of(size, &x.size))
+	case EF_NOACTION:
+		return perr(r, d->pos, err, "trace entry %" PRIu64 " has no 'action' string", x.index);
+	case EF_UNKNOWN:
+		return perr(r, d->pos, err, "trace entry %" PRIu64 ": unknown action '%.60s'", x.index, as);
+	case EF_SIZE:
 		return perr(r, d->pos, err, "trace entry %" PRIu64 " (%s) has no valid 'size'", x.index, as);
-	if (x.action != A_OOM && u64_of(addr, &x.addr))
+	case EF_ADDR:
 		return perr(r, d->pos, err, "trace entry %" PRIu64 " (%s) has no valid 'addr'", x.index, as);
-	if (u64_of(stream, &x.stream))
-		x.stream = 0;
-	uint64_t t;
-	if (time) { /* NaN, negative or fractional times are errors, not "no time" */
-		if (u64_of(time, &t) || t > INT64_MAX)
-			return perr(r, d->pos, err, "trace entry %" PRIu64 " (%s) has an invalid 'time_us' (must be a whole number 0 .. 2^63-1)",
-				x.index, as);
-		x.time_us = (int64_t)t;
-	}
-	if ((x.action == A_ALLOC || x.action == A_OOM) && (x.size == 0 || x.size >= AS_MAX_REQUEST))
+	case EF_TIME:
+		return perr(r, d->pos, err, "trace entry %" PRIu64 " (%s) has an invalid 'time_us' (must be a whole number 0 .. 2^63-1)",
+			x.index, as);
+	default:
 		return perr(r, d->pos, err, "trace entry %" PRIu64 ": %s of %" PRIu64 " bytes (must be 1 .. 2^60-1)",
 			x.index, as, x.size);
-	if (p->keep_sites && x.action == A_ALLOC && frames && VKIND(*frames) == V_LIST)
-		x.site = entry_site(p, frames->u.p);
-	return translate(r, p, &x, err);
+	}
 }
 
 static int segment_entry(as_reader *r, pk *p, const pv *d, as_err *err)
@@ -608,6 +637,10 @@ static int append_items(as_reader *r, pk *p, pv *list, val *items, size_t n, as_
 	}
 	for (; i < n && !rc; i++) {
 		val it = items[i];
+		if (list->role == ROLE_DEVTRACE && VKIND(it) == V_GHOST) {
+			p->nghosts--; /* replayed as it was read (ghost_misplaced checked the list) */
+			continue;
+		}
 		if (list->role == ROLE_DEVTRACE) {
 			if (VKIND(it) != V_DICT) {
 				rc = perr(r, VPOS(it), err, "device %d's trace entry %" PRIu64 " is not a dict", list->dev,
@@ -997,9 +1030,25 @@ static int new_list_role(as_reader *r, pk *p, pv *l, as_err *err)
 	return 0;
 }
 
+/* Makes slot idx of the flat memo valid: the slots up to it are cleared as they are first reached,
+ * so a grown array costs pages only as far as the pickle's indices go. */
+static inline void memo_touch(pk *p, uint64_t idx)
+{
+	if (idx >= p->memohw) {
+		memset(p->memo + p->memohw, 0, (idx + 1 - p->memohw) * sizeof(val));
+		p->memohw = idx + 1;
+	}
+}
+
+/* Whether a PUT at idx fills an empty slot of the flat memo (the fast path's own case). */
+static inline int memo_fresh(const pk *p, uint64_t idx)
+{
+	return idx < MAX_MEMO && idx < p->memocap && (idx >= p->memohw || !p->memo[idx].kp);
+}
+
 static const val *memo_at(const pk *p, uint64_t idx)
 {
-	if (idx < p->memocap && p->memo[idx].kp)
+	if (idx < p->memohw && p->memo[idx].kp)
 		return &p->memo[idx];
 	return p->memo_sparse.count ? idmap_get(&p->memo_sparse, idx) : NULL;
 }
@@ -1020,11 +1069,11 @@ static void memo_set(pk *p, uint64_t idx, val v)
 		while (nc <= idx)
 			nc *= 2;
 		p->memo = xrealloc(p->memo, nc * sizeof(val));
-		memset(p->memo + p->memocap, 0, (nc - p->memocap) * sizeof(val));
 		p->bytes += (nc - p->memocap) * sizeof(val);
 		p->memocap = nc;
 	}
 	if (idx < p->memocap) {
+		memo_touch(p, idx);
 		if (p->memo[idx].kp)
 			old = p->memo[idx];
 		p->memo[idx] = v;
@@ -1047,11 +1096,14 @@ static int memo_put(pk *p, uint64_t idx)
 	 * refused (see cycle()). A trace entry leaves the memo when it is turned into events. */
 	val v = p->stack[p->sp - 1];
 	p->nputs++;
+	if (VKIND(v) == V_GHOST)
+		v.kp = 0; /* a trace entry replayed as read: never fetched (the slot is cleared) */
 	if (VOBJ(v)) {
 		v.u.p->refs++;
 		v.u.p->memo_at = idx + 1;
 	}
-	if (idx < p->memocap && !p->memo[idx].kp && !p->memo_sparse.count) {
+	if (idx < p->memocap && (idx >= p->memohw || !p->memo[idx].kp) && !p->memo_sparse.count) {
+		memo_touch(p, idx);
 		p->memo[idx] = v; /* the common case: a fresh index in the flat array */
 		return 0;
 	}
@@ -1104,26 +1156,37 @@ static const char *opname(int op)
 
 /* ---- the trace-entry fast path ---------------------------------------------------------
  * The snapshot writer pickles each trace entry as EMPTY_DICT, MEMOIZE, MARK, key/value pairs of
- * memo GETs, short strings and numbers (strings memoized as they first appear), SETITEMS. When
- * such a dict is being added to a device's list and lies whole in the buffer, it is built here in
- * one pass, without the stack, to the same state the opcode loop would leave (the same objects,
- * memo slots, references and bytes). Anything else - another opcode, a container from the memo,
- * an index that is not a fresh slot of the flat memo, a value the loop would refuse or a budget
- * near its end - leaves everything as it was (but for strings interned) and the loop runs it. */
-#define FAST_VALS 64 /* keys and values of one entry taken by the fast path */
+ * memo GETs, strings and numbers (strings memoized as they first appear), SETITEMS, in batches of
+ * a MARK, up to 1000 entries and APPENDS to its device's list. When such an entry lies whole in
+ * the buffer, it is read here in one pass, keeping only the fields replayed, and turned into events
+ * at once (not when its batch is appended); no dict is built, and a V_GHOST stands in the list's
+ * batch on the stack until APPENDS. The memo gets what the opcodes put there, but for the entry
+ * itself: the writer never fetches an entry again, and a pickle that does is refused (as one that
+ * fetches an entry already appended always was). Anything else - another opcode (a frames list),
+ * a container from the memo, an index that is not a fresh slot of the flat memo, an entry with a
+ * bad field, an entry after one the opcode loop built in the same batch - is left to the opcode
+ * loop, with nothing changed but strings interned: it then reports the same errors as before. */
 #define FAST_PUTS 32
+#define FAST_OBJS 32
 
-static int fast_entry(as_reader *r, pk *p)
+static inline uint64_t le32(const unsigned char *c)
+{
+	return (uint64_t)c[0] | (uint64_t)c[1] << 8 | (uint64_t)c[2] << 16 | (uint64_t)c[3] << 24;
+}
+
+static int fast_entry(as_reader *r, pk *p, pv *list, as_err *err)
 {
 	as_input *in = &r->in;
 	const unsigned char *b = in->buf, *c = b + in->pos, *e = b + in->len;
 	uint64_t off = in->offset;
-	val vals[FAST_VALS];
-	struct { uint64_t idx; int at; } puts[FAST_PUTS];
-	int nv = 0, np = 0, ok = 0;
+	val puts_v[FAST_PUTS];
+	uint64_t puts_i[FAST_PUTS];
+	pv *objs[FAST_OBJS];
+	int np = 0, nobj = 0, nv = 0, ok = 0, kid = 0;
+	val cur, f[K_FRAMES + 1]; /* f[K_ACTION..K_FRAMES]: the last value of each key read */
+	unsigned have = 0;
 	uint64_t dict_idx = UINT64_MAX, next = p->memo_next;
-	if (p->nmarks >= MAX_MARKS || p->sp + FAST_VALS + 2 > p->scap || p->memo_sparse.count ||
-	    p->bytes + 65536 > p->max_bytes || e - c < 16)
+	if (p->sp >= p->scap || p->memo_sparse.count || p->bytes + 65536 > p->max_bytes || e - c < 24)
 		return 0;
 	uint64_t dpos = off + (uint64_t)(c - b);
 	c++; /* '}' */
@@ -1134,11 +1197,13 @@ static int fast_entry(as_reader *r, pk *p)
 		dict_idx = c[1];
 		c += 2;
 	} else if (*c == 'r') {
-		dict_idx = (uint64_t)c[1] | (uint64_t)c[2] << 8 | (uint64_t)c[3] << 16 | (uint64_t)c[4] << 24;
+		dict_idx = le32(c + 1);
 		c += 5;
 	}
-	if (dict_idx != UINT64_MAX && (dict_idx >= MAX_MEMO || dict_idx >= p->memocap || p->memo[dict_idx].kp))
+	if (dict_idx != UINT64_MAX && !memo_fresh(p, dict_idx))
 		return 0;
+	if (*c == 0x95)
+		c += 9;
 	if (*c++ != '(')
 		return 0;
 	for (;;) {
@@ -1147,61 +1212,79 @@ static int fast_entry(as_reader *r, pk *p)
 		uint64_t pos = off + (uint64_t)(c - b);
 		int op = *c++;
 		uint64_t idx;
-		val v;
-		if (op == 'u')
-			break;
 		switch (op) {
+		case 'u':
+			goto done;
+		case 0x95: /* FRAME: the pickler's framing (protocol 4), anywhere between opcodes */
+			c += 8;
+			continue;
 		case 'h': case 'j': {
 			if (op == 'h') {
 				idx = *c++;
 			} else {
-				idx = (uint64_t)c[0] | (uint64_t)c[1] << 8 | (uint64_t)c[2] << 16 | (uint64_t)c[3] << 24;
+				idx = le32(c);
 				c += 4;
 			}
 			int k = np - 1;
-			while (k >= 0 && puts[k].idx != idx)
+			while (k >= 0 && puts_i[k] != idx)
 				k--;
-			if (k >= 0) {
-				v = vals[puts[k].at];
-			} else if (idx < p->memocap && p->memo[idx].kp && VKIND(p->memo[idx]) < V_TUPLE) {
-				v = p->memo[idx];
-			} else {
-				goto out; /* undefined, the entry's own dict, or a container: the loop decides */
-			}
-			if (VOBJ(v))
-				v.u.p->refs++;
+			if (k >= 0)
+				cur = puts_v[k];
+			else if (idx < p->memohw && p->memo[idx].kp && VKIND(p->memo[idx]) < V_TUPLE && VKIND(p->memo[idx]) != V_GHOST)
+				cur = p->memo[idx];
+			else
+				goto out; /* undefined or a container: the opcode loop decides */
 			break;
 		}
-		case 0x8c: {
-			size_t len = *c++;
-			if (len >= INLINE_STR)
+		case 0x8c: case 'X': {
+			size_t len;
+			if (op == 0x8c) {
+				len = *c++;
+			} else {
+				len = le32(c);
+				c += 4;
+			}
+			if (len > MAX_STRING || (size_t)(e - c) < len + 24)
 				goto out;
-			pv *s = intern(p, (const char *)c, len, NULL);
-			if (!s) {
-				s = pv_new(p, V_STR, pos);
-				s->s = s->inl;
+			if (len < INLINE_STR) {
+				pv *s = intern(p, (const char *)c, len, NULL);
+				if (!s) {
+					s = pv_new(p, V_STR, pos);
+					s->s = s->inl;
+					memcpy(s->s, c, len);
+					s->s[len] = 0;
+					s->n = len;
+					intern(p, (const char *)c, len, s);
+				}
+				cur.kp = MKKP(V_STR | V_IMMORTAL, pos);
+				cur.u.p = s;
+			} else {
+				if (nobj == FAST_OBJS)
+					goto out;
+				pv *s = pv_new(p, V_STR, pos);
+				s->s = xmalloc(len + 1);
+				p->bytes += len + 1;
 				memcpy(s->s, c, len);
 				s->s[len] = 0;
 				s->n = len;
-				intern(p, (const char *)c, len, s);
+				objs[nobj++] = s;
+				cur = obj_val(s);
 			}
 			c += len;
-			v.kp = MKKP(V_STR | V_IMMORTAL, pos);
-			v.u.p = s;
 			break;
 		}
 		case 'K':
-			v.kp = MKKP(V_INT, pos);
-			v.u.i = *c++;
+			cur.kp = MKKP(V_INT, pos);
+			cur.u.i = *c++;
 			break;
 		case 'M':
-			v.kp = MKKP(V_INT, pos);
-			v.u.i = (int64_t)((uint64_t)c[0] | (uint64_t)c[1] << 8);
+			cur.kp = MKKP(V_INT, pos);
+			cur.u.i = (int64_t)((uint64_t)c[0] | (uint64_t)c[1] << 8);
 			c += 2;
 			break;
 		case 'J':
-			v.kp = MKKP(V_INT, pos);
-			v.u.i = (int32_t)((uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24);
+			cur.kp = MKKP(V_INT, pos);
+			cur.u.i = (int32_t)(uint32_t)le32(c);
 			c += 4;
 			break;
 		case 0x8a: {
@@ -1214,19 +1297,29 @@ static int fast_entry(as_reader *r, pk *p)
 			if (n && n < 8 && (u >> (8 * n - 1)) & 1)
 				u |= ~0ULL << (8 * n);
 			c += n;
-			v.kp = MKKP(V_INT, pos);
-			v.u.i = (int64_t)u;
+			cur.kp = MKKP(V_INT, pos);
+			cur.u.i = (int64_t)u;
 			break;
 		}
 		case 'N':
-			v.kp = MKKP(V_NONE, pos);
-			v.u.i = 0;
+			cur.kp = MKKP(V_NONE, pos);
+			cur.u.i = 0;
 			break;
 		case 0x88: case 0x89:
-			v.kp = MKKP(V_BOOL, pos);
-			v.u.i = op == 0x88;
+			cur.kp = MKKP(V_BOOL, pos);
+			cur.u.i = op == 0x88;
 			break;
+		case 'G': {
+			uint64_t u = 0;
+			for (int i = 0; i < 8; i++)
+				u = (u << 8) | c[i];
+			c += 8;
+			cur.kp = MKKP(V_FLOAT, pos);
+			memcpy(&cur.u.f, &u, 8);
+			break;
+		}
 		case 0x94: case 'q': case 'r':
+			/* memoizes the value just read (the stack's top); not the dict itself */
 			if (!nv || np == FAST_PUTS)
 				goto out;
 			if (op == 0x94) {
@@ -1234,58 +1327,98 @@ static int fast_entry(as_reader *r, pk *p)
 			} else if (op == 'q') {
 				idx = *c++;
 			} else {
-				idx = (uint64_t)c[0] | (uint64_t)c[1] << 8 | (uint64_t)c[2] << 16 | (uint64_t)c[3] << 24;
+				idx = le32(c);
 				c += 4;
 			}
-			if (idx >= MAX_MEMO || idx >= p->memocap || p->memo[idx].kp || idx == dict_idx)
+			if (!memo_fresh(p, idx) || idx == dict_idx)
 				goto out;
 			for (int k = 0; k < np; k++)
-				if (puts[k].idx == idx)
+				if (puts_i[k] == idx)
 					goto out;
-			puts[np].idx = idx;
-			puts[np++].at = nv - 1;
+			puts_i[np] = idx;
+			puts_v[np++] = cur;
 			continue;
 		default:
 			goto out;
 		}
-		if (nv == FAST_VALS) {
-			val_drop(p, v);
-			goto out;
+		/* a key, then its value */
+		if (!(nv++ & 1)) {
+			kid = VKIND(cur) == V_STR ? key_id(cur.u.p) : 0;
+		} else if (kid > K_OTHER) {
+			f[kid] = cur;
+			have |= 1u << kid;
 		}
-		vals[nv++] = v;
 	}
-	if (nv % 2)
+done:
+	/* an entry the writer has finished: its batch goes on (another entry, or APPENDS) */
+	if (nv % 2 || e - c < 10 || (*c != '}' && *c != 'e' && (*c != 0x95 || (c[9] != '}' && c[9] != 'e'))))
 		goto out;
+	rec x;
+	int code = entry_fields(have & 1u << K_ACTION ? &f[K_ACTION] : NULL, have & 1u << K_SIZE ? &f[K_SIZE] : NULL,
+		have & 1u << K_ADDR ? &f[K_ADDR] : NULL, have & 1u << K_STREAM ? &f[K_STREAM] : NULL,
+		have & 1u << K_TIME ? &f[K_TIME] : NULL, &x);
+	if (code != EF_OK && code != EF_SKIP)
+		goto out; /* the opcode loop builds it and says what is wrong when its batch is appended */
 	ok = 1;
 out:
 	if (!ok) {
-		for (int i = 0; i < nv; i++)
-			val_drop(p, vals[i]);
+		for (int i = 0; i < nobj; i++)
+			pv_unref(p, objs[i]);
 		return 0;
 	}
-	/* the state the opcodes leave: the dict (memoized) on the stack, holding the pairs */
-	pv *d = pv_new(p, V_DICT, dpos);
-	if (dict_idx != UINT64_MAX) {
-		d->refs++;
-		d->memo_at = dict_idx + 1;
-		p->memo[dict_idx] = obj_val(d);
-		p->nputs++;
-	}
+	/* what the opcodes leave in the memo */
 	for (int k = 0; k < np; k++) {
-		val v = vals[puts[k].at];
+		val v = puts_v[k];
 		if (VOBJ(v)) {
 			v.u.p->refs++;
-			v.u.p->memo_at = puts[k].idx + 1;
+			v.u.p->memo_at = puts_i[k] + 1;
 		}
-		p->memo[puts[k].idx] = v;
-		p->nputs++;
+		memo_touch(p, puts_i[k]);
+		p->memo[puts_i[k]] = v;
 	}
+	p->nputs += (uint64_t)np + (dict_idx != UINT64_MAX);
 	p->memo_next = next;
-	for (int i = 0; i < nv; i++)
-		pv_add(p, d, vals[i]);
-	p->stack[p->sp++] = obj_val(d);
+	for (int i = 0; i < nobj; i++)
+		pv_unref(p, objs[i]);
 	in->pos = (size_t)(c - b);
+	val g;
+	g.kp = MKKP(V_GHOST, dpos);
+	g.u.i = list->dev;
+	p->stack[p->sp++] = g;
+	p->nghosts++;
+	/* what APPENDS would do with the dict */
+	p->dev_entries[list->dev]++;
+	if (p->device < 0 && p->want_device < 0)
+		p->device = list->dev;
+	if (list->dev != p->device) {
+		p->other_device_entries++;
+		return 1;
+	}
+	x.pos = dpos;
+	x.index = p->nentries++;
+	if (code == EF_OK && translate(r, p, &x, err))
+		return -1;
 	return 1;
+}
+
+/* Whether values from..from+n of the stack hold an entry already replayed (V_GHOST) that goes
+ * anywhere but into its device's list (target: the container they go into). */
+static int ghost_misplaced(const pk *p, size_t from, size_t n, const pv *target)
+{
+	if (!p->nghosts)
+		return 0;
+	for (size_t i = from; i < from + n; i++)
+		if (VKIND(p->stack[i]) == V_GHOST &&
+		    (!target || target->kind != V_LIST || target->role != ROLE_DEVTRACE || target->dev != p->stack[i].u.i))
+			return 1;
+	return 0;
+}
+
+static int ghost_err(as_reader *r, const pk *p, uint64_t pos, as_err *err)
+{
+	(void)p;
+	return perr(r, pos, err, "a trace entry is used again after its device's list took it (replayed as it was read; "
+		"a PyTorch snapshot appends each entry once)");
 }
 
 /* Runs opcodes until the event queue has something or the pickle ends. */
@@ -1339,9 +1472,12 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 			break;
 		case '}': /* EMPTY_DICT */
 			if (p->nmarks && (base = p->marks[p->nmarks - 1]) && VKIND(p->stack[base - 1]) == V_LIST &&
-			    p->stack[base - 1].u.p->role == ROLE_DEVTRACE) {
+			    p->stack[base - 1].u.p->role == ROLE_DEVTRACE && p->sp - base == p->nghosts) {
 				in->pos--;
-				if (fast_entry(r, p))
+				int fr = fast_entry(r, p, p->stack[base - 1].u.p, err);
+				if (fr < 0)
+					return -1;
+				if (fr)
 					break;
 				in->pos++;
 			}
@@ -1450,6 +1586,8 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 				return perr(r, pos, err, "TUPLE%zu with too few values on the stack", k);
 			if (too_deep(p, p->sp - k, k))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
+			if (ghost_misplaced(p, p->sp - k, k, NULL))
+				return ghost_err(r, p, pos, err);
 			v = pv_new(p, V_TUPLE, pos);
 			for (size_t i = p->sp - k; i < p->sp; i++)
 				pv_add(p, v, p->stack[i]);
@@ -1463,6 +1601,8 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 				return -1;
 			if (too_deep(p, base, p->sp - base))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
+			if (ghost_misplaced(p, base, p->sp - base, NULL))
+				return ghost_err(r, p, pos, err);
 			v = pv_new(p, V_TUPLE, pos);
 			for (size_t i = base; i < p->sp; i++)
 				pv_add(p, v, p->stack[i]);
@@ -1478,6 +1618,8 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 					"itself (self-referencing data, not supported)");
 			if (too_deep(p, p->sp - 1, 1))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
+			if (ghost_misplaced(p, p->sp - 1, 1, p->stack[p->sp - 2].u.p))
+				return ghost_err(r, p, pos, err);
 			p->sp--;
 			if (append_items(r, p, p->stack[p->sp - 1].u.p, &p->stack[p->sp], 1, err))
 				return -1;
@@ -1492,6 +1634,8 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 					"itself (self-referencing data, not supported)");
 			if (too_deep(p, base, p->sp - base))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
+			if (ghost_misplaced(p, base, p->sp - base, p->stack[base - 1].u.p))
+				return ghost_err(r, p, pos, err);
 			{
 				size_t k = p->sp - base;
 				p->sp = base;
@@ -1508,6 +1652,8 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 					"itself (self-referencing data, not supported)");
 			if (too_deep(p, p->sp - 2, 2))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
+			if (ghost_misplaced(p, p->sp - 2, 2, v))
+				return ghost_err(r, p, pos, err);
 			pv_add(p, v, p->stack[p->sp - 2]);
 			pv_add(p, v, p->stack[p->sp - 1]);
 			p->sp -= 2;
@@ -1523,6 +1669,8 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 					"itself (self-referencing data, not supported)");
 			if (too_deep(p, base, p->sp - base))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
+			if (ghost_misplaced(p, base, p->sp - base, v))
+				return ghost_err(r, p, pos, err);
 			for (size_t i = base; i < p->sp; i++)
 				pv_add(p, v, p->stack[i]);
 			p->sp = base;
@@ -1530,6 +1678,8 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 		case '0': /* POP */
 			if (p->sp <= mark_base(p))
 				return perr(r, pos, err, "POP on an empty stack");
+			if (VKIND(p->stack[p->sp - 1]) == V_GHOST)
+				return ghost_err(r, p, pos, err);
 			val_drop(p, p->stack[--p->sp]);
 			break;
 		default: {
@@ -1574,7 +1724,7 @@ static void pickle_close(as_reader *r)
 	pv_unref(p, p->traces);
 	pv_unref(p, p->seglist);
 	free(p->stack);
-	for (size_t i = 0; i < p->memocap; i++)
+	for (size_t i = 0; i < p->memohw; i++)
 		val_drop(p, p->memo[i]);
 	free(p->memo);
 	for (size_t i = 0; i < p->memo_sparse.cap; i++)
