@@ -123,7 +123,15 @@ typedef struct pk {
 	as_event *q;
 	size_t qhead, qlen, qcap;
 	/* translation state */
-	idmap live;          /* address -> id (uintptr) of blocks allocated in the trace */
+	idmap live;          /* address -> 1 + the slot of a block allocated in the trace */
+	/* Slots, numbered as as_reader_next numbers them for other formats (the lowest freed first:
+	 * a stack), so that reader.c needs no map of its own for a snapshot (r->slots_assigned). */
+	uint64_t *slot_id;   /* slot -> the id of the allocation holding it */
+	unsigned char *slot_req; /* ... whose free was requested (an EV_FREE_REQ out) */
+	size_t slotcap;
+	uint32_t *freeslots;
+	size_t nfreeslots, capfreeslots;
+	uint32_t nextslot;
 	uint64_t next_id;
 	uint64_t nentries, other_device_entries;
 	int have_freereq;    /* a free_requested waiting to see if free_completed follows */
@@ -315,7 +323,7 @@ static as_event *qpush(pk *p)
 	return e;
 }
 
-static void emit(pk *p, int type, const rec *x, uint64_t id, uint32_t flags)
+static as_event *emit(pk *p, int type, const rec *x, uint64_t id, uint32_t flags)
 {
 	as_event *e = qpush(p);
 	e->type = (as_ev_type)type;
@@ -328,6 +336,45 @@ static void emit(pk *p, int type, const rec *x, uint64_t id, uint32_t flags)
 	e->index = x->index;
 	e->flags = flags;
 	e->site = x->site;
+	return e;
+}
+
+/* A slot for a new allocation (id), or -1 when 2^32-1 are live. */
+static int64_t slot_take(pk *p, uint64_t id)
+{
+	uint32_t s;
+	if (p->nfreeslots)
+		s = p->freeslots[--p->nfreeslots];
+	else if (p->nextslot == UINT32_MAX)
+		return -1;
+	else
+		s = p->nextslot++;
+	if (s >= p->slotcap) {
+		size_t n = p->slotcap ? p->slotcap * 2 : 1024;
+		p->slot_id = xrealloc(p->slot_id, n * sizeof(*p->slot_id));
+		p->slot_req = xrealloc(p->slot_req, n);
+		p->slotcap = n;
+	}
+	p->slot_id[s] = id;
+	p->slot_req[s] = 0;
+	return s;
+}
+
+static void slot_give(pk *p, uint32_t s)
+{
+	if (p->nfreeslots == p->capfreeslots) {
+		p->capfreeslots = p->capfreeslots ? p->capfreeslots * 2 : 256;
+		p->freeslots = xrealloc(p->freeslots, p->capfreeslots * sizeof(*p->freeslots));
+	}
+	p->freeslots[p->nfreeslots++] = s;
+}
+
+/* The free of the block at x->addr (its slot + 1 from the live map). */
+static void emit_free(pk *p, const rec *x, uintptr_t slot1)
+{
+	uint32_t s = (uint32_t)(slot1 - 1);
+	emit(p, EV_FREE, x, p->slot_id[s], 0)->slot = s;
+	slot_give(p, s);
 }
 
 static void emit_seg(pk *p, const rec *x)
@@ -350,13 +397,13 @@ static void emit_seg(pk *p, const rec *x)
  */
 static void free_done(pk *p, const rec *x, as_meta *m)
 {
-	void *id = idmap_del(&p->live, x->addr);
-	if (!id) {
+	void *s1 = idmap_del(&p->live, x->addr);
+	if (!s1) {
 		m->unmatched_frees++;
 		m->history_truncated = 1;
 		return;
 	}
-	emit(p, EV_FREE, x, (uint64_t)(uintptr_t)id, 0);
+	emit_free(p, x, (uintptr_t)s1);
 }
 
 static void flush_run(pk *p, int next_action, as_meta *meta)
@@ -378,13 +425,17 @@ static void flush_run(pk *p, int next_action, as_meta *meta)
 	p->nrun = 0;
 }
 
-static void flush_freereq(pk *p)
+static int flush_freereq(as_reader *r, pk *p, as_err *err)
 {
 	if (!p->have_freereq)
-		return;
-	uint64_t id = (uint64_t)(uintptr_t)idmap_get(&p->live, p->freereq.addr);
-	emit(p, EV_FREE_REQ, &p->freereq, id, 0);
+		return 0;
+	uint32_t s = (uint32_t)((uintptr_t)idmap_get(&p->live, p->freereq.addr) - 1);
 	p->have_freereq = 0;
+	if (p->slot_req[s])
+		return perr(r, p->freereq.pos, err, "free of id %" PRIu64 " requested twice", p->slot_id[s]);
+	p->slot_req[s] = 1;
+	emit(p, EV_FREE_REQ, &p->freereq, p->slot_id[s], 0)->slot = s;
+	return 0;
 }
 
 static int translate(as_reader *r, pk *p, const rec *x, as_err *err)
@@ -394,11 +445,11 @@ static int translate(as_reader *r, pk *p, const rec *x, as_err *err)
 	if (p->have_freereq) {
 		if (x->action == A_FREE_DONE && x->addr == p->freereq.addr) {
 			p->have_freereq = 0;
-			uint64_t id = (uint64_t)(uintptr_t)idmap_del(&p->live, x->addr);
-			emit(p, EV_FREE, x, id, 0);
+			emit_free(p, x, (uintptr_t)idmap_del(&p->live, x->addr));
 			return 0;
 		}
-		flush_freereq(p);
+		if (flush_freereq(r, p, err))
+			return -1;
 	}
 	/* Releases, and completions of pending frees among them (a flush synchronizes between the
 	 * garbage collector's releases and its own), are classified together. */
@@ -422,8 +473,11 @@ static int translate(as_reader *r, pk *p, const rec *x, as_err *err)
 			return perr(r, x->pos, err, "trace entry %" PRIu64 ": alloc at address 0x%" PRIx64 " which is still allocated",
 				x->index, x->addr);
 		uint64_t id = ++p->next_id;
-		idmap_put(&p->live, x->addr, (void *)(uintptr_t)id);
-		emit(p, EV_ALLOC, x, id, 0);
+		int64_t s = slot_take(p, id);
+		if (s < 0)
+			return perr(r, x->pos, err, "more than 2^32-1 allocations live at once");
+		idmap_put(&p->live, x->addr, (void *)(uintptr_t)(s + 1));
+		emit(p, EV_ALLOC, x, id, 0)->slot = (uint32_t)s;
 		break;
 	}
 	case A_FREE_REQ:
@@ -438,9 +492,14 @@ static int translate(as_reader *r, pk *p, const rec *x, as_err *err)
 	case A_FREE_DONE:
 		free_done(p, x, m);
 		break;
-	case A_OOM:
-		emit(p, EV_ALLOC, x, ++p->next_id, EVF_OOM);
+	case A_OOM: { /* a slot too, never given back (as reader.c numbers other formats' events) */
+		uint64_t id = ++p->next_id;
+		int64_t s = slot_take(p, id);
+		if (s < 0)
+			return perr(r, x->pos, err, "more than 2^32-1 allocations live at once");
+		emit(p, EV_ALLOC, x, id, EVF_OOM)->slot = (uint32_t)s;
 		break;
+	}
 	case A_SEG_ALLOC: case A_SEG_MAP:
 		emit_seg(p, x);
 		break;
@@ -1177,6 +1236,11 @@ static inline uint64_t le32(const unsigned char *c)
 static int fast_entry(as_reader *r, pk *p, pv *list, as_err *err)
 {
 	as_input *in = &r->in;
+	if (in->len - in->pos < 4096 && !in->eof) {
+		as_input_fill(in, 4096, err); /* the entry whole in the buffer (the opcode loop sees any read error) */
+		if (in->error)
+			return 0;
+	}
 	const unsigned char *b = in->buf, *c = b + in->pos, *e = b + in->len;
 	uint64_t off = in->offset;
 	val puts_v[FAST_PUTS];
@@ -1460,7 +1524,8 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 				return perr(r, pos, err, "pickle has neither 'segments' nor 'device_traces': not a PyTorch memory snapshot");
 			if (check_history(r, p, v, pos, err))
 				return -1;
-			flush_freereq(p);
+			if (flush_freereq(r, p, err))
+				return -1;
 			flush_run(p, -1, &r->meta);
 			finish_top(r, p, v);
 			p->stopped = 1;
@@ -1748,6 +1813,9 @@ static void pickle_close(as_reader *r)
 		free(v);
 	}
 	idmap_free(&p->live);
+	free(p->slot_id);
+	free(p->slot_req);
+	free(p->freeslots);
 	free(p->q);
 	free(p->run);
 	free(p->dead);
@@ -1772,6 +1840,7 @@ int as_pickle_open(as_reader *r, const as_reader_opts *o, as_err *err)
 	r->priv = p;
 	r->ops = &pickle_ops;
 	r->pos_is_line = 0;
+	r->slots_assigned = 1;
 	snprintf(r->meta.format, sizeof r->meta.format, "pytorch");
 	snprintf(r->meta.source, sizeof r->meta.source, "pytorch-snapshot");
 	return 0;
