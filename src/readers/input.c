@@ -19,7 +19,7 @@ const char *const as_ev_names[EV__COUNT] = {
 	"segment_alloc", "segment_free", "segment_map", "segment_unmap",
 };
 
-#define AS_RAWBUF (1u << 18)
+#define AS_RAWBUF (1u << 16) /* compressed bytes read at a time (the pages touched: small files stay small) */
 
 /* Copies a non-seekable input to an unlinked temporary file (in $TMPDIR, else /tmp): the reader
  * never needs the input twice, but -c recorded, validate and convert read a snapshot's settings,

@@ -79,7 +79,7 @@ typedef struct pv {
 #define MAX_BYTES   ((uint64_t)1 << 30) /* bytes held by values, the stack and the memo at once (default) */
 #define MAX_RUN     (1u << 18)   /* consecutive segment_free/segment_unmap entries (see flush_run) */
 #define MAX_DEVICES 4096         /* device lists in 'device_traces' */
-#define MEMO_SLOT   48           /* bytes a sparse memo entry costs (idmap key and value at half load, the value) */
+#define MEMO_SLOT   32           /* bytes a sparse memo entry costs (idmap key and value at half load) */
 #define MEMO_DENSE  65536        /* the flat memo array covers indices below 2x the PUTs so far plus this */
 
 typedef struct rec {
@@ -96,11 +96,13 @@ typedef struct pk {
 	size_t sp, scap;
 	size_t marks[MAX_MARKS];
 	size_t nmarks;
-	val *memo;           /* index -> value (V_EMPTY: unset), a flat array for the dense indices the pickler writes */
+	uintptr_t *memo;     /* index -> memo word (see memo_word), a flat array for the dense indices the pickler writes */
 	size_t memocap;
 	size_t memohw;       /* slots below this are set or empty; those above, not yet written (no page touched) */
 	uint64_t nputs;      /* PUTs so far: the flat array covers indices up to 2x this (+ MEMO_DENSE) */
-	idmap memo_sparse;   /* indices beyond the flat array (a hostile pickle's): index -> val (malloc'd) */
+	idmap memo_sparse;   /* indices beyond the flat array (a hostile pickle's): index -> memo word */
+	val *scal;           /* numbers, None and booleans memoized (the snapshot writer memoizes none) */
+	size_t nscal, capscal;
 	pv *pool;            /* freed objects, reused (with their item arrays) */
 	pv **strtab;         /* interned short strings (one reference each) */
 	size_t strcap, strcount;
@@ -318,9 +320,7 @@ static as_event *qpush(pk *p)
 			p->q = xrealloc(p->q, p->qcap * sizeof(*p->q));
 		}
 	}
-	as_event *e = &p->q[p->qhead + p->qlen++];
-	memset(e, 0, sizeof(*e));
-	return e;
+	return &p->q[p->qhead + p->qlen++];
 }
 
 static as_event *emit(pk *p, int type, const rec *x, uint64_t id, uint32_t flags)
@@ -336,6 +336,9 @@ static as_event *emit(pk *p, int type, const rec *x, uint64_t id, uint32_t flags
 	e->index = x->index;
 	e->flags = flags;
 	e->site = x->site;
+	e->thread = 0;
+	e->label = NULL;
+	e->slot = 0;
 	return e;
 }
 
@@ -997,8 +1000,13 @@ static pv *intern(pk *p, const char *b, size_t n, pv *v)
 	size_t j = str_hash(b, n) & (p->strcap - 1);
 	for (; p->strtab[j]; j = (j + 1) & (p->strcap - 1)) {
 		pv *s = p->strtab[j];
-		if (s->n == n && !memcmp(s->s, b, n))
-			return s;
+		if (s->n == n) { /* short: compared here, not through a call */
+			size_t i = 0;
+			while (i < n && s->s[i] == b[i])
+				i++;
+			if (i == n)
+				return s;
+		}
 	}
 	if (v) {
 		v->refs++;
@@ -1089,12 +1097,53 @@ static int new_list_role(as_reader *r, pk *p, pv *l, as_err *err)
 	return 0;
 }
 
+/* A memo slot holds one word: 0 (empty), an object's address (| 1: an interned string, not
+ * counted), or (i << 2 | 2): scalar i of p->scal. Eight bytes a slot: the writer memoizes every
+ * trace entry's 'N/A' string, so the memo grows with the trace. A value fetched from the memo
+ * carries the byte offset of the object (for an interned string, of its first occurrence). */
+#define MW_INTERNED 1u
+#define MW_SCALAR 2u
+
+static uintptr_t memo_word(pk *p, val v)
+{
+	if (VKIND(v) >= V_OBJ)
+		return (uintptr_t)v.u.p | ((v.kp & V_IMMORTAL) ? MW_INTERNED : 0);
+	if (!v.kp || VKIND(v) == V_GHOST)
+		return 0; /* a trace entry replayed as read: never fetched */
+	if (p->nscal == p->capscal) {
+		size_t nc = p->capscal ? p->capscal * 2 : 64;
+		p->scal = xrealloc(p->scal, nc * sizeof(val));
+		p->bytes += (nc - p->capscal) * sizeof(val);
+		p->capscal = nc;
+	}
+	p->scal[p->nscal] = v;
+	return (uintptr_t)p->nscal++ << 2 | MW_SCALAR;
+}
+
+static inline val word_val(const pk *p, uintptr_t w)
+{
+	if ((w & 3) == MW_SCALAR)
+		return p->scal[w >> 2];
+	pv *o = (pv *)(w & ~(uintptr_t)3);
+	val v;
+	v.kp = MKKP(o->kind | ((w & MW_INTERNED) ? V_IMMORTAL : 0), o->pos);
+	v.u.p = o;
+	return v;
+}
+
+/* Drops the reference a memo word holds (counted objects only). */
+static inline void word_drop(pk *p, uintptr_t w)
+{
+	if (w && !(w & 3))
+		pv_unref(p, (pv *)w);
+}
+
 /* Makes slot idx of the flat memo valid: the slots up to it are cleared as they are first reached,
  * so a grown array costs pages only as far as the pickle's indices go. */
 static inline void memo_touch(pk *p, uint64_t idx)
 {
 	if (idx >= p->memohw) {
-		memset(p->memo + p->memohw, 0, (idx + 1 - p->memohw) * sizeof(val));
+		memset(p->memo + p->memohw, 0, (idx + 1 - p->memohw) * sizeof(uintptr_t));
 		p->memohw = idx + 1;
 	}
 }
@@ -1102,48 +1151,40 @@ static inline void memo_touch(pk *p, uint64_t idx)
 /* Whether a PUT at idx fills an empty slot of the flat memo (the fast path's own case). */
 static inline int memo_fresh(const pk *p, uint64_t idx)
 {
-	return idx < MAX_MEMO && idx < p->memocap && (idx >= p->memohw || !p->memo[idx].kp);
+	return idx < MAX_MEMO && idx < p->memocap && (idx >= p->memohw || !p->memo[idx]);
 }
 
-static const val *memo_at(const pk *p, uint64_t idx)
+static uintptr_t memo_at(const pk *p, uint64_t idx)
 {
-	if (idx < p->memohw && p->memo[idx].kp)
-		return &p->memo[idx];
-	return p->memo_sparse.count ? idmap_get(&p->memo_sparse, idx) : NULL;
+	if (idx < p->memohw && p->memo[idx])
+		return p->memo[idx];
+	return p->memo_sparse.count ? (uintptr_t)idmap_get(&p->memo_sparse, idx) : 0;
 }
 
-/* Sets (v: one reference moves in) or clears (v.kp == 0) memo slot idx. */
-static void memo_set(pk *p, uint64_t idx, val v)
+/* Sets (w: one reference moves in) or clears (w == 0) memo slot idx. */
+static void memo_set(pk *p, uint64_t idx, uintptr_t w)
 {
-	val old;
-	old.kp = 0;
-	val *sp;
-	if (p->memo_sparse.count && (sp = idmap_del(&p->memo_sparse, idx))) {
-		old = *sp;
-		free(sp);
+	uintptr_t old = 0;
+	if (p->memo_sparse.count && (old = (uintptr_t)idmap_del(&p->memo_sparse, idx)))
 		p->bytes -= MEMO_SLOT;
-	}
-	if (idx >= p->memocap && v.kp && idx < 2 * p->nputs + MEMO_DENSE) {
+	if (idx >= p->memocap && w && idx < 2 * p->nputs + MEMO_DENSE) {
 		size_t nc = p->memocap ? p->memocap : 1024;
 		while (nc <= idx)
 			nc *= 2;
-		p->memo = xrealloc(p->memo, nc * sizeof(val));
-		p->bytes += (nc - p->memocap) * sizeof(val);
+		p->memo = xrealloc(p->memo, nc * sizeof(uintptr_t));
+		p->bytes += (nc - p->memocap) * sizeof(uintptr_t);
 		p->memocap = nc;
 	}
 	if (idx < p->memocap) {
 		memo_touch(p, idx);
-		if (p->memo[idx].kp)
+		if (p->memo[idx])
 			old = p->memo[idx];
-		p->memo[idx] = v;
-	} else if (v.kp) {
-		val *cell = xmalloc(sizeof(val));
-		*cell = v;
-		idmap_put(&p->memo_sparse, idx, cell);
+		p->memo[idx] = w;
+	} else if (w) {
+		idmap_put(&p->memo_sparse, idx, (void *)w);
 		p->bytes += MEMO_SLOT;
 	}
-	if (old.kp)
-		val_drop(p, old);
+	word_drop(p, old);
 }
 
 static int memo_put(pk *p, uint64_t idx)
@@ -1155,45 +1196,38 @@ static int memo_put(pk *p, uint64_t idx)
 	 * refused (see cycle()). A trace entry leaves the memo when it is turned into events. */
 	val v = p->stack[p->sp - 1];
 	p->nputs++;
-	if (VKIND(v) == V_GHOST)
-		v.kp = 0; /* a trace entry replayed as read: never fetched (the slot is cleared) */
 	if (VOBJ(v)) {
 		v.u.p->refs++;
 		v.u.p->memo_at = idx + 1;
 	}
-	if (idx < p->memocap && (idx >= p->memohw || !p->memo[idx].kp) && !p->memo_sparse.count) {
+	uintptr_t w = memo_word(p, v);
+	if (idx < p->memocap && (idx >= p->memohw || !p->memo[idx]) && !p->memo_sparse.count) {
 		memo_touch(p, idx);
-		p->memo[idx] = v; /* the common case: a fresh index in the flat array */
+		p->memo[idx] = w; /* the common case: a fresh index in the flat array */
 		return 0;
 	}
-	memo_set(p, idx, v);
+	memo_set(p, idx, w);
 	return 0;
 }
 
 static int memo_get(as_reader *r, pk *p, uint64_t idx, uint64_t pos, as_err *err)
 {
-	const val *v = memo_at(p, idx);
-	if (!v)
+	uintptr_t w = memo_at(p, idx);
+	if (!w)
 		return perr(r, pos, err, "pickle memo index %" PRIu64 " is undefined (or a trace entry already "
 			"replayed, which snapshots do not refer to again)", idx);
-	if (VOBJ(*v))
-		v->u.p->refs++;
-	return push(r, p, *v, err);
+	val v = word_val(p, w);
+	if (VOBJ(v))
+		v.u.p->refs++;
+	return push(r, p, v, err);
 }
 
 /* A trace entry or segment turned into events leaves the memo, so memory does not grow with the
  * trace (the snapshot writer memoizes every dict). */
 static void memo_forget(pk *p, pv *v)
 {
-	if (v->memo_at && v->refs > 1) {
-		const val *m = memo_at(p, v->memo_at - 1);
-		if (m && VOBJ(*m) && m->u.p == v) {
-			val none;
-			none.kp = 0;
-			none.u.i = 0;
-			memo_set(p, v->memo_at - 1, none);
-		}
-	}
+	if (v->memo_at && v->refs > 1 && memo_at(p, v->memo_at - 1) == (uintptr_t)v)
+		memo_set(p, v->memo_at - 1, 0);
 }
 
 static const char *opname(int op)
@@ -1253,6 +1287,8 @@ static int fast_entry(as_reader *r, pk *p, pv *list, as_err *err)
 	if (p->sp >= p->scap || p->memo_sparse.count || p->bytes + 65536 > p->max_bytes || e - c < 24)
 		return 0;
 	uint64_t dpos = off + (uint64_t)(c - b);
+	const uintptr_t *memo = p->memo;
+	const size_t memohw = p->memohw;
 	c++; /* '}' */
 	if (*c == 0x94) {
 		dict_idx = next++;
@@ -1294,8 +1330,8 @@ static int fast_entry(as_reader *r, pk *p, pv *list, as_err *err)
 				k--;
 			if (k >= 0)
 				cur = puts_v[k];
-			else if (idx < p->memohw && p->memo[idx].kp && VKIND(p->memo[idx]) < V_TUPLE && VKIND(p->memo[idx]) != V_GHOST)
-				cur = p->memo[idx];
+			else if (idx < memohw && memo[idx] && (cur = word_val(p, memo[idx]), VKIND(cur) < V_TUPLE))
+				;
 			else
 				goto out; /* undefined or a container: the opcode loop decides */
 			break;
@@ -1355,9 +1391,11 @@ static int fast_entry(as_reader *r, pk *p, pv *list, as_err *err)
 			unsigned n = *c++;
 			if (n > 8)
 				goto out;
-			uint64_t u = 0;
-			for (unsigned i = 0; i < n; i++)
+			uint64_t u = 0; /* little-endian, n bytes (the buffer holds 8 more: one load) */
+			for (unsigned i = 0; i < 8; i++)
 				u |= (uint64_t)c[i] << (8 * i);
+			if (n < 8)
+				u = n ? (u & ((1ULL << (8 * n)) - 1)) : 0;
 			if (n && n < 8 && (u >> (8 * n - 1)) & 1)
 				u |= ~0ULL << (8 * n);
 			c += n;
@@ -1438,7 +1476,7 @@ out:
 			v.u.p->memo_at = puts_i[k] + 1;
 		}
 		memo_touch(p, puts_i[k]);
-		p->memo[puts_i[k]] = v;
+		p->memo[puts_i[k]] = memo_word(p, v);
 	}
 	p->nputs += (uint64_t)np + (dict_idx != UINT64_MAX);
 	p->memo_next = next;
@@ -1790,14 +1828,12 @@ static void pickle_close(as_reader *r)
 	pv_unref(p, p->seglist);
 	free(p->stack);
 	for (size_t i = 0; i < p->memohw; i++)
-		val_drop(p, p->memo[i]);
+		word_drop(p, p->memo[i]);
 	free(p->memo);
 	for (size_t i = 0; i < p->memo_sparse.cap; i++)
-		if (idmap_live(&p->memo_sparse, i)) {
-			val *cell = p->memo_sparse.vals[i];
-			val_drop(p, *cell);
-			free(cell);
-		}
+		if (idmap_live(&p->memo_sparse, i))
+			word_drop(p, (uintptr_t)p->memo_sparse.vals[i]);
+	free(p->scal);
 	idmap_free(&p->memo_sparse);
 	for (size_t i = 0; i < p->strcap; i++)
 		if (p->strtab[i]) {
