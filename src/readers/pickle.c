@@ -1161,20 +1161,25 @@ static uintptr_t memo_at(const pk *p, uint64_t idx)
 	return p->memo_sparse.count ? (uintptr_t)idmap_get(&p->memo_sparse, idx) : 0;
 }
 
+/* Grows the flat memo to cover idx (doubling). */
+static void memo_grow(pk *p, uint64_t idx)
+{
+	size_t nc = p->memocap ? p->memocap : 1024;
+	while (nc <= idx)
+		nc *= 2;
+	p->memo = xrealloc(p->memo, nc * sizeof(uintptr_t));
+	p->bytes += (nc - p->memocap) * sizeof(uintptr_t);
+	p->memocap = nc;
+}
+
 /* Sets (w: one reference moves in) or clears (w == 0) memo slot idx. */
 static void memo_set(pk *p, uint64_t idx, uintptr_t w)
 {
 	uintptr_t old = 0;
 	if (p->memo_sparse.count && (old = (uintptr_t)idmap_del(&p->memo_sparse, idx)))
 		p->bytes -= MEMO_SLOT;
-	if (idx >= p->memocap && w && idx < 2 * p->nputs + MEMO_DENSE) {
-		size_t nc = p->memocap ? p->memocap : 1024;
-		while (nc <= idx)
-			nc *= 2;
-		p->memo = xrealloc(p->memo, nc * sizeof(uintptr_t));
-		p->bytes += (nc - p->memocap) * sizeof(uintptr_t);
-		p->memocap = nc;
-	}
+	if (idx >= p->memocap && w && idx < 2 * p->nputs + MEMO_DENSE)
+		memo_grow(p, idx);
 	if (idx < p->memocap) {
 		memo_touch(p, idx);
 		if (p->memo[idx])
@@ -1286,6 +1291,10 @@ static int fast_entry(as_reader *r, pk *p, pv *list, as_err *err)
 	uint64_t dict_idx = UINT64_MAX, next = p->memo_next;
 	if (p->sp >= p->scap || p->memo_sparse.count || p->bytes + 65536 > p->max_bytes || e - c < 24)
 		return 0;
+	/* room for the entry's MEMOIZEs (the array grows as a PUT there would make it grow) */
+	if (p->memo_next + FAST_PUTS >= p->memocap && p->memo_next + FAST_PUTS < 2 * p->nputs + MEMO_DENSE &&
+	    p->memo_next + FAST_PUTS < MAX_MEMO)
+		memo_grow(p, p->memo_next + FAST_PUTS);
 	uint64_t dpos = off + (uint64_t)(c - b);
 	const uintptr_t *memo = p->memo;
 	const size_t memohw = p->memohw;
