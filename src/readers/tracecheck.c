@@ -123,13 +123,24 @@ int as_tracecheck_event(as_tracecheck *c, const as_event *ev, char *why, size_t 
 				ev->id, ev->addr, ev->size);
 			return -1;
 		}
-		if ((s = overlap(&c->allocs, ev->addr, ev->size))) {
+		/* inserted first (one descent), then its neighbours checked: the live span that overlaps
+		 * is the same overlap() would find (the one at or after addr first, then the one before) */
+		s = span_new(c, ev->addr, ev->size, ev->id);
+		span *o = RB_INSERT(span_tree, &c->allocs, s), *nb;
+		if (!o) {
+			if ((nb = RB_NEXT(span_tree, &c->allocs, s)) && nb->addr - ev->addr < ev->size)
+				o = nb;
+			else if ((nb = RB_PREV(span_tree, &c->allocs, s)) && ev->addr - nb->addr < nb->size)
+				o = nb;
+			if (o)
+				RB_REMOVE(span_tree, &c->allocs, s);
+		}
+		if (o) {
+			span_put(c, s);
 			snprintf(why, n, "allocation %" PRIu64 " at 0x%" PRIx64 " (%" PRIu64 " bytes) overlaps live allocation %" PRIu64
-				" at 0x%" PRIx64 " (%" PRIu64 " bytes)", ev->id, ev->addr, ev->size, s->id, s->addr, s->size);
+				" at 0x%" PRIx64 " (%" PRIu64 " bytes)", ev->id, ev->addr, ev->size, o->id, o->addr, o->size);
 			return -1;
 		}
-		s = span_new(c, ev->addr, ev->size, ev->id);
-		RB_INSERT(span_tree, &c->allocs, s);
 		if (ev->slot >= c->nslots) {
 			size_t cap = c->nslots ? c->nslots : 256;
 			while (cap <= ev->slot)
