@@ -1528,8 +1528,8 @@ static int ghost_misplaced(const pk *p, size_t from, size_t n, const pv *target)
 static int ghost_err(as_reader *r, const pk *p, uint64_t pos, as_err *err)
 {
 	(void)p;
-	return perr(r, pos, err, "a trace entry is used again after its device's list took it (replayed as it was read; "
-		"a PyTorch snapshot appends each entry once)");
+	return perr(r, pos, err, "pickle drops or moves a trace entry of a device's list after reading it (entries are "
+		"replayed as they are read; a PyTorch snapshot appends each one to its list once)");
 }
 
 /* Runs opcodes until the event queue has something or the pickle ends. */
