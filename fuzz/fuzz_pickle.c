@@ -122,9 +122,15 @@ static void define_keys(gbuf *g)
 	op(g, '0');
 }
 
-static void entry(gbuf *g, int action, uint64_t addr, uint64_t size)
+/* A trace entry; memo: memoize the dict at that index (LONG_BINPUT; 0: not); frames: with the
+ * shared frames list (the decoder's opcode loop) or without (its fast path, when batched). */
+static void entry(gbuf *g, int action, uint64_t addr, uint64_t size, uint32_t memo, int frames)
 {
 	op(g, '}');
+	if (memo) {
+		op(g, 'r');
+		u32(g, memo);
+	}
 	op(g, '(');
 	get(g, K_ACTION);
 	get(g, K_ALLOC + action);
@@ -134,8 +140,10 @@ static void entry(gbuf *g, int action, uint64_t addr, uint64_t size)
 	int_(g, size);
 	get(g, K_STREAM);
 	int_(g, 0);
-	get(g, K_FRAMES);
-	get(g, 30);
+	if (frames) {
+		get(g, K_FRAMES);
+		get(g, 30);
+	}
 	op(g, 'u');
 }
 
@@ -158,8 +166,15 @@ static void gen_history(gbuf *g, size_t budget)
 	int ndev = 1 + (int)below(g, 3);
 	size_t n = 1 + budget;
 	int kind = (int)below(g, 4);
+	/* batched: MARK ... APPENDS of up to 1000 entries, as the snapshot writer lays them out (the
+	 * decoder reads such entries as they come), with now and then a memoized entry fetched again
+	 * or popped before its batch is appended (refused) */
+	int batched = (int)below(g, 2), frames = (int)below(g, 2), memoize = (int)below(g, 2);
+	uint32_t memo = 100;
 	for (int d = 0; d < ndev; d++) {
 		op(g, ']');
+		if (batched)
+			op(g, '(');
 		for (size_t i = 0; i < n / (size_t)ndev; i++) {
 			int a;
 			uint64_t addr = 0x7f0000000000ULL + (below(g, kind == 0 ? 4 : 4096) << 21);
@@ -169,9 +184,25 @@ static void gen_history(gbuf *g, size_t budget)
 				a = (int)(i % 3 == 0 ? 0 : i % 3 == 1 ? 1 : 2);
 			else
 				a = (int)below(g, 8);
-			entry(g, a, addr, 1 + below(g, 1u << 24));
-			op(g, 'a');
+			entry(g, a, addr, 1 + below(g, 1u << 24), memoize ? memo : 0, frames);
+			if (!batched) {
+				op(g, 'a');
+			} else {
+				if (memoize && below(g, 256) == 0) { /* fetch this entry again */
+					op(g, 'j');
+					u32(g, memo);
+				} else if (below(g, 512) == 0) {
+					op(g, '0');
+				}
+				if (i % 1000 == 999) {
+					op(g, 'e');
+					op(g, '(');
+				}
+			}
+			memo++;
 		}
+		if (batched)
+			op(g, 'e');
 		op(g, 'a');
 	}
 	op(g, 'u');

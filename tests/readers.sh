@@ -111,6 +111,19 @@ is "$st $(printf '%s\n' "$out" | grep -E '^(alloc_events|peak_live_requested_byt
 { hist; printf ']'; pent alloc 16 100 size 200; printf 'aau.'; } > "$TMP/dupsize.pickle"
 run "$A" info "$TMP/dupsize.pickle"
 is "$st $(printf '%s\n' "$out" | grep -E '^peak_live_requested_bytes:')" "0 peak_live_requested_bytes: 200" "pickle: a trace entry's duplicate key takes the last value, as in Python"
+# trace entries in a batch (MARK ... APPENDS, as the writer lays them out): turned into events as they are read
+{ hist; printf ']('; pent alloc 16 100; pent alloc 128 50; pent free_requested 16 100; pent alloc 200 8; printf 'eau.'; } > "$TMP/batch.pickle"
+run "$A" info "$TMP/batch.pickle"
+is "$st $(printf '%s\n' "$out" | grep -E '^(alloc_events|free_requested_events|peak_live_requested_bytes):' | tr '\n' ' ')" \
+	"0 alloc_events: 3 free_requested_events: 1 peak_live_requested_bytes: 158 " "pickle: a batch of trace entries (MARK ... APPENDS)"
+# ... so a pickle that fetches one of them again, or pops one, before its batch is appended is refused
+# (the writer never does; the old decoder read the first pickle, replaying the entry once)
+{ hist; printf ']('; printf '}\224('; pstr action; pstr snapshot; pstr addr; pint 0; pstr size; pint 0; printf 'u'; pent alloc 16 100; printf 'h\000eau.'; } > "$TMP/refetch.pickle"
+expect_bad "$TMP/refetch.pickle" "refetch.pickle: byte offset 105: pickle memo index 0 is undefined (or a trace entry already replayed" "pickle trace entry fetched from the memo before its batch is appended"
+{ hist; printf ']('; pent alloc 16 100; pent alloc 128 50; printf '00eau.'; } > "$TMP/pop.pickle"
+expect_bad "$TMP/pop.pickle" "pop.pickle: byte offset 102: pickle drops or moves a trace entry of a device's list after reading it" "pickle trace entry popped before its batch is appended"
+{ hist; printf ']'; pent alloc 16 100; printf a; pent free_requested 16 100; printf a; pent free_requested 16 100; printf a; pent alloc 64 8; printf 'aau.'; } > "$TMP/req2.pickle"
+expect_bad "$TMP/req2.pickle" "req2.pickle: byte offset 111: free of id 1 requested twice" "pickle free requested twice"
 { printf '\200\004}('; pstr segments; printf ']'; pstr other; printf '}'; pstr device_traces; printf ']]'; pent alloc 16 200; printf 'aasu.'; } > "$TMP/nested.pickle"
 expect_bad "$TMP/nested.pickle" "nested.pickle: byte offset 78: the snapshot has no allocation history (no 'device_traces', only the end state): record it with torch.cuda.memory._record_memory_history()" "pickle 'device_traces' nested in another key is not the history"
 { printf '\200\004}('; pstr segments; printf ']u.'; } > "$TMP/nohist.pickle"

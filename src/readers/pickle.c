@@ -10,6 +10,10 @@
  * device trace list, and then dropped, so memory follows the number of live allocations and
  * the pickler's batch size (1000 entries), not the trace length. Hand-written because no C
  * library parses pickles without a Python interpreter.
+ *
+ * Values are 16 bytes held by value on the stack, in the memo and in containers: numbers, None
+ * and booleans need no object at all; strings and containers are shared, reference-counted
+ * objects (pv) from a pool, so a memo GET costs a copy and a count, however large the value.
  */
 #include "readers/trace.h"
 #include "readers/sites.h"
@@ -19,25 +23,46 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum pv_kind { PV_NONE, PV_BOOL, PV_INT, PV_FLOAT, PV_STR, PV_BYTES, PV_TUPLE, PV_LIST, PV_DICT };
+/* Kinds of values. From V_STR on, a value is an object (pv), shared by reference. */
+enum { V_EMPTY, V_NONE, V_BOOL, V_INT, V_FLOAT, V_GHOST, V_STR, V_BYTES, V_TUPLE, V_LIST, V_DICT };
+/* V_GHOST: a trace entry already turned into events as it was read (see fast_entry); it stands in
+ * its device's list until the pickle appends it there (u.i: the device). */
+#define V_OBJ V_STR
 enum pv_role { ROLE_NONE, ROLE_TRACES, ROLE_DEVTRACE, ROLE_SEGMENTS };
 
-#define INLINE_STR 16 /* strings shorter than this live in the value itself (and are interned) */
+#define INLINE_STR 16 /* strings shorter than this live in the object itself (and are interned) */
+
+struct pv;
+/* A value: its kind and the byte offset where it starts (low 8 bits / high 56), and its content. */
+typedef struct val {
+	uint64_t kp;
+	union {
+		int64_t i;
+		double f;
+		struct pv *p;
+	} u;
+} val;
+
+/* In the kind byte: an interned string, which lives as long as the reader (its table holds it), so
+ * its references are not counted. */
+#define V_IMMORTAL 0x80
+#define VKIND(v) ((int)((v).kp & 0x7f))
+#define VPOS(v) ((v).kp >> 8)
+#define VOBJ(v) ((unsigned)((v).kp & 0xff) - V_OBJ < 0x80u - V_OBJ) /* an object whose references count */
+#define MKKP(k, pos) (((uint64_t)(pos) << 8) | (uint64_t)(k))
 
 typedef struct pv {
 	unsigned char kind, role;
-	unsigned char kid, aid; /* PV_STR: what it is as a trace entry's key, as an action (0: not yet known) */
+	unsigned char kid, aid; /* V_STR: what it is as a trace entry's key, as an action (0: not yet known) */
 	unsigned char embedded; /* placed in a container: may no longer change (no cycles) */
-	unsigned short depth; /* containers nested inside this value (0 for a scalar) */
+	unsigned short depth; /* containers nested inside this value (0 for a string) */
 	uint32_t refs;      /* references held by the stack, containers, the memo and the string table */
 	int dev;            /* ROLE_DEVTRACE: device ordinal */
 	uint64_t memo_at;   /* 1 + the memo index of its last PUT (0: none) */
-	int64_t i;
-	double f;
-	char *s;            /* PV_STR/PV_BYTES, NUL-terminated (inl when short) */
+	char *s;            /* V_STR/V_BYTES, NUL-terminated (inl when short) */
 	size_t n;           /* string length, or item count */
 	size_t cap;
-	struct pv **items;  /* tuple/list items; dict: key, value, key, value ... (kept in the pool) */
+	val *items;         /* tuple/list items; dict: key, value, key, value ... (kept in the pool) */
 	uint64_t pos;       /* byte offset where the value starts */
 	struct pv *next;    /* in the pool of free values */
 	char inl[INLINE_STR];
@@ -67,16 +92,18 @@ typedef struct rec {
 enum { A_ALLOC, A_FREE_REQ, A_FREE_DONE, A_SEG_ALLOC, A_SEG_FREE, A_SEG_MAP, A_SEG_UNMAP, A_OOM, A_OTHER };
 
 typedef struct pk {
-	pv **stack;
+	val *stack;
 	size_t sp, scap;
 	size_t marks[MAX_MARKS];
 	size_t nmarks;
-	pv **memo;           /* index -> pv*, a flat array for the dense indices the pickler writes */
-	size_t memocap, memocount;
+	uintptr_t *memo;     /* index -> memo word (see memo_word), a flat array for the dense indices the pickler writes */
+	size_t memocap;
+	size_t memohw;       /* slots below this are set or empty; those above, not yet written (no page touched) */
 	uint64_t nputs;      /* PUTs so far: the flat array covers indices up to 2x this (+ MEMO_DENSE) */
-	idmap memo_sparse;   /* indices beyond the flat array (a hostile pickle's) */
-	pv *pool;            /* freed values, reused (with their item arrays) */
-	pv *small[256];      /* BININT1 values, shared (one reference each) */
+	idmap memo_sparse;   /* indices beyond the flat array (a hostile pickle's): index -> memo word */
+	val *scal;           /* numbers, None and booleans memoized (the snapshot writer memoizes none) */
+	size_t nscal, capscal;
+	pv *pool;            /* freed objects, reused (with their item arrays) */
 	pv **strtab;         /* interned short strings (one reference each) */
 	size_t strcap, strcount;
 	uint64_t memo_next;  /* MEMOIZE's next index */
@@ -93,11 +120,20 @@ typedef struct pk {
 	int device;          /* which device trace is replayed (-1 until known) */
 	int *seg_dev;        /* the device of each segment in meta (-1: not recorded) */
 	int stopped;
+	size_t nghosts;      /* trace entries replayed as read (V_GHOST) on the stack */
 	/* event output queue */
 	as_event *q;
 	size_t qhead, qlen, qcap;
 	/* translation state */
-	idmap live;          /* address -> id (uintptr) of blocks allocated in the trace */
+	idmap live;          /* address -> 1 + the slot of a block allocated in the trace */
+	/* Slots, numbered as as_reader_next numbers them for other formats (the lowest freed first:
+	 * a stack), so that reader.c needs no map of its own for a snapshot (r->slots_assigned). */
+	uint64_t *slot_id;   /* slot -> the id of the allocation holding it */
+	unsigned char *slot_req; /* ... whose free was requested (an EV_FREE_REQ out) */
+	size_t slotcap;
+	uint32_t *freeslots;
+	size_t nfreeslots, capfreeslots;
+	uint32_t nextslot;
 	uint64_t next_id;
 	uint64_t nentries, other_device_entries;
 	int have_freereq;    /* a free_requested waiting to see if free_completed follows */
@@ -113,33 +149,30 @@ static void memo_forget(pk *p, pv *v);
 
 static uint64_t pv_bytes(const pv *v)
 {
-	return sizeof(pv) + (v->s && v->s != v->inl ? v->n + 1 : 0) + v->cap * sizeof(pv *);
+	return sizeof(pv) + (v->s && v->s != v->inl ? v->n + 1 : 0) + v->cap * sizeof(val);
 }
 
-/* Drops one reference; frees what is no longer referenced without recursion (the nesting
- * depth is the input's choice), through a work list. */
-static void pv_unref(pk *p, pv *v)
+static void dead_push(pk *p, pv *v)
 {
-	if (!v || --v->refs)
-		return;
-	size_t base = p->ndead;
 	if (p->ndead == p->capdead) {
 		p->capdead = p->capdead ? p->capdead * 2 : 64;
 		p->dead = xrealloc(p->dead, p->capdead * sizeof(pv *));
 	}
 	p->dead[p->ndead++] = v;
+}
+
+/* Frees an object no longer referenced, and what only it referenced, without recursion (the
+ * nesting depth is the input's choice), through a work list. */
+static void pv_release(pk *p, pv *v)
+{
+	size_t base = p->ndead;
+	dead_push(p, v);
 	while (p->ndead > base) {
 		pv *d = p->dead[--p->ndead];
-		for (size_t i = 0; d->kind >= PV_TUPLE && i < d->n; i++) {
-			pv *c = d->items[i];
-			if (--c->refs)
-				continue;
-			if (p->ndead == p->capdead) {
-				p->capdead = p->capdead * 2;
-				p->dead = xrealloc(p->dead, p->capdead * sizeof(pv *));
-			}
-			p->dead[p->ndead++] = c;
-		}
+		if (d->kind >= V_TUPLE)
+			for (size_t i = 0; i < d->n; i++)
+				if (VOBJ(d->items[i]) && !--d->items[i].u.p->refs)
+					dead_push(p, d->items[i].u.p);
 		p->bytes -= pv_bytes(d);
 		if (d->s != d->inl)
 			free(d->s);
@@ -153,8 +186,22 @@ static void pv_unref(pk *p, pv *v)
 	}
 }
 
-/* A new value (one reference, the caller's), from the pool when it has one: a snapshot's trace entries
- * come and go by the million, each a dict of a dozen values. */
+/* Drops one reference to an object. */
+static inline void pv_unref(pk *p, pv *v)
+{
+	if (v && !--v->refs)
+		pv_release(p, v);
+}
+
+/* Drops a value (a reference, for an object). */
+static inline void val_drop(pk *p, val v)
+{
+	if (VOBJ(v))
+		pv_unref(p, v.u.p);
+}
+
+/* A new object (one reference, the caller's), from the pool when it has one: a snapshot's trace
+ * entries come and go by the million. */
 static pv *pv_new(pk *p, int kind, uint64_t pos)
 {
 	pv *v = p->pool;
@@ -171,46 +218,67 @@ static pv *pv_new(pk *p, int kind, uint64_t pos)
 	v->refs = 1;
 	v->dev = 0;
 	v->memo_at = 0;
-	v->i = 0;
-	v->f = 0;
 	v->s = NULL;
 	v->n = 0;
 	v->pos = pos;
-	p->bytes += sizeof(pv) + v->cap * sizeof(pv *);
+	p->bytes += sizeof(pv) + v->cap * sizeof(val);
 	return v;
 }
 
-/* Last key wins, as in a Python dict built by the unpickler. */
-static const pv *dict_get(const pv *d, const char *key)
+static inline val obj_val(pv *o)
 {
-	if (!d || d->kind != PV_DICT)
+	val v;
+	v.kp = MKKP(o->kind, o->pos);
+	v.u.p = o;
+	return v;
+}
+
+/* The object a value is if it has that kind, else NULL. */
+static inline pv *as_obj(const val *v, int kind)
+{
+	return v && VKIND(*v) == kind ? v->u.p : NULL;
+}
+
+/* Last key wins, as in a Python dict built by the unpickler. */
+static const val *dict_get(const pv *d, const char *key)
+{
+	if (!d || d->kind != V_DICT)
 		return NULL;
 	for (size_t i = d->n & ~(size_t)1; i >= 2; i -= 2)
-		if (d->items[i - 2]->kind == PV_STR && !strcmp(d->items[i - 2]->s, key))
-			return d->items[i - 1];
+		if (VKIND(d->items[i - 2]) == V_STR && !strcmp(d->items[i - 2].u.p->s, key))
+			return &d->items[i - 1];
 	return NULL;
 }
 
+static inline int depth_of(val v)
+{
+	return VKIND(v) >= V_TUPLE ? v.u.p->depth : 0;
+}
+
 /* Adds item to container c (the item's reference moves into c); callers check too_deep first. */
-static void pv_add(pk *p, pv *c, pv *item)
+static inline void pv_add(pk *p, pv *c, val item)
 {
 	if (c->n == c->cap) {
 		size_t nc = c->cap ? c->cap * 2 : 8;
-		c->items = xrealloc(c->items, nc * sizeof(pv *));
-		p->bytes += (nc - c->cap) * sizeof(pv *);
+		c->items = xrealloc(c->items, nc * sizeof(val));
+		p->bytes += (nc - c->cap) * sizeof(val);
 		c->cap = nc;
 	}
 	c->items[c->n++] = item;
-	item->embedded = 1;
-	if (item->depth + 1 > c->depth)
-		c->depth = (unsigned short)(item->depth + 1);
+	if (VKIND(item) >= V_TUPLE) {
+		item.u.p->embedded = 1;
+		if (item.u.p->depth + 1 > c->depth)
+			c->depth = (unsigned short)(item.u.p->depth + 1);
+	} else if (!c->depth) {
+		c->depth = 1;
+	}
 }
 
 /* Whether putting these values into a container would nest containers deeper than MAX_DEPTH. */
 static int too_deep(const pk *p, size_t from, size_t n)
 {
 	for (size_t i = from; i < from + n; i++)
-		if (p->stack[i]->depth + 1 > MAX_DEPTH)
+		if (depth_of(p->stack[i]) + 1 > MAX_DEPTH)
 			return 1;
 	return 0;
 }
@@ -223,7 +291,7 @@ static int cycle(const pk *p, const pv *c, size_t from, size_t n)
 	if (c->embedded)
 		return 1;
 	for (size_t i = from; i < from + n; i++)
-		if (p->stack[i] == c)
+		if (VKIND(p->stack[i]) >= V_TUPLE && p->stack[i].u.p == c)
 			return 1;
 	return 0;
 }
@@ -252,12 +320,10 @@ static as_event *qpush(pk *p)
 			p->q = xrealloc(p->q, p->qcap * sizeof(*p->q));
 		}
 	}
-	as_event *e = &p->q[p->qhead + p->qlen++];
-	memset(e, 0, sizeof(*e));
-	return e;
+	return &p->q[p->qhead + p->qlen++];
 }
 
-static void emit(pk *p, int type, const rec *x, uint64_t id, uint32_t flags)
+static as_event *emit(pk *p, int type, const rec *x, uint64_t id, uint32_t flags)
 {
 	as_event *e = qpush(p);
 	e->type = (as_ev_type)type;
@@ -270,6 +336,48 @@ static void emit(pk *p, int type, const rec *x, uint64_t id, uint32_t flags)
 	e->index = x->index;
 	e->flags = flags;
 	e->site = x->site;
+	e->thread = 0;
+	e->label = NULL;
+	e->slot = 0;
+	return e;
+}
+
+/* A slot for a new allocation (id), or -1 when 2^32-1 are live. */
+static int64_t slot_take(pk *p, uint64_t id)
+{
+	uint32_t s;
+	if (p->nfreeslots)
+		s = p->freeslots[--p->nfreeslots];
+	else if (p->nextslot == UINT32_MAX)
+		return -1;
+	else
+		s = p->nextslot++;
+	if (s >= p->slotcap) {
+		size_t n = p->slotcap ? p->slotcap * 2 : 1024;
+		p->slot_id = xrealloc(p->slot_id, n * sizeof(*p->slot_id));
+		p->slot_req = xrealloc(p->slot_req, n);
+		p->slotcap = n;
+	}
+	p->slot_id[s] = id;
+	p->slot_req[s] = 0;
+	return s;
+}
+
+static void slot_give(pk *p, uint32_t s)
+{
+	if (p->nfreeslots == p->capfreeslots) {
+		p->capfreeslots = p->capfreeslots ? p->capfreeslots * 2 : 256;
+		p->freeslots = xrealloc(p->freeslots, p->capfreeslots * sizeof(*p->freeslots));
+	}
+	p->freeslots[p->nfreeslots++] = s;
+}
+
+/* The free of the block at x->addr (its slot + 1 from the live map). */
+static void emit_free(pk *p, const rec *x, uintptr_t slot1)
+{
+	uint32_t s = (uint32_t)(slot1 - 1);
+	emit(p, EV_FREE, x, p->slot_id[s], 0)->slot = s;
+	slot_give(p, s);
 }
 
 static void emit_seg(pk *p, const rec *x)
@@ -292,13 +400,13 @@ static void emit_seg(pk *p, const rec *x)
  */
 static void free_done(pk *p, const rec *x, as_meta *m)
 {
-	void *id = idmap_del(&p->live, x->addr);
-	if (!id) {
+	void *s1 = idmap_del(&p->live, x->addr);
+	if (!s1) {
 		m->unmatched_frees++;
 		m->history_truncated = 1;
 		return;
 	}
-	emit(p, EV_FREE, x, (uint64_t)(uintptr_t)id, 0);
+	emit_free(p, x, (uintptr_t)s1);
 }
 
 static void flush_run(pk *p, int next_action, as_meta *meta)
@@ -320,13 +428,17 @@ static void flush_run(pk *p, int next_action, as_meta *meta)
 	p->nrun = 0;
 }
 
-static void flush_freereq(pk *p)
+static int flush_freereq(as_reader *r, pk *p, as_err *err)
 {
 	if (!p->have_freereq)
-		return;
-	uint64_t id = (uint64_t)(uintptr_t)idmap_get(&p->live, p->freereq.addr);
-	emit(p, EV_FREE_REQ, &p->freereq, id, 0);
+		return 0;
+	uint32_t s = (uint32_t)((uintptr_t)idmap_get(&p->live, p->freereq.addr) - 1);
 	p->have_freereq = 0;
+	if (p->slot_req[s])
+		return perr(r, p->freereq.pos, err, "free of id %" PRIu64 " requested twice", p->slot_id[s]);
+	p->slot_req[s] = 1;
+	emit(p, EV_FREE_REQ, &p->freereq, p->slot_id[s], 0)->slot = s;
+	return 0;
 }
 
 static int translate(as_reader *r, pk *p, const rec *x, as_err *err)
@@ -336,11 +448,11 @@ static int translate(as_reader *r, pk *p, const rec *x, as_err *err)
 	if (p->have_freereq) {
 		if (x->action == A_FREE_DONE && x->addr == p->freereq.addr) {
 			p->have_freereq = 0;
-			uint64_t id = (uint64_t)(uintptr_t)idmap_del(&p->live, x->addr);
-			emit(p, EV_FREE, x, id, 0);
+			emit_free(p, x, (uintptr_t)idmap_del(&p->live, x->addr));
 			return 0;
 		}
-		flush_freereq(p);
+		if (flush_freereq(r, p, err))
+			return -1;
 	}
 	/* Releases, and completions of pending frees among them (a flush synchronizes between the
 	 * garbage collector's releases and its own), are classified together. */
@@ -364,8 +476,11 @@ static int translate(as_reader *r, pk *p, const rec *x, as_err *err)
 			return perr(r, x->pos, err, "trace entry %" PRIu64 ": alloc at address 0x%" PRIx64 " which is still allocated",
 				x->index, x->addr);
 		uint64_t id = ++p->next_id;
-		idmap_put(&p->live, x->addr, (void *)(uintptr_t)id);
-		emit(p, EV_ALLOC, x, id, 0);
+		int64_t s = slot_take(p, id);
+		if (s < 0)
+			return perr(r, x->pos, err, "more than 2^32-1 allocations live at once");
+		idmap_put(&p->live, x->addr, (void *)(uintptr_t)(s + 1));
+		emit(p, EV_ALLOC, x, id, 0)->slot = (uint32_t)s;
 		break;
 	}
 	case A_FREE_REQ:
@@ -380,9 +495,14 @@ static int translate(as_reader *r, pk *p, const rec *x, as_err *err)
 	case A_FREE_DONE:
 		free_done(p, x, m);
 		break;
-	case A_OOM:
-		emit(p, EV_ALLOC, x, ++p->next_id, EVF_OOM);
+	case A_OOM: { /* a slot too, never given back (as reader.c numbers other formats' events) */
+		uint64_t id = ++p->next_id;
+		int64_t s = slot_take(p, id);
+		if (s < 0)
+			return perr(r, x->pos, err, "more than 2^32-1 allocations live at once");
+		emit(p, EV_ALLOC, x, id, EVF_OOM)->slot = (uint32_t)s;
 		break;
+	}
 	case A_SEG_ALLOC: case A_SEG_MAP:
 		emit_seg(p, x);
 		break;
@@ -392,21 +512,17 @@ static int translate(as_reader *r, pk *p, const rec *x, as_err *err)
 	return 0;
 }
 
-static int get_u64(const pv *d, const char *key, uint64_t *out)
+static int u64_of(const val *v, uint64_t *out)
 {
-	const pv *v = dict_get(d, key);
-	if (!v || (v->kind != PV_INT && v->kind != PV_BOOL) || v->i < 0)
+	if (!v || (VKIND(*v) != V_INT && VKIND(*v) != V_BOOL) || v->u.i < 0)
 		return -1;
-	*out = (uint64_t)v->i;
+	*out = (uint64_t)v->u.i;
 	return 0;
 }
 
-static int u64_of(const pv *v, uint64_t *out)
+static int get_u64(const pv *d, const char *key, uint64_t *out)
 {
-	if (!v || (v->kind != PV_INT && v->kind != PV_BOOL) || v->i < 0)
-		return -1;
-	*out = (uint64_t)v->i;
-	return 0;
+	return u64_of(dict_get(d, key), out);
 }
 
 /* What a string is as a trace entry's key, found once per (interned, shared) string. */
@@ -445,33 +561,62 @@ static const char *entry_site(pk *p, const pv *frames)
 {
 	as_sites_begin(&p->sites);
 	for (size_t i = 0; i < frames->n; i++) {
-		const pv *f = frames->items[i];
-		if (f->kind != PV_DICT)
+		const pv *f = as_obj(&frames->items[i], V_DICT);
+		if (!f)
 			continue;
-		const pv *file = dict_get(f, "filename"), *line = dict_get(f, "line"), *name = dict_get(f, "name");
+		const pv *file = as_obj(dict_get(f, "filename"), V_STR), *name = as_obj(dict_get(f, "name"), V_STR);
 		uint64_t ln = 0;
-		if (!file || file->kind != PV_STR || u64_of(line, &ln))
+		if (!file || u64_of(dict_get(f, "line"), &ln))
 			continue;
-		as_sites_frame(&p->sites, file->s, ln, name && name->kind == PV_STR ? name->s : NULL);
+		as_sites_frame(&p->sites, file->s, ln, name ? name->s : NULL);
 	}
 	return as_sites_end(&p->sites);
+}
+
+/* What a trace entry's fields make of it: EF_OK (events), EF_SKIP (recorded, not replayed), or
+ * what is wrong with it. */
+enum { EF_OK, EF_SKIP, EF_NOACTION, EF_UNKNOWN, EF_SIZE, EF_ADDR, EF_TIME, EF_BOUNDS };
+static int entry_fields(const val *a, const val *size, const val *addr, const val *stream, const val *time, rec *x)
+{
+	x->time_us = -1;
+	x->addr = x->size = x->stream = 0;
+	x->site = NULL;
+	if (!a || VKIND(*a) != V_STR)
+		return EF_NOACTION;
+	x->action = action_id(a->u.p) - 1;
+	if (x->action == A_OTHER + 1)
+		return EF_UNKNOWN;
+	if (x->action == A_OTHER)
+		return EF_SKIP;
+	if (u64_of(size, &x->size))
+		return EF_SIZE;
+	if (x->action != A_OOM && u64_of(addr, &x->addr))
+		return EF_ADDR;
+	if (u64_of(stream, &x->stream))
+		x->stream = 0;
+	uint64_t t;
+	if (time) { /* NaN, negative or fractional times are errors, not "no time" */
+		if (u64_of(time, &t) || t > INT64_MAX)
+			return EF_TIME;
+		x->time_us = (int64_t)t;
+	}
+	if ((x->action == A_ALLOC || x->action == A_OOM) && (x->size == 0 || x->size >= AS_MAX_REQUEST))
+		return EF_BOUNDS;
+	return EF_OK;
 }
 
 static int trace_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 {
 	rec x;
-	memset(&x, 0, sizeof x);
 	x.pos = d->pos;
 	x.index = p->nentries++;
-	x.time_us = -1;
 	/* one pass over the items; a later duplicate key wins, as in Python */
-	pv *a = NULL;
-	const pv *size = NULL, *addr = NULL, *stream = NULL, *time = NULL, *frames = NULL;
+	const val *a = NULL, *size = NULL, *addr = NULL, *stream = NULL, *time = NULL, *frames = NULL;
 	for (size_t i = 0; i + 1 < d->n; i += 2) {
-		pv *k = d->items[i], *v = d->items[i + 1];
-		if (k->kind != PV_STR)
+		const val *k = &d->items[i], *v = &d->items[i + 1];
+		if (VKIND(*k) != V_STR)
 			continue;
-		switch (key_id(k)) {
+		switch (key_id(k->u.p)) {
 		case K_ACTION: a = v; break;
 		case K_ADDR: addr = v; break;
 		case K_SIZE: size = v; break;
@@ -481,32 +626,29 @@ static int trace_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 		default: break;
 		}
 	}
-	if (!a || a->kind != PV_STR)
-		return perr(r, d->pos, err, "trace entry %" PRIu64 " has no 'action' string", x.index);
-	x.action = action_id(a) - 1;
-	if (x.action == A_OTHER + 1)
-		return perr(r, d->pos, err, "trace entry %" PRIu64 ": unknown action '%.60s'", x.index, a->s);
-	if (x.action == A_OTHER)
+	const char *as = a && VKIND(*a) == V_STR ? a->u.p->s : "";
+	switch (entry_fields(a, size, addr, stream, time, &x)) {
+	case EF_OK:
+		if (p->keep_sites && x.action == A_ALLOC && frames && VKIND(*frames) == V_LIST)
+			x.site = entry_site(p, frames->u.p);
+		return translate(r, p, &x, err);
+	case EF_SKIP:
 		return 0;
-	if (u64_of(size, &x.size))
-		return perr(r, d->pos, err, "trace entry %" PRIu64 " (%s) has no valid 'size'", x.index, a->s);
-	if (x.action != A_OOM && u64_of(addr, &x.addr))
-		return perr(r, d->pos, err, "trace entry %" PRIu64 " (%s) has no valid 'addr'", x.index, a->s);
-	if (u64_of(stream, &x.stream))
-		x.stream = 0;
-	uint64_t t;
-	if (time) { /* NaN, negative or fractional times are errors, not "no time" */
-		if (u64_of(time, &t) || t > INT64_MAX)
-			return perr(r, d->pos, err, "trace entry %" PRIu64 " (%s) has an invalid 'time_us' (must be a whole number 0 .. 2^63-1)",
-				x.index, a->s);
-		x.time_us = (int64_t)t;
-	}
-	if ((x.action == A_ALLOC || x.action == A_OOM) && (x.size == 0 || x.size >= AS_MAX_REQUEST))
+	case EF_NOACTION:
+		return perr(r, d->pos, err, "trace entry %" PRIu64 " has no 'action' string", x.index);
+	case EF_UNKNOWN:
+		return perr(r, d->pos, err, "trace entry %" PRIu64 ": unknown action '%.60s'", x.index, as);
+	case EF_SIZE:
+		return perr(r, d->pos, err, "trace entry %" PRIu64 " (%s) has no valid 'size'", x.index, as);
+	case EF_ADDR:
+		return perr(r, d->pos, err, "trace entry %" PRIu64 " (%s) has no valid 'addr'", x.index, as);
+	case EF_TIME:
+		return perr(r, d->pos, err, "trace entry %" PRIu64 " (%s) has an invalid 'time_us' (must be a whole number 0 .. 2^63-1)",
+			x.index, as);
+	default:
 		return perr(r, d->pos, err, "trace entry %" PRIu64 ": %s of %" PRIu64 " bytes (must be 1 .. 2^60-1)",
-			x.index, a->s, x.size);
-	if (p->keep_sites && x.action == A_ALLOC && frames && frames->kind == PV_LIST)
-		x.site = entry_site(p, frames);
-	return translate(r, p, &x, err);
+			x.index, as, x.size);
+	}
 }
 
 static int segment_entry(as_reader *r, pk *p, const pv *d, as_err *err)
@@ -521,19 +663,19 @@ static int segment_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 	if (get_u64(d, "address", &s.addr) || get_u64(d, "total_size", &s.total_size))
 		return perr(r, d->pos, err, "segment without 'address'/'total_size'");
 	get_u64(d, "stream", &s.stream);
-	const pv *t = dict_get(d, "segment_type");
-	s.is_small = t && t->kind == PV_STR && !strcmp(t->s, "small");
-	t = dict_get(d, "is_expandable");
-	s.is_expandable = t && t->kind == PV_BOOL && t->i;
-	const pv *bl = dict_get(d, "blocks");
-	if (bl && bl->kind == PV_LIST) {
+	const pv *t = as_obj(dict_get(d, "segment_type"), V_STR);
+	s.is_small = t && !strcmp(t->s, "small");
+	const val *e = dict_get(d, "is_expandable");
+	s.is_expandable = e && VKIND(*e) == V_BOOL && e->u.i;
+	const pv *bl = as_obj(dict_get(d, "blocks"), V_LIST);
+	if (bl) {
 		s.blocks = xcalloc(bl->n, sizeof(as_snap_block));
 		for (size_t i = 0; i < bl->n; i++) {
-			const pv *b = bl->items[i];
+			const pv *b = as_obj(&bl->items[i], V_DICT);
 			get_u64(b, "size", &s.blocks[s.nblocks].size);
-			const pv *st = dict_get(b, "state");
+			const pv *st = as_obj(dict_get(b, "state"), V_STR);
 			int state = 0;
-			if (st && st->kind == PV_STR)
+			if (st)
 				state = !strcmp(st->s, "active_allocated") ? 1 : !strcmp(st->s, "active_pending_free") ? 2 : 0;
 			s.blocks[s.nblocks++].state = state;
 		}
@@ -546,44 +688,51 @@ static int segment_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 }
 
 /* Items are being appended to list L (which stays on the stack); consume or keep them. */
-static int append_items(as_reader *r, pk *p, pv *list, pv **items, size_t n, as_err *err)
+static int append_items(as_reader *r, pk *p, pv *list, val *items, size_t n, as_err *err)
 {
 	size_t i = 0;
 	int rc = 0;
+	if (list->role == ROLE_NONE) {
+		for (; i < n; i++)
+			pv_add(p, list, items[i]);
+		return 0;
+	}
 	for (; i < n && !rc; i++) {
-		pv *it = items[i];
+		val it = items[i];
+		if (list->role == ROLE_DEVTRACE && VKIND(it) == V_GHOST) {
+			p->nghosts--; /* replayed as it was read (ghost_misplaced checked the list) */
+			continue;
+		}
 		if (list->role == ROLE_DEVTRACE) {
-			if (it->kind != PV_DICT) {
-				rc = perr(r, it->pos, err, "device %d's trace entry %" PRIu64 " is not a dict", list->dev,
+			if (VKIND(it) != V_DICT) {
+				rc = perr(r, VPOS(it), err, "device %d's trace entry %" PRIu64 " is not a dict", list->dev,
 					p->dev_entries[list->dev]);
 			} else {
 				p->dev_entries[list->dev]++;
 				if (p->device < 0 && p->want_device < 0)
 					p->device = list->dev; /* the first device with history, unless another has too */
 				if (list->dev == p->device)
-					rc = trace_entry(r, p, it, err);
+					rc = trace_entry(r, p, it.u.p, err);
 				else
 					p->other_device_entries++;
-				memo_forget(p, it);
+				memo_forget(p, it.u.p);
 			}
 		} else if (list->role == ROLE_SEGMENTS) {
-			if (it->kind != PV_DICT)
-				rc = perr(r, it->pos, err, "an item of 'segments' is not a dict");
-			else
-				rc = segment_entry(r, p, it, err);
-			memo_forget(p, it);
+			if (VKIND(it) != V_DICT) {
+				rc = perr(r, VPOS(it), err, "an item of 'segments' is not a dict");
+			} else {
+				rc = segment_entry(r, p, it.u.p, err);
+				memo_forget(p, it.u.p);
+			}
 		} else if (list->role == ROLE_TRACES) {
 			/* a device's list, already consumed */
-			if (it->kind != PV_LIST || it->role != ROLE_DEVTRACE)
-				rc = perr(r, it->pos, err, "an item of 'device_traces' is not a list of trace entries");
-		} else {
-			pv_add(p, list, it);
-			continue;
+			if (VKIND(it) != V_LIST || it.u.p->role != ROLE_DEVTRACE)
+				rc = perr(r, VPOS(it), err, "an item of 'device_traces' is not a list of trace entries");
 		}
-		pv_unref(p, it);
+		val_drop(p, it);
 	}
 	for (; i < n; i++)
-		pv_unref(p, items[i]);
+		val_drop(p, items[i]);
 	return rc;
 }
 
@@ -592,10 +741,10 @@ static int append_items(as_reader *r, pk *p, pv *list, pv **items, size_t n, as_
  * EMPTY_DICT [MARK] key value ... SETITEM[S]), so a key inside any value is never taken. */
 static int top_key(const pk *p, const char *name)
 {
-	if (p->sp < 2 || p->stack[0]->kind != PV_DICT)
+	if (p->sp < 2 || VKIND(p->stack[0]) != V_DICT)
 		return 0;
-	const pv *k = p->stack[p->sp - 1];
-	if (k->kind != PV_STR || strcmp(k->s, name))
+	const val *k = &p->stack[p->sp - 1];
+	if (VKIND(*k) != V_STR || strcmp(k->u.p->s, name))
 		return 0;
 	size_t at = p->sp - 1;
 	if (!p->nmarks)
@@ -618,6 +767,7 @@ static void drop_segments(pk *p, as_meta *m)
 	free(m->segments);
 	m->segments = NULL;
 	m->nsegments = 0;
+	(void)p;
 }
 
 /* List l is the next device's list of trace entries. */
@@ -637,32 +787,32 @@ static int new_device(as_reader *r, pk *p, pv *l, as_err *err)
  * 'segments' that a pickle made in some other way than the snapshot writer does. */
 static int consume_list(as_reader *r, pk *p, pv *l, int role, as_err *err)
 {
-	pv **items = l->items;
+	val *items = l->items;
 	size_t n = l->n;
-	p->bytes -= l->cap * sizeof(pv *);
+	p->bytes -= l->cap * sizeof(val);
 	l->items = NULL;
 	l->n = l->cap = 0;
 	l->role = (unsigned char)role;
 	int rc = 0;
 	size_t i = 0;
 	for (; i < n && !rc; i++) {
-		pv *it = items[i];
+		val it = items[i];
 		if (role == ROLE_TRACES) {
-			if (it->kind != PV_LIST) {
-				rc = perr(r, it->pos, err, "an item of 'device_traces' is not a list of trace entries");
+			if (VKIND(it) != V_LIST) {
+				rc = perr(r, VPOS(it), err, "an item of 'device_traces' is not a list of trace entries");
 				break;
 			}
-			if ((rc = new_device(r, p, it, err)))
+			if ((rc = new_device(r, p, it.u.p, err)))
 				break;
-			rc = consume_list(r, p, it, ROLE_DEVTRACE, err);
+			rc = consume_list(r, p, it.u.p, ROLE_DEVTRACE, err);
 		} else {
 			rc = append_items(r, p, l, &items[i], 1, err);
 			continue; /* append_items dropped the reference */
 		}
-		pv_unref(p, it);
+		val_drop(p, it);
 	}
 	for (; i < n; i++)
-		pv_unref(p, items[i]);
+		val_drop(p, items[i]);
 	free(items);
 	return rc;
 }
@@ -674,24 +824,25 @@ static int check_history(as_reader *r, pk *p, pv *top, uint64_t pos, as_err *err
 	as_meta *m = &r->meta;
 	static const char how[] = "record it with torch.cuda.memory._record_memory_history() before the workload "
 		"runs, then torch.cuda.memory._dump_snapshot()";
-	const pv *dt = dict_get(top, "device_traces");
-	const pv *sg = dict_get(top, "segments");
-	if (sg != p->seglist) {
+	const val *dt = dict_get(top, "device_traces");
+	const val *sg = dict_get(top, "segments");
+	pv *sgl = as_obj(sg, V_LIST);
+	if (!sg || sgl != p->seglist) {
 		drop_segments(p, m);
-		if (sg && sg->kind == PV_LIST && consume_list(r, p, (pv *)sg, ROLE_SEGMENTS, err))
+		if (sgl && consume_list(r, p, sgl, ROLE_SEGMENTS, err))
 			return -1;
 	}
 	if (!dt)
 		return perr(r, pos, err, "the snapshot has no allocation history (no 'device_traces', only the end "
 			"state): %s", how);
-	if (dt->kind != PV_LIST)
+	if (VKIND(*dt) != V_LIST)
 		return perr(r, pos, err, "the snapshot's 'device_traces' is not a list (no allocation history): %s", how);
-	if (dt != p->traces) {
+	if (dt->u.p != p->traces) {
 		if (history_entries(p))
 			return perr(r, pos, err, "the snapshot's last 'device_traces' is not the list replayed: a "
 				"pickle Python reads differently from its stream");
 		p->ndevtraces = 0;
-		if (consume_list(r, p, (pv *)dt, ROLE_TRACES, err))
+		if (consume_list(r, p, dt->u.p, ROLE_TRACES, err))
 			return -1;
 	}
 	char list[256];
@@ -733,12 +884,12 @@ static int check_history(as_reader *r, pk *p, pv *top, uint64_t pos, as_err *err
 static void finish_top(as_reader *r, pk *p, const pv *top)
 {
 	as_meta *m = &r->meta;
-	const pv *s = dict_get(top, "allocator_settings");
+	const pv *s = as_obj(dict_get(top, "allocator_settings"), V_DICT);
 	snprintf(m->source, sizeof m->source, "pytorch-snapshot");
-	if (s && s->kind == PV_DICT) {
-		const pv *c = dict_get(s, "PYTORCH_CUDA_ALLOC_CONF");
+	if (s) {
+		const pv *c = as_obj(dict_get(s, "PYTORCH_CUDA_ALLOC_CONF"), V_STR);
 		free(m->settings);
-		m->settings = xstrdup(c && c->kind == PV_STR ? c->s : "");
+		m->settings = xstrdup(c ? c->s : "");
 		m->has_settings = 1;
 	}
 	(void)p;
@@ -758,39 +909,52 @@ static inline int need(as_reader *r, size_t n, as_err *err)
 	return 0;
 }
 
-static uint64_t rd_le(as_reader *r, int n)
+static inline uint64_t rd_le(as_reader *r, int n)
 {
+	const unsigned char *b = r->in.buf + r->in.pos;
 	uint64_t v = 0;
 	for (int i = 0; i < n; i++)
-		v |= (uint64_t)r->in.buf[r->in.pos + (size_t)i] << (8 * i);
+		v |= (uint64_t)b[i] << (8 * i);
 	r->in.pos += (size_t)n;
 	return v;
 }
 
-static int push_slow(as_reader *r, pk *p, pv *v, as_err *err)
+static int push_slow(as_reader *r, pk *p, val v, as_err *err)
 {
 	if (p->sp == MAX_STACK) {
-		uint64_t pos = v->pos;
-		pv_unref(p, v);
-		return perr(r, pos, err, "pickle stack exceeds %u values (reader memory cap)", MAX_STACK);
+		val_drop(p, v);
+		return perr(r, VPOS(v), err, "pickle stack exceeds %u values (reader memory cap)", MAX_STACK);
 	}
 	if (p->sp == p->scap) {
 		size_t nc = p->scap ? p->scap * 2 : 1024;
-		p->stack = xrealloc(p->stack, nc * sizeof(pv *));
-		p->bytes += (nc - p->scap) * sizeof(pv *);
+		p->stack = xrealloc(p->stack, nc * sizeof(val));
+		p->bytes += (nc - p->scap) * sizeof(val);
 		p->scap = nc;
 	}
 	p->stack[p->sp++] = v;
 	return 0;
 }
 
-static inline int push(as_reader *r, pk *p, pv *v, as_err *err)
+static inline int push(as_reader *r, pk *p, val v, as_err *err)
 {
 	if (p->sp < p->scap) {
 		p->stack[p->sp++] = v;
 		return 0;
 	}
 	return push_slow(r, p, v, err);
+}
+
+static inline int push_scalar(as_reader *r, pk *p, int kind, uint64_t pos, int64_t i, as_err *err)
+{
+	val v;
+	v.kp = MKKP(kind, pos);
+	v.u.i = i;
+	return push(r, p, v, err);
+}
+
+static inline int push_obj(as_reader *r, pk *p, pv *o, as_err *err)
+{
+	return push(r, p, obj_val(o), err);
 }
 
 static size_t mark_base(pk *p)
@@ -806,7 +970,7 @@ static int pop_mark(as_reader *r, pk *p, uint64_t pos, size_t *base, as_err *err
 	return 0;
 }
 
-static uint64_t str_hash(const char *b, size_t n)
+static inline uint64_t str_hash(const char *b, size_t n)
 {
 	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
 	for (size_t i = 0; i < n; i++)
@@ -814,7 +978,7 @@ static uint64_t str_hash(const char *b, size_t n)
 	return h;
 }
 
-/* The interned string with these bytes (a new reference), or NULL after adding v (given) to the table.
+/* The interned string with these bytes, or NULL after adding v (given) to the table.
  * Short strings repeat in a snapshot: keys, actions, 'N/A' in every trace entry. */
 static pv *intern(pk *p, const char *b, size_t n, pv *v)
 {
@@ -836,9 +1000,12 @@ static pv *intern(pk *p, const char *b, size_t n, pv *v)
 	size_t j = str_hash(b, n) & (p->strcap - 1);
 	for (; p->strtab[j]; j = (j + 1) & (p->strcap - 1)) {
 		pv *s = p->strtab[j];
-		if (s->n == n && !memcmp(s->s, b, n)) {
-			s->refs++;
-			return s;
+		if (s->n == n) { /* short: compared here, not through a call */
+			size_t i = 0;
+			while (i < n && s->s[i] == b[i])
+				i++;
+			if (i == n)
+				return s;
 		}
 	}
 	if (v) {
@@ -857,18 +1024,21 @@ static int read_string(as_reader *r, pk *p, uint64_t pos, size_t len, int kind, 
 		if (need(r, len, err))
 			return -1;
 		const char *b = (const char *)r->in.buf + r->in.pos;
-		pv *v = kind == PV_STR ? intern(p, b, len, NULL) : NULL;
+		pv *v = kind == V_STR ? intern(p, b, len, NULL) : NULL;
 		if (!v) {
 			v = pv_new(p, kind, pos);
 			v->s = v->inl;
 			memcpy(v->s, b, len);
 			v->s[len] = 0;
 			v->n = len;
-			if (kind == PV_STR)
+			if (kind == V_STR)
 				intern(p, b, len, v);
 		}
 		r->in.pos += len;
-		return push(r, p, v, err);
+		val sv;
+		sv.kp = MKKP(kind == V_STR ? V_STR | V_IMMORTAL : kind, pos);
+		sv.u.p = v;
+		return push(r, p, sv, err);
 	}
 	pv *v = pv_new(p, kind, pos);
 	v->s = xmalloc(len + 1);
@@ -887,7 +1057,7 @@ static int read_string(as_reader *r, pk *p, uint64_t pos, size_t len, int kind, 
 	}
 	v->s[len] = 0;
 	v->n = len;
-	return push(r, p, v, err);
+	return push_obj(r, p, v, err);
 }
 
 static int new_list_role(as_reader *r, pk *p, pv *l, as_err *err)
@@ -916,9 +1086,9 @@ static int new_list_role(as_reader *r, pk *p, pv *l, as_err *err)
 		/* A device's list is an item of the device_traces list: directly above it (APPEND), or
 		 * above the MARK that follows it with earlier device lists in between (APPENDS). */
 		size_t i = p->sp;
-		while (i > 0 && p->stack[i - 1]->kind == PV_LIST && p->stack[i - 1]->role == ROLE_DEVTRACE)
+		while (i > 0 && VKIND(p->stack[i - 1]) == V_LIST && p->stack[i - 1].u.p->role == ROLE_DEVTRACE)
 			i--;
-		if (i > 0 && p->stack[i - 1] == p->traces &&
+		if (i > 0 && VKIND(p->stack[i - 1]) == V_LIST && p->stack[i - 1].u.p == p->traces &&
 		    (mark_base(p) == i || (mark_base(p) < i && p->sp == i))) {
 			if (new_device(r, p, l, err))
 				return -1;
@@ -927,42 +1097,99 @@ static int new_list_role(as_reader *r, pk *p, pv *l, as_err *err)
 	return 0;
 }
 
-static pv *memo_at(const pk *p, uint64_t idx)
+/* A memo slot holds one word: 0 (empty), an object's address (| 1: an interned string, not
+ * counted), or (i << 2 | 2): scalar i of p->scal. Eight bytes a slot: the writer memoizes every
+ * trace entry's 'N/A' string, so the memo grows with the trace. A value fetched from the memo
+ * carries the byte offset of the object (for an interned string, of its first occurrence). */
+#define MW_INTERNED 1u
+#define MW_SCALAR 2u
+
+static uintptr_t memo_word(pk *p, val v)
 {
-	if (idx < p->memocap && p->memo[idx])
-		return p->memo[idx];
-	return p->memo_sparse.count ? idmap_get(&p->memo_sparse, idx) : NULL;
+	if (VKIND(v) >= V_OBJ)
+		return (uintptr_t)v.u.p | ((v.kp & V_IMMORTAL) ? MW_INTERNED : 0);
+	if (!v.kp || VKIND(v) == V_GHOST)
+		return 0; /* a trace entry replayed as read: never fetched */
+	if (p->nscal == p->capscal) {
+		size_t nc = p->capscal ? p->capscal * 2 : 64;
+		p->scal = xrealloc(p->scal, nc * sizeof(val));
+		p->bytes += (nc - p->capscal) * sizeof(val);
+		p->capscal = nc;
+	}
+	p->scal[p->nscal] = v;
+	return (uintptr_t)p->nscal++ << 2 | MW_SCALAR;
 }
 
-/* Sets (v: one reference moves in) or clears (v NULL) memo slot idx. */
-static void memo_set(pk *p, uint64_t idx, pv *v)
+static inline val word_val(const pk *p, uintptr_t w)
 {
-	pv *old = NULL;
-	if (p->memo_sparse.count && (old = idmap_del(&p->memo_sparse, idx)))
-		p->bytes -= MEMO_SLOT;
-	if (idx >= p->memocap && v && idx < 2 * p->nputs + MEMO_DENSE) {
-		size_t nc = p->memocap ? p->memocap : 1024;
-		while (nc <= idx)
-			nc *= 2;
-		p->memo = xrealloc(p->memo, nc * sizeof(pv *));
-		memset(p->memo + p->memocap, 0, (nc - p->memocap) * sizeof(pv *));
-		p->bytes += (nc - p->memocap) * sizeof(pv *);
-		p->memocap = nc;
+	if ((w & 3) == MW_SCALAR)
+		return p->scal[w >> 2];
+	pv *o = (pv *)(w & ~(uintptr_t)3);
+	val v;
+	v.kp = MKKP(o->kind | ((w & MW_INTERNED) ? V_IMMORTAL : 0), o->pos);
+	v.u.p = o;
+	return v;
+}
+
+/* Drops the reference a memo word holds (counted objects only). */
+static inline void word_drop(pk *p, uintptr_t w)
+{
+	if (w && !(w & 3))
+		pv_unref(p, (pv *)w);
+}
+
+/* Makes slot idx of the flat memo valid: the slots up to it are cleared as they are first reached,
+ * so a grown array costs pages only as far as the pickle's indices go. */
+static inline void memo_touch(pk *p, uint64_t idx)
+{
+	if (idx >= p->memohw) {
+		memset(p->memo + p->memohw, 0, (idx + 1 - p->memohw) * sizeof(uintptr_t));
+		p->memohw = idx + 1;
 	}
+}
+
+/* Whether a PUT at idx fills an empty slot of the flat memo (the fast path's own case). */
+static inline int memo_fresh(const pk *p, uint64_t idx)
+{
+	return idx < MAX_MEMO && idx < p->memocap && (idx >= p->memohw || !p->memo[idx]);
+}
+
+static uintptr_t memo_at(const pk *p, uint64_t idx)
+{
+	if (idx < p->memohw && p->memo[idx])
+		return p->memo[idx];
+	return p->memo_sparse.count ? (uintptr_t)idmap_get(&p->memo_sparse, idx) : 0;
+}
+
+/* Grows the flat memo to cover idx (doubling). */
+static void memo_grow(pk *p, uint64_t idx)
+{
+	size_t nc = p->memocap ? p->memocap : 1024;
+	while (nc <= idx)
+		nc *= 2;
+	p->memo = xrealloc(p->memo, nc * sizeof(uintptr_t));
+	p->bytes += (nc - p->memocap) * sizeof(uintptr_t);
+	p->memocap = nc;
+}
+
+/* Sets (w: one reference moves in) or clears (w == 0) memo slot idx. */
+static void memo_set(pk *p, uint64_t idx, uintptr_t w)
+{
+	uintptr_t old = 0;
+	if (p->memo_sparse.count && (old = (uintptr_t)idmap_del(&p->memo_sparse, idx)))
+		p->bytes -= MEMO_SLOT;
+	if (idx >= p->memocap && w && idx < 2 * p->nputs + MEMO_DENSE)
+		memo_grow(p, idx);
 	if (idx < p->memocap) {
-		if (p->memo[idx]) {
+		memo_touch(p, idx);
+		if (p->memo[idx])
 			old = p->memo[idx];
-			p->memocount--;
-		}
-		p->memo[idx] = v;
-		if (v)
-			p->memocount++;
-	} else if (v) {
-		idmap_put(&p->memo_sparse, idx, v);
+		p->memo[idx] = w;
+	} else if (w) {
+		idmap_put(&p->memo_sparse, idx, (void *)w);
 		p->bytes += MEMO_SLOT;
 	}
-	if (old)
-		pv_unref(p, old);
+	word_drop(p, old);
 }
 
 static int memo_put(pk *p, uint64_t idx)
@@ -972,21 +1199,31 @@ static int memo_put(pk *p, uint64_t idx)
 	/* The memo shares values (a reference each), so a GET costs nothing however large the value;
 	 * containers are shared too, as Python does (frames shared between trace entries), with cycles
 	 * refused (see cycle()). A trace entry leaves the memo when it is turned into events. */
-	pv *v = p->stack[p->sp - 1];
+	val v = p->stack[p->sp - 1];
 	p->nputs++;
-	v->refs++;
-	v->memo_at = idx + 1;
-	memo_set(p, idx, v);
+	if (VOBJ(v)) {
+		v.u.p->refs++;
+		v.u.p->memo_at = idx + 1;
+	}
+	uintptr_t w = memo_word(p, v);
+	if (idx < p->memocap && (idx >= p->memohw || !p->memo[idx]) && !p->memo_sparse.count) {
+		memo_touch(p, idx);
+		p->memo[idx] = w; /* the common case: a fresh index in the flat array */
+		return 0;
+	}
+	memo_set(p, idx, w);
 	return 0;
 }
 
 static int memo_get(as_reader *r, pk *p, uint64_t idx, uint64_t pos, as_err *err)
 {
-	pv *v = memo_at(p, idx);
-	if (!v)
+	uintptr_t w = memo_at(p, idx);
+	if (!w)
 		return perr(r, pos, err, "pickle memo index %" PRIu64 " is undefined (or a trace entry already "
 			"replayed, which snapshots do not refer to again)", idx);
-	v->refs++;
+	val v = word_val(p, w);
+	if (VOBJ(v))
+		v.u.p->refs++;
 	return push(r, p, v, err);
 }
 
@@ -994,8 +1231,8 @@ static int memo_get(as_reader *r, pk *p, uint64_t idx, uint64_t pos, as_err *err
  * trace (the snapshot writer memoizes every dict). */
 static void memo_forget(pk *p, pv *v)
 {
-	if (v->memo_at && v->refs > 1 && memo_at(p, v->memo_at - 1) == v)
-		memo_set(p, v->memo_at - 1, NULL);
+	if (v->memo_at && v->refs > 1 && memo_at(p, v->memo_at - 1) == (uintptr_t)v)
+		memo_set(p, v->memo_at - 1, 0);
 }
 
 static const char *opname(int op)
@@ -1015,17 +1252,299 @@ static const char *opname(int op)
 	}
 }
 
+/* ---- the trace-entry fast path ---------------------------------------------------------
+ * The snapshot writer pickles each trace entry as EMPTY_DICT, MEMOIZE, MARK, key/value pairs of
+ * memo GETs, strings and numbers (strings memoized as they first appear), SETITEMS, in batches of
+ * a MARK, up to 1000 entries and APPENDS to its device's list. When such an entry lies whole in
+ * the buffer, it is read here in one pass, keeping only the fields replayed, and turned into events
+ * at once (not when its batch is appended); no dict is built, and a V_GHOST stands in the list's
+ * batch on the stack until APPENDS. The memo gets what the opcodes put there, but for the entry
+ * itself: the writer never fetches an entry again, and a pickle that does is refused (as one that
+ * fetches an entry already appended always was). Anything else - another opcode (a frames list),
+ * a container from the memo, an index that is not a fresh slot of the flat memo, an entry with a
+ * bad field, an entry after one the opcode loop built in the same batch - is left to the opcode
+ * loop, with nothing changed but strings interned: it then reports the same errors as before. */
+#define FAST_PUTS 32
+#define FAST_OBJS 32
+
+static inline uint64_t le32(const unsigned char *c)
+{
+	return (uint64_t)c[0] | (uint64_t)c[1] << 8 | (uint64_t)c[2] << 16 | (uint64_t)c[3] << 24;
+}
+
+static int fast_entry(as_reader *r, pk *p, pv *list, as_err *err)
+{
+	as_input *in = &r->in;
+	if (in->len - in->pos < 4096 && !in->eof) {
+		as_input_fill(in, 4096, err); /* the entry whole in the buffer (the opcode loop sees any read error) */
+		if (in->error)
+			return 0;
+	}
+	const unsigned char *b = in->buf, *c = b + in->pos, *e = b + in->len;
+	uint64_t off = in->offset;
+	val puts_v[FAST_PUTS];
+	uint64_t puts_i[FAST_PUTS];
+	pv *objs[FAST_OBJS];
+	int np = 0, nobj = 0, nv = 0, ok = 0, kid = 0;
+	val cur, f[K_FRAMES + 1]; /* f[K_ACTION..K_FRAMES]: the last value of each key read */
+	unsigned have = 0;
+	uint64_t dict_idx = UINT64_MAX, next = p->memo_next;
+	if (p->sp >= p->scap || p->memo_sparse.count || p->bytes + 65536 > p->max_bytes || e - c < 24)
+		return 0;
+	/* room for the entry's MEMOIZEs (the array grows as a PUT there would make it grow) */
+	if (p->memo_next + FAST_PUTS >= p->memocap && p->memo_next + FAST_PUTS < 2 * p->nputs + MEMO_DENSE &&
+	    p->memo_next + FAST_PUTS < MAX_MEMO)
+		memo_grow(p, p->memo_next + FAST_PUTS);
+	uint64_t dpos = off + (uint64_t)(c - b);
+	const uintptr_t *memo = p->memo;
+	const size_t memohw = p->memohw;
+	c++; /* '}' */
+	if (*c == 0x94) {
+		dict_idx = next++;
+		c++;
+	} else if (*c == 'q') {
+		dict_idx = c[1];
+		c += 2;
+	} else if (*c == 'r') {
+		dict_idx = le32(c + 1);
+		c += 5;
+	}
+	if (dict_idx != UINT64_MAX && !memo_fresh(p, dict_idx))
+		return 0;
+	if (*c == 0x95)
+		c += 9;
+	if (*c++ != '(')
+		return 0;
+	for (;;) {
+		if (e - c < 24)
+			goto out;
+		uint64_t pos = off + (uint64_t)(c - b);
+		int op = *c++;
+		uint64_t idx;
+		switch (op) {
+		case 'u':
+			goto done;
+		case 0x95: /* FRAME: the pickler's framing (protocol 4), anywhere between opcodes */
+			c += 8;
+			continue;
+		case 'h': case 'j': {
+			if (op == 'h') {
+				idx = *c++;
+			} else {
+				idx = le32(c);
+				c += 4;
+			}
+			int k = np - 1;
+			while (k >= 0 && puts_i[k] != idx)
+				k--;
+			if (k >= 0)
+				cur = puts_v[k];
+			else if (idx < memohw && memo[idx] && (cur = word_val(p, memo[idx]), VKIND(cur) < V_TUPLE))
+				;
+			else
+				goto out; /* undefined or a container: the opcode loop decides */
+			break;
+		}
+		case 0x8c: case 'X': {
+			size_t len;
+			if (op == 0x8c) {
+				len = *c++;
+			} else {
+				len = le32(c);
+				c += 4;
+			}
+			if (len > MAX_STRING || (size_t)(e - c) < len + 24)
+				goto out;
+			if (len < INLINE_STR) {
+				pv *s = intern(p, (const char *)c, len, NULL);
+				if (!s) {
+					s = pv_new(p, V_STR, pos);
+					s->s = s->inl;
+					memcpy(s->s, c, len);
+					s->s[len] = 0;
+					s->n = len;
+					intern(p, (const char *)c, len, s);
+				}
+				cur.kp = MKKP(V_STR | V_IMMORTAL, pos);
+				cur.u.p = s;
+			} else {
+				if (nobj == FAST_OBJS)
+					goto out;
+				pv *s = pv_new(p, V_STR, pos);
+				s->s = xmalloc(len + 1);
+				p->bytes += len + 1;
+				memcpy(s->s, c, len);
+				s->s[len] = 0;
+				s->n = len;
+				objs[nobj++] = s;
+				cur = obj_val(s);
+			}
+			c += len;
+			break;
+		}
+		case 'K':
+			cur.kp = MKKP(V_INT, pos);
+			cur.u.i = *c++;
+			break;
+		case 'M':
+			cur.kp = MKKP(V_INT, pos);
+			cur.u.i = (int64_t)((uint64_t)c[0] | (uint64_t)c[1] << 8);
+			c += 2;
+			break;
+		case 'J':
+			cur.kp = MKKP(V_INT, pos);
+			cur.u.i = (int32_t)(uint32_t)le32(c);
+			c += 4;
+			break;
+		case 0x8a: {
+			unsigned n = *c++;
+			if (n > 8)
+				goto out;
+			uint64_t u = 0; /* little-endian, n bytes (the buffer holds 8 more: one load) */
+			for (unsigned i = 0; i < 8; i++)
+				u |= (uint64_t)c[i] << (8 * i);
+			if (n < 8)
+				u = n ? (u & ((1ULL << (8 * n)) - 1)) : 0;
+			if (n && n < 8 && (u >> (8 * n - 1)) & 1)
+				u |= ~0ULL << (8 * n);
+			c += n;
+			cur.kp = MKKP(V_INT, pos);
+			cur.u.i = (int64_t)u;
+			break;
+		}
+		case 'N':
+			cur.kp = MKKP(V_NONE, pos);
+			cur.u.i = 0;
+			break;
+		case 0x88: case 0x89:
+			cur.kp = MKKP(V_BOOL, pos);
+			cur.u.i = op == 0x88;
+			break;
+		case 'G': {
+			uint64_t u = 0;
+			for (int i = 0; i < 8; i++)
+				u = (u << 8) | c[i];
+			c += 8;
+			cur.kp = MKKP(V_FLOAT, pos);
+			memcpy(&cur.u.f, &u, 8);
+			break;
+		}
+		case 0x94: case 'q': case 'r':
+			/* memoizes the value just read (the stack's top); not the dict itself */
+			if (!nv || np == FAST_PUTS)
+				goto out;
+			if (op == 0x94) {
+				idx = next++;
+			} else if (op == 'q') {
+				idx = *c++;
+			} else {
+				idx = le32(c);
+				c += 4;
+			}
+			if (!memo_fresh(p, idx) || idx == dict_idx)
+				goto out;
+			for (int k = 0; k < np; k++)
+				if (puts_i[k] == idx)
+					goto out;
+			puts_i[np] = idx;
+			puts_v[np++] = cur;
+			continue;
+		default:
+			goto out;
+		}
+		/* a key, then its value */
+		if (!(nv++ & 1)) {
+			kid = VKIND(cur) == V_STR ? key_id(cur.u.p) : 0;
+		} else if (kid > K_OTHER) {
+			f[kid] = cur;
+			have |= 1u << kid;
+		}
+	}
+done:
+	/* an entry the writer has finished: its batch goes on (another entry, or APPENDS) */
+	if (nv % 2 || e - c < 10 || (*c != '}' && *c != 'e' && (*c != 0x95 || (c[9] != '}' && c[9] != 'e'))))
+		goto out;
+	rec x;
+	int code = entry_fields(have & 1u << K_ACTION ? &f[K_ACTION] : NULL, have & 1u << K_SIZE ? &f[K_SIZE] : NULL,
+		have & 1u << K_ADDR ? &f[K_ADDR] : NULL, have & 1u << K_STREAM ? &f[K_STREAM] : NULL,
+		have & 1u << K_TIME ? &f[K_TIME] : NULL, &x);
+	if (code != EF_OK && code != EF_SKIP)
+		goto out; /* the opcode loop builds it and says what is wrong when its batch is appended */
+	ok = 1;
+out:
+	if (!ok) {
+		for (int i = 0; i < nobj; i++)
+			pv_unref(p, objs[i]);
+		return 0;
+	}
+	/* what the opcodes leave in the memo */
+	for (int k = 0; k < np; k++) {
+		val v = puts_v[k];
+		if (VOBJ(v)) {
+			v.u.p->refs++;
+			v.u.p->memo_at = puts_i[k] + 1;
+		}
+		memo_touch(p, puts_i[k]);
+		p->memo[puts_i[k]] = memo_word(p, v);
+	}
+	p->nputs += (uint64_t)np + (dict_idx != UINT64_MAX);
+	p->memo_next = next;
+	for (int i = 0; i < nobj; i++)
+		pv_unref(p, objs[i]);
+	in->pos = (size_t)(c - b);
+	val g;
+	g.kp = MKKP(V_GHOST, dpos);
+	g.u.i = list->dev;
+	p->stack[p->sp++] = g;
+	p->nghosts++;
+	/* what APPENDS would do with the dict */
+	p->dev_entries[list->dev]++;
+	if (p->device < 0 && p->want_device < 0)
+		p->device = list->dev;
+	if (list->dev != p->device) {
+		p->other_device_entries++;
+		return 1;
+	}
+	x.pos = dpos;
+	x.index = p->nentries++;
+	if (code == EF_OK && translate(r, p, &x, err))
+		return -1;
+	return 1;
+}
+
+/* Whether values from..from+n of the stack hold an entry already replayed (V_GHOST) that goes
+ * anywhere but into its device's list (target: the container they go into). */
+static int ghost_misplaced(const pk *p, size_t from, size_t n, const pv *target)
+{
+	if (!p->nghosts)
+		return 0;
+	for (size_t i = from; i < from + n; i++)
+		if (VKIND(p->stack[i]) == V_GHOST &&
+		    (!target || target->kind != V_LIST || target->role != ROLE_DEVTRACE || target->dev != p->stack[i].u.i))
+			return 1;
+	return 0;
+}
+
+static int ghost_err(as_reader *r, const pk *p, uint64_t pos, as_err *err)
+{
+	(void)p;
+	return perr(r, pos, err, "pickle drops or moves a trace entry of a device's list after reading it (entries are "
+		"replayed as they are read; a PyTorch snapshot appends each one to its list once)");
+}
+
 /* Runs opcodes until the event queue has something or the pickle ends. */
 static int run_vm(as_reader *r, pk *p, as_err *err)
 {
+	as_input *in = &r->in;
 	while (!p->qlen && !p->stopped) {
-		if (need(r, 1, err))
+		/* every opcode's fixed-size argument (at most 8 bytes) is then in the buffer, but at the end */
+		if (in->len - in->pos < 16 && need(r, 1, err))
 			return -1;
-		uint64_t pos = as_input_tell(&r->in);
+		uint64_t pos = in->offset + in->pos;
 		if (p->bytes > p->max_bytes)
 			return perr(r, pos, err, "pickle values take more than %" PRIu64 " MiB at once (reader memory cap)",
 				p->max_bytes >> 20);
-		int op = r->in.buf[r->in.pos++];
+		int op = in->buf[in->pos++];
 		pv *v;
 		size_t base = 0;
 		uint64_t n;
@@ -1045,15 +1564,17 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 		case '.': /* STOP */
 			if (p->sp != 1 || p->nmarks)
 				return perr(r, pos, err, "pickle STOP with %zu values and %zu marks left (corrupt pickle)", p->sp, p->nmarks);
-			if (p->stack[0]->kind != PV_DICT)
+			if (VKIND(p->stack[0]) != V_DICT)
 				return perr(r, pos, err, "pickle is not a dict: not a PyTorch memory snapshot");
-			if (!dict_get(p->stack[0], "device_traces") && !dict_get(p->stack[0], "segments"))
+			v = p->stack[0].u.p;
+			if (!dict_get(v, "device_traces") && !dict_get(v, "segments"))
 				return perr(r, pos, err, "pickle has neither 'segments' nor 'device_traces': not a PyTorch memory snapshot");
-			if (check_history(r, p, p->stack[0], pos, err))
+			if (check_history(r, p, v, pos, err))
 				return -1;
-			flush_freereq(p);
+			if (flush_freereq(r, p, err))
+				return -1;
 			flush_run(p, -1, &r->meta);
-			finish_top(r, p, p->stack[0]);
+			finish_top(r, p, v);
 			p->stopped = 1;
 			break;
 		case '(': /* MARK */
@@ -1062,53 +1583,51 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 			p->marks[p->nmarks++] = p->sp;
 			break;
 		case '}': /* EMPTY_DICT */
-			if (push(r, p, pv_new(p, PV_DICT, pos), err))
+			if (p->nmarks && (base = p->marks[p->nmarks - 1]) && VKIND(p->stack[base - 1]) == V_LIST &&
+			    p->stack[base - 1].u.p->role == ROLE_DEVTRACE && p->sp - base == p->nghosts) {
+				in->pos--;
+				int fr = fast_entry(r, p, p->stack[base - 1].u.p, err);
+				if (fr < 0)
+					return -1;
+				if (fr)
+					break;
+				in->pos++;
+			}
+			if (push_obj(r, p, pv_new(p, V_DICT, pos), err))
 				return -1;
 			break;
 		case ']': /* EMPTY_LIST */
-			v = pv_new(p, PV_LIST, pos);
+			v = pv_new(p, V_LIST, pos);
 			if (new_list_role(r, p, v, err)) {
 				pv_unref(p, v);
 				return -1;
 			}
-			if (push(r, p, v, err))
+			if (push_obj(r, p, v, err))
 				return -1;
 			break;
 		case ')': /* EMPTY_TUPLE */
-			if (push(r, p, pv_new(p, PV_TUPLE, pos), err))
+			if (push_obj(r, p, pv_new(p, V_TUPLE, pos), err))
 				return -1;
 			break;
 		case 'N':
-			if (push(r, p, pv_new(p, PV_NONE, pos), err))
+			if (push_scalar(r, p, V_NONE, pos, 0, err))
 				return -1;
 			break;
 		case 0x88: case 0x89: /* NEWTRUE, NEWFALSE */
-			v = pv_new(p, PV_BOOL, pos);
-			v->i = op == 0x88;
-			if (push(r, p, v, err))
+			if (push_scalar(r, p, V_BOOL, pos, op == 0x88, err))
 				return -1;
 			break;
-		case 'K': /* BININT1: 0..255, shared like CPython's small ints */
+		case 'K': /* BININT1 */
 			if (need(r, 1, err))
 				return -1;
-			n = r->in.buf[r->in.pos++];
-			if (!(v = p->small[n])) {
-				v = p->small[n] = pv_new(p, PV_INT, pos);
-				v->i = (int64_t)n;
-			}
-			v->refs++;
-			if (push(r, p, v, err))
+			n = in->buf[in->pos++];
+			if (push_scalar(r, p, V_INT, pos, (int64_t)n, err))
 				return -1;
 			break;
 		case 'M': case 'J': /* BININT2, BININT */
 			if (need(r, op == 'M' ? 2 : 4, err))
 				return -1;
-			v = pv_new(p, PV_INT, pos);
-			if (op == 'J')
-				v->i = (int32_t)(uint32_t)rd_le(r, 4);
-			else
-				v->i = (int64_t)rd_le(r, 2);
-			if (push(r, p, v, err))
+			if (push_scalar(r, p, V_INT, pos, op == 'J' ? (int32_t)(uint32_t)rd_le(r, 4) : (int64_t)rd_le(r, 2), err))
 				return -1;
 			break;
 		case 0x8a: case 0x8b: { /* LONG1, LONG4 */
@@ -1122,9 +1641,7 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 			uint64_t u = rd_le(r, (int)n);
 			if (n && n < 8 && (u >> (8 * n - 1)) & 1)
 				u |= ~0ULL << (8 * n); /* sign-extend */
-			v = pv_new(p, PV_INT, pos);
-			v->i = (int64_t)u;
-			if (push(r, p, v, err))
+			if (push_scalar(r, p, V_INT, pos, (int64_t)u, err))
 				return -1;
 			break;
 		}
@@ -1133,11 +1650,12 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 				return -1;
 			uint64_t u = 0;
 			for (int i = 0; i < 8; i++)
-				u = (u << 8) | r->in.buf[r->in.pos + (size_t)i];
-			r->in.pos += 8;
-			v = pv_new(p, PV_FLOAT, pos);
-			memcpy(&v->f, &u, 8);
-			if (push(r, p, v, err))
+				u = (u << 8) | in->buf[in->pos + (size_t)i];
+			in->pos += 8;
+			val f;
+			f.kp = MKKP(V_FLOAT, pos);
+			memcpy(&f.u.f, &u, 8);
+			if (push(r, p, f, err))
 				return -1;
 			break;
 		}
@@ -1148,7 +1666,7 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 				return -1;
 			n = rd_le(r, w);
 			if (read_string(r, p, pos, n > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)n,
-					(op == 'C' || op == 'B' || op == 0x8e) ? PV_BYTES : PV_STR, err))
+					(op == 'C' || op == 'B' || op == 0x8e) ? V_BYTES : V_STR, err))
 				return -1;
 			break;
 		}
@@ -1180,11 +1698,13 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 				return perr(r, pos, err, "TUPLE%zu with too few values on the stack", k);
 			if (too_deep(p, p->sp - k, k))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
-			v = pv_new(p, PV_TUPLE, pos);
+			if (ghost_misplaced(p, p->sp - k, k, NULL))
+				return ghost_err(r, p, pos, err);
+			v = pv_new(p, V_TUPLE, pos);
 			for (size_t i = p->sp - k; i < p->sp; i++)
 				pv_add(p, v, p->stack[i]);
 			p->sp -= k;
-			if (push(r, p, v, err))
+			if (push_obj(r, p, v, err))
 				return -1;
 			break;
 		}
@@ -1193,72 +1713,86 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 				return -1;
 			if (too_deep(p, base, p->sp - base))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
-			v = pv_new(p, PV_TUPLE, pos);
+			if (ghost_misplaced(p, base, p->sp - base, NULL))
+				return ghost_err(r, p, pos, err);
+			v = pv_new(p, V_TUPLE, pos);
 			for (size_t i = base; i < p->sp; i++)
 				pv_add(p, v, p->stack[i]);
 			p->sp = base;
-			if (push(r, p, v, err))
+			if (push_obj(r, p, v, err))
 				return -1;
 			break;
 		case 'a': /* APPEND */
-			if (p->sp < 2 + mark_base(p) || p->stack[p->sp - 2]->kind != PV_LIST)
+			if (p->sp < 2 + mark_base(p) || VKIND(p->stack[p->sp - 2]) != V_LIST)
 				return perr(r, pos, err, "APPEND without a list");
-			if (cycle(p, p->stack[p->sp - 2], p->sp - 1, 1))
+			if (cycle(p, p->stack[p->sp - 2].u.p, p->sp - 1, 1))
 				return perr(r, pos, err, "pickle changes a list already placed in a container, or puts it in "
 					"itself (self-referencing data, not supported)");
 			if (too_deep(p, p->sp - 1, 1))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
+			if (ghost_misplaced(p, p->sp - 1, 1, p->stack[p->sp - 2].u.p))
+				return ghost_err(r, p, pos, err);
 			p->sp--;
-			if (append_items(r, p, p->stack[p->sp - 1], &p->stack[p->sp], 1, err))
+			if (append_items(r, p, p->stack[p->sp - 1].u.p, &p->stack[p->sp], 1, err))
 				return -1;
 			break;
 		case 'e': /* APPENDS */
 			if (pop_mark(r, p, pos, &base, err))
 				return -1;
-			if (base < 1 || p->stack[base - 1]->kind != PV_LIST)
+			if (base < 1 || VKIND(p->stack[base - 1]) != V_LIST)
 				return perr(r, pos, err, "APPENDS without a list");
-			if (cycle(p, p->stack[base - 1], base, p->sp - base))
+			if (cycle(p, p->stack[base - 1].u.p, base, p->sp - base))
 				return perr(r, pos, err, "pickle changes a list already placed in a container, or puts it in "
 					"itself (self-referencing data, not supported)");
 			if (too_deep(p, base, p->sp - base))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
+			if (ghost_misplaced(p, base, p->sp - base, p->stack[base - 1].u.p))
+				return ghost_err(r, p, pos, err);
 			{
 				size_t k = p->sp - base;
 				p->sp = base;
-				if (append_items(r, p, p->stack[base - 1], &p->stack[base], k, err))
+				if (append_items(r, p, p->stack[base - 1].u.p, &p->stack[base], k, err))
 					return -1;
 			}
 			break;
 		case 's': /* SETITEM */
-			if (p->sp < 3 + mark_base(p) || p->stack[p->sp - 3]->kind != PV_DICT)
+			if (p->sp < 3 + mark_base(p) || VKIND(p->stack[p->sp - 3]) != V_DICT)
 				return perr(r, pos, err, "SETITEM without a dict");
-			if (cycle(p, p->stack[p->sp - 3], p->sp - 2, 2))
+			v = p->stack[p->sp - 3].u.p;
+			if (cycle(p, v, p->sp - 2, 2))
 				return perr(r, pos, err, "pickle changes a dict already placed in a container, or puts it in "
 					"itself (self-referencing data, not supported)");
 			if (too_deep(p, p->sp - 2, 2))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
-			pv_add(p, p->stack[p->sp - 3], p->stack[p->sp - 2]);
-			pv_add(p, p->stack[p->sp - 3], p->stack[p->sp - 1]);
+			if (ghost_misplaced(p, p->sp - 2, 2, v))
+				return ghost_err(r, p, pos, err);
+			pv_add(p, v, p->stack[p->sp - 2]);
+			pv_add(p, v, p->stack[p->sp - 1]);
 			p->sp -= 2;
 			break;
 		case 'u': /* SETITEMS */
 			if (pop_mark(r, p, pos, &base, err))
 				return -1;
-			if (base < 1 || p->stack[base - 1]->kind != PV_DICT || (p->sp - base) % 2)
+			if (base < 1 || VKIND(p->stack[base - 1]) != V_DICT || (p->sp - base) % 2)
 				return perr(r, pos, err, "SETITEMS without a dict or with an odd number of values");
-			if (cycle(p, p->stack[base - 1], base, p->sp - base))
+			v = p->stack[base - 1].u.p;
+			if (cycle(p, v, base, p->sp - base))
 				return perr(r, pos, err, "pickle changes a dict already placed in a container, or puts it in "
 					"itself (self-referencing data, not supported)");
 			if (too_deep(p, base, p->sp - base))
 				return perr(r, pos, err, "pickle nests containers deeper than %d (reader limit)", MAX_DEPTH);
+			if (ghost_misplaced(p, base, p->sp - base, v))
+				return ghost_err(r, p, pos, err);
 			for (size_t i = base; i < p->sp; i++)
-				pv_add(p, p->stack[base - 1], p->stack[i]);
+				pv_add(p, v, p->stack[i]);
 			p->sp = base;
 			break;
 		case '0': /* POP */
 			if (p->sp <= mark_base(p))
 				return perr(r, pos, err, "POP on an empty stack");
-			pv_unref(p, p->stack[--p->sp]);
+			if (VKIND(p->stack[p->sp - 1]) == V_GHOST)
+				return ghost_err(r, p, pos, err);
+			val_drop(p, p->stack[--p->sp]);
 			break;
 		default: {
 			const char *name = opname(op);
@@ -1298,21 +1832,24 @@ static void pickle_close(as_reader *r)
 	if (!p)
 		return;
 	for (size_t i = 0; i < p->sp; i++)
-		pv_unref(p, p->stack[i]);
+		val_drop(p, p->stack[i]);
 	pv_unref(p, p->traces);
 	pv_unref(p, p->seglist);
 	free(p->stack);
-	for (size_t i = 0; i < p->memocap; i++)
-		pv_unref(p, p->memo[i]);
+	for (size_t i = 0; i < p->memohw; i++)
+		word_drop(p, p->memo[i]);
 	free(p->memo);
 	for (size_t i = 0; i < p->memo_sparse.cap; i++)
 		if (idmap_live(&p->memo_sparse, i))
-			pv_unref(p, p->memo_sparse.vals[i]);
+			word_drop(p, (uintptr_t)p->memo_sparse.vals[i]);
+	free(p->scal);
 	idmap_free(&p->memo_sparse);
 	for (size_t i = 0; i < p->strcap; i++)
-		pv_unref(p, p->strtab[i]);
-	for (size_t i = 0; i < 256; i++)
-		pv_unref(p, p->small[i]);
+		if (p->strtab[i]) {
+			p->bytes -= pv_bytes(p->strtab[i]);
+			free(p->strtab[i]->items);
+			free(p->strtab[i]);
+		}
 	free(p->strtab);
 	while (p->pool) {
 		pv *v = p->pool;
@@ -1321,6 +1858,9 @@ static void pickle_close(as_reader *r)
 		free(v);
 	}
 	idmap_free(&p->live);
+	free(p->slot_id);
+	free(p->slot_req);
+	free(p->freeslots);
 	free(p->q);
 	free(p->run);
 	free(p->dead);
@@ -1329,7 +1869,6 @@ static void pickle_close(as_reader *r)
 	as_sites_free(&p->sites);
 	free(p);
 }
-
 static const struct as_reader_ops pickle_ops = { "pytorch", pickle_next, pickle_close };
 
 int as_pickle_open(as_reader *r, const as_reader_opts *o, as_err *err)
@@ -1346,6 +1885,7 @@ int as_pickle_open(as_reader *r, const as_reader_opts *o, as_err *err)
 	r->priv = p;
 	r->ops = &pickle_ops;
 	r->pos_is_line = 0;
+	r->slots_assigned = 1;
 	snprintf(r->meta.format, sizeof r->meta.format, "pytorch");
 	snprintf(r->meta.source, sizeof r->meta.source, "pytorch-snapshot");
 	return 0;

@@ -135,7 +135,8 @@ int as_reader_next(as_reader *r, as_event *ev, as_err *err)
 	}
 	live_ids *live = r->live;
 	void *st;
-	switch (ev->type) {
+	/* a format that numbers its live allocations itself (slots_assigned) has kept these rules */
+	switch (r->slots_assigned ? EV_PHASE : ev->type) {
 	case EV_ALLOC:
 		if (ev->size == 0 || ev->size >= AS_MAX_REQUEST) {
 			snprintf(msg, sizeof msg, "allocation %" PRIu64 " has size %" PRIu64 " (must be 1 .. 2^60-1)", ev->id, ev->size);

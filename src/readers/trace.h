@@ -84,6 +84,7 @@ typedef struct as_input {
 	int gzip;         /* 1: gzip members, inflated; 0: plain */
 	int zdone;        /* the current gzip member has ended */
 	z_stream zs;
+	void *isal;       /* ISA-L's inflater while it reads the input (input.c), else NULL */
 	unsigned char *raw;
 	char *path;
 	unsigned char *buf;
@@ -117,6 +118,9 @@ struct as_reader {
 	void *live;    /* ids live in the trace (generic checks, reader.c) */
 	struct as_tracecheck *check; /* times, addresses, segment sizes (tracecheck.c) */
 	int time_unordered; /* set by the format: times may go backwards (RMM) */
+	int slots_assigned; /* set by the format: it numbers live allocations (as_event.slot) itself, with
+	                     * fresh ids and frees of live ids only (the snapshot reader), so
+	                     * as_reader_next keeps no map of its own */
 	int finished;
 };
 

@@ -7,14 +7,16 @@
  *   - segment events have sizes 1 .. 2^60-1 and fit the address space; a segment_alloc overlaps no
  *     live segment; a segment_free of a known segment names its size.
  * Memory follows the live allocations and segments that carry addresses; nodes are recycled, so a
- * replay allocates nothing per event once the high-water mark of live allocations is reached.
+ * replay allocates nothing per event once the high-water mark of live allocations is reached. A
+ * live allocation's span is found by its slot (as_reader_next numbers live allocations densely):
+ * an array as long as the most allocations live at once, not a hash of ids.
  */
 #include "readers/tracecheck.h"
-#include "util/idmap.h"
 #include "util/tree.h"
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct span {
 	uint64_t addr, size, id;
@@ -38,7 +40,8 @@ struct as_tracecheck {
 	int time_unordered;
 	int64_t last_time;
 	struct span_tree allocs, segs;
-	idmap by_id;        /* allocation id -> its span (only allocations with an address) */
+	span **by_slot;     /* live allocation slot -> its span (NULL: no address) */
+	size_t nslots;
 	span *free_spans;
 	slab *slabs;
 };
@@ -50,7 +53,6 @@ as_tracecheck *as_tracecheck_new(int time_unordered)
 	c->last_time = -1;
 	RB_INIT(&c->allocs);
 	RB_INIT(&c->segs);
-	idmap_init(&c->by_id);
 	return c;
 }
 
@@ -62,7 +64,7 @@ void as_tracecheck_free(as_tracecheck *c)
 		n = s->next;
 		free(s);
 	}
-	idmap_free(&c->by_id);
+	free(c->by_slot);
 	free(c);
 }
 
@@ -121,17 +123,37 @@ int as_tracecheck_event(as_tracecheck *c, const as_event *ev, char *why, size_t 
 				ev->id, ev->addr, ev->size);
 			return -1;
 		}
-		if ((s = overlap(&c->allocs, ev->addr, ev->size))) {
+		/* inserted first (one descent), then its neighbours checked: the live span that overlaps
+		 * is the same overlap() would find (the one at or after addr first, then the one before) */
+		s = span_new(c, ev->addr, ev->size, ev->id);
+		span *o = RB_INSERT(span_tree, &c->allocs, s), *nb;
+		if (!o) {
+			if ((nb = RB_NEXT(span_tree, &c->allocs, s)) && nb->addr - ev->addr < ev->size)
+				o = nb;
+			else if ((nb = RB_PREV(span_tree, &c->allocs, s)) && ev->addr - nb->addr < nb->size)
+				o = nb;
+			if (o)
+				RB_REMOVE(span_tree, &c->allocs, s);
+		}
+		if (o) {
+			span_put(c, s);
 			snprintf(why, n, "allocation %" PRIu64 " at 0x%" PRIx64 " (%" PRIu64 " bytes) overlaps live allocation %" PRIu64
-				" at 0x%" PRIx64 " (%" PRIu64 " bytes)", ev->id, ev->addr, ev->size, s->id, s->addr, s->size);
+				" at 0x%" PRIx64 " (%" PRIu64 " bytes)", ev->id, ev->addr, ev->size, o->id, o->addr, o->size);
 			return -1;
 		}
-		s = span_new(c, ev->addr, ev->size, ev->id);
-		RB_INSERT(span_tree, &c->allocs, s);
-		idmap_put(&c->by_id, ev->id, s);
+		if (ev->slot >= c->nslots) {
+			size_t cap = c->nslots ? c->nslots : 256;
+			while (cap <= ev->slot)
+				cap *= 2;
+			c->by_slot = xrealloc(c->by_slot, cap * sizeof(span *));
+			memset(c->by_slot + c->nslots, 0, (cap - c->nslots) * sizeof(span *));
+			c->nslots = cap;
+		}
+		c->by_slot[ev->slot] = s;
 		return 0;
 	case EV_FREE:
-		if (c->by_id.count && (s = idmap_del(&c->by_id, ev->id))) {
+		if (ev->slot < c->nslots && (s = c->by_slot[ev->slot])) {
+			c->by_slot[ev->slot] = NULL;
 			RB_REMOVE(span_tree, &c->allocs, s);
 			span_put(c, s);
 		}
