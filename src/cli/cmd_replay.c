@@ -42,7 +42,7 @@ static const char replay_usage[] =
 	"      --backend NAME      sim (default: the simulated device) or cuda (the real GPU)\n"
 	"      --device N          the device of a multi-GPU snapshot to replay (default: the one with\n"
 	"                          history); with --backend cuda also the GPU ordinal (default 0)\n"
-	"      --latency FILE      write one row per malloc/free: event,op,bytes,ns,device_us\n"
+	"      --latency FILE      write one row per malloc/free: event,op,bytes,ns,device_us,timing\n"
 	"      --device-log FILE   write one row per device call: call,event,gap,op,model_op,bytes,\n"
 	"                          address,result,us,reserved_bytes (doc/real-gpu.md)\n"
 	"      --latency-model F   device-call latency model for the simulation (default: the bundled\n"
@@ -444,7 +444,7 @@ int cmd_replay(int argc, char **argv)
 	}
 	if (latency) {
 		e.latency = lf.fp;
-		fputs("event,op,bytes,ns,device_us\n", lf.fp);
+		fputs("event,op,bytes,ns,device_us,timing\n", lf.fp);
 	}
 	if (devlog) {
 		dev->log = df.fp;

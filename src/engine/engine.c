@@ -31,8 +31,9 @@ static inline void op_end(as_engine *e, double t0, int is_alloc, uint64_t size)
 		ns = e->dev->op_us * 1000.0 + (e->host_timing ? mono_ns() - t0 : 0.0);
 	as_quant_add(is_alloc ? &e->lat_alloc : &e->lat_free, ns);
 	if (e->latency)
-		fprintf(e->latency, "%" PRIu64 ",%s,%" PRIu64 ",%.0f,%.3f\n", e->s.events, is_alloc ? "malloc" : "free",
-			size, ns, e->dev->op_us);
+		fprintf(e->latency, "%" PRIu64 ",%s,%" PRIu64 ",%.0f,%.3f,%s\n", e->s.events, is_alloc ? "malloc" : "free",
+			size, ns, e->dev->op_us, /* what ns is: */
+			e->dev->measured ? "measured" : e->host_timing ? "model+host" : "model");
 }
 
 int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, as_device *dev, as_err *err)
