@@ -1,15 +1,26 @@
 """plotstyle.py - shared look of allocsim's figures: paper column widths, a colour-blind-safe
-palette (Okabe & Ito), embedded TrueType fonts, byte axes in MiB/GiB, PDF + PNG output."""
+palette (Okabe & Ito) with a marker per trace beyond its 8 colours, embedded TrueType fonts, byte
+axes in MiB/GiB, sizes with units, legends outside the data, tick labels that do not collide, and
+reproducible PDF + PNG output (no dates or versions in the files: the same bytes on every run)."""
 import argparse
 import os
+import re
+import sys
 
 import matplotlib
 
 matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib import ticker  # noqa: E402
 
 # Okabe & Ito (2008), distinguishable under the common colour-vision deficiencies.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+# 7 markers (coprime with the 8 colours): trace i gets colour i % 8 and marker i % 7, so the first
+# 56 traces all differ in (colour, marker). 'X' is kept for out-of-memory runs.
+MARKERS = ["o", "s", "^", "D", "v", "P", "*"]
+OOM_MARKER = dict(marker="X", ms=6, mfc="none", mec="#D55E00", mew=1.0, ls="none")
+# dash patterns for a second swept parameter (one per value)
+DASHES = ["-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (8, 2))]
 WIDTHS = {"single": 3.5, "double": 7.16}  # inches: one and two columns of a two-column paper
 
 matplotlib.rcParams.update({
@@ -18,20 +29,80 @@ matplotlib.rcParams.update({
     "xtick.labelsize": 7, "ytick.labelsize": 7, "lines.linewidth": 1.2,
     "axes.prop_cycle": matplotlib.cycler(color=PALETTE), "axes.grid": True, "grid.alpha": 0.3,
     "savefig.bbox": "tight", "savefig.dpi": 300,
+    "svg.hashsalt": "allocsim",  # fixed ids in SVG output
+    "path.simplify": True,
 })
 
 
+def style(i):
+    """Colour and marker of the i-th trace (distinct for the first 56)."""
+    return dict(color=PALETTE[i % len(PALETTE)], marker=MARKERS[i % len(MARKERS)])
+
+
 def parser(description):
-    p = argparse.ArgumentParser(description=description)
+    p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-o", "--output", required=True, help="output file name without extension, or ending in .pdf/.png")
     p.add_argument("--width", choices=WIDTHS, default="single", help="single or double column")
     p.add_argument("--height", type=float, default=None, help="height in inches")
     return p
 
 
+def die(msg, status=65):
+    """A clear message on standard error, and a documented exit status (65: bad data, 66: missing input)."""
+    sys.stderr.write("%s: %s\n" % (os.path.basename(sys.argv[0]), msg))
+    sys.exit(status)
+
+
+def read_csv(path):
+    """Rows of a CSV file ('#' comment lines skipped), or a message naming the file."""
+    import csv
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    except OSError as e:
+        die("%s: %s" % (path, e.strerror), 66)
+    if not rows:
+        die("%s: no data rows" % path)
+    return rows
+
+
+def need(rows, path, *cols):
+    missing = [c for c in cols if c not in rows[0]]
+    if missing:
+        die("%s: no column %s (columns: %s)" % (path, ", ".join(missing), ", ".join(rows[0])))
+
+
 def figure(args, nrows=1, ncols=1, height=None, **kw):
     h = args.height or height or WIDTHS[args.width] * 0.62
+    kw.setdefault("layout", "constrained")
     return plt.subplots(nrows, ncols, figsize=(WIDTHS[args.width], h), **kw)
+
+
+# ---- sizes ------------------------------------------------------------------------------------
+UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1000, "kib": 1 << 10, "m": 1 << 20, "mb": 1000 ** 2, "mib": 1 << 20,
+         "g": 1 << 30, "gb": 1000 ** 3, "gib": 1 << 30, "t": 1 << 40, "tb": 1000 ** 4, "tib": 1 << 40}
+SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?(?:[eE][0-9]+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_size(text):
+    """'16GiB', '1.5 GB', '512M', '17179869184' -> bytes (int); None when text is not a size."""
+    m = SIZE_RE.match(text)
+    if not m or m.group(2).lower() not in UNITS:
+        return None
+    return int(round(float(m.group(1)) * UNITS[m.group(2).lower()]))
+
+
+def has_unit(text):
+    m = SIZE_RE.match(text)
+    return bool(m and m.group(2) and m.group(2).lower() in UNITS)
+
+
+def fmt_bytes(n):
+    """Bytes as a short label: '16 GiB', '1.5 GiB', '512 MiB', '4 KiB', '100 B'."""
+    for div, unit in ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+        if abs(n) >= div:
+            return "%s %s" % (("%.2f" % (n / div)).rstrip("0").rstrip("."), unit)
+    return "%d B" % n
 
 
 def byte_unit(max_bytes):
@@ -44,13 +115,81 @@ def scaled(values, max_bytes):
     return [v / div for v in values], unit
 
 
+def byte_ticks(axis):
+    """Round ticks (1, 2, 2.5, 5, 10 steps) on an axis whose values are in GiB or MiB."""
+    axis.set_major_locator(ticker.MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]))
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: ("%.2f" % v).rstrip("0").rstrip(".")))
+
+
+def log_ticks(ax, which="y"):
+    """At least 3 labelled ticks on a log axis: decades when the data spans several, else 1-2-5
+    steps, else every integer multiple (matplotlib labels only decades, so a range within one
+    decade shows a single label, or none)."""
+    axis = ax.yaxis if which == "y" else ax.xaxis
+    lo, hi = sorted(ax.get_ylim() if which == "y" else ax.get_xlim())
+    for subs in ((1.0,), (1.0, 2.0, 5.0), (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0)):
+        loc = ticker.LogLocator(base=10, subs=subs, numticks=30)
+        n = sum(1 for t in loc.tick_values(lo, hi) if lo <= t <= hi)
+        if n >= 3:
+            break
+    axis.set_major_locator(loc)
+    if subs == (1.0,) and hi > 1e4:  # decades far from 1: 10^k
+        axis.set_major_formatter(ticker.LogFormatterSciNotation())
+    else:
+        axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: "{:,.0f}".format(v) if v >= 1 else "%g" % v))
+    axis.set_minor_formatter(ticker.NullFormatter())
+
+
+def thin_labels(fig, axes, which="x"):
+    """Hide every other tick label (then 2 of 3, ...) until the visible ones do not overlap."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    for ax in axes:
+        labels = [t for t in (ax.get_xticklabels() if which == "x" else ax.get_yticklabels()) if t.get_text()]
+        for k in range(1, len(labels) + 1):
+            for i, t in enumerate(labels):
+                t.set_visible(i % k == 0)
+            vis = [t.get_window_extent(r) for t in labels if t.get_visible()]
+            if all(not a.overlaps(b) for a, b in zip(vis, vis[1:])):
+                break
+
+
+def legend_above(fig, axes, handles=None, labels=None, ncol=None, **kw):
+    """The legend outside the axes, centred above them: it covers no data."""
+    if handles is None:
+        handles, labels = [], []
+        for ax in (axes if isinstance(axes, (list, tuple)) else [axes]):
+            for h, l in zip(*ax.get_legend_handles_labels()):
+                if l not in labels:
+                    handles.append(h)
+                    labels.append(l)
+    if not handles:
+        return None
+    kw = dict(loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False, borderaxespad=0.2, **kw)
+    if ncol is not None:
+        return fig.legend(handles, labels, ncol=ncol, **kw)
+    # as many columns as fit the figure's width, measured
+    r = fig.canvas.get_renderer()
+    for n in range(len(labels), 0, -1):
+        lg = fig.legend(handles, labels, ncol=n, **kw)
+        if n == 1 or lg.get_window_extent(r).width <= fig.get_figwidth() * fig.dpi:
+            return lg
+        lg.remove()
+
+
 def save(fig, output):
+    """PDF and PNG without dates or versions: the same bytes on every run (make figures is
+    reproducible); the PDF's producer is named without matplotlib's version."""
     base, ext = os.path.splitext(output)
     outs = [output] if ext in (".pdf", ".png") else [base + ".pdf", base + ".png"]
     for o in outs:
         d = os.path.dirname(o)
         if d:
             os.makedirs(d, exist_ok=True)
-        fig.savefig(o)
+        if o.endswith(".pdf"):
+            meta = {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": "allocsim " + os.path.basename(sys.argv[0])}
+        else:
+            meta = {"Software": None}
+        fig.savefig(o, metadata=meta)
     plt.close(fig)
     return outs
