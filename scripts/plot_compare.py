@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
 """Policy comparison: grouped bars of peak reserved bytes (and peak requested as a reference line)
-per trace, one bar per policy/config. Input: summary CSVs from 'allocsim replay' or 'allocsim sweep'."""
-import csv
+per trace, one bar per policy/config, the legend above the axes. Input: summary CSVs from 'allocsim replay' or 'allocsim sweep'."""
 import os
 
 import plotstyle as ps
@@ -11,7 +10,11 @@ def main():
     p = ps.parser(__doc__)
     p.add_argument("csv", nargs="+")
     a = p.parse_args()
-    rows = [r for f in a.csv for r in csv.DictReader(open(f))]
+    rows = []
+    for f in a.csv:
+        rs = ps.read_csv(f)
+        ps.need(rs, f, "trace", "policy", "config", "peak_reserved_bytes", "peak_requested_bytes")
+        rows += rs
     traces, setups = [], []
     for r in rows:
         s = "%s %s" % (r["policy"], r["config"] or "(defaults)")
@@ -34,7 +37,8 @@ def main():
     ax.set_xticks(range(len(traces)))
     ax.set_xticklabels([os.path.basename(t).split("__")[0] for t in traces])
     ax.set_ylabel("peak reserved (%s)" % unit)
-    ax.legend(frameon=False, loc="upper left")
+    ps.byte_ticks(ax.yaxis)
+    ps.legend_above(fig, ax)  # outside the axes: no bar or line under it
     print("\n".join(ps.save(fig, a.output)))
 
 
