@@ -4,7 +4,8 @@ grouped bars (1.0 = no byte wasted), log scale when the ratios span more than a 
 Input: the CSV of 'allocsim compare -p all TRACE...' (or any summary CSVs with the columns policy,
 trace, peak_reserved_bytes and overhead_vs_bound or lower_bound_bytes). A policy missing for a
 trace (not run, or no bound) is marked n/a; runs that hit out-of-memory are hatched.
-When the trace names do not fit side by side, the bars are horizontal, one group of rows per trace.
+Traces side by side when their names fit; otherwise a few traces as rows of horizontal bars, or
+many as columns with upright names (--orient to choose).
 Example: plot_policies.py compare.csv --width double -o fig/policies"""
 import os
 
@@ -37,6 +38,8 @@ def main():
     p = ps.parser(__doc__)
     p.add_argument("csv", nargs="+")
     p.add_argument("--policies", help="comma list: these policies in this order (default: all, in file order)")
+    p.add_argument("--orient", choices=["auto", "vertical", "horizontal"], default="auto",
+                   help="bars up (traces side by side) or across (traces as rows); auto: by the names and count")
     p.add_argument("--scale", choices=["auto", "log", "linear"], default="auto", help="y scale (default: log when needed)")
     a = p.parse_args()
     rows = []
@@ -73,13 +76,18 @@ def main():
         ps.die("%s: no row has a lower bound" % ", ".join(a.csv))
     log = a.scale == "log" or (a.scale == "auto" and max(vals) / min(vals) > 10)
     names = [short(t) for t in traces]
-    # horizontal bars (traces as rows) when the names would not fit side by side: no tilted labels
-    horizontal = sum(len(s) + 2 for s in names) * 0.05 > ps.WIDTHS[a.width] * 0.85
+    # names side by side when they fit; else a few traces as rows of horizontal bars, many traces
+    # as columns with upright names (never tilted labels, which collide)
+    fits = sum(len(s) + 2 for s in names) * 0.05 < ps.WIDTHS[a.width] * 0.85
+    orient = a.orient if a.orient != "auto" else "vertical" if fits or len(traces) > 8 else "horizontal"
+    horizontal = orient == "horizontal"
+    upright = not horizontal and not fits
     n = len(setups)
     if horizontal:
         fig, ax = ps.figure(a, height=max(2.2, 0.06 * n * len(traces) + 0.9))
     else:
-        fig, ax = ps.figure(a)
+        fig, ax = ps.figure(a, height=ps.WIDTHS[a.width] * 0.62 * (1.0 if ps.WIDTHS[a.width] < 5 else 0.55)
+                            + (0.05 * max(len(s) for s in names) if upright else 0))
     w = 0.8 / n
     labelled = set()
     lo, hi = min(min(vals), 1.0), max(vals)
@@ -118,7 +126,8 @@ def main():
         ax.set_ylim(len(traces) - 0.5, -0.5)
         ax.grid(False, axis="y")
     else:
-        ax.set_xticks(range(len(traces)), names)
+        ax.set_xticks(range(len(traces)), names, rotation=90 if upright else 0)
+        ax.set_xlim(-0.5, len(traces) - 0.5)
         ax.grid(False, axis="x")
     vax.set_label_text("reserved / lower bound")
     h, l = ax.get_legend_handles_labels()
