@@ -31,7 +31,8 @@ def main():
             for r in rows:
                 if r["trace"] == t and "%s %s" % (r["policy"], r["config"] or "(defaults)") == s:
                     v = int(r["peak_reserved_bytes"]) / div
-                    ax.bar(i + (j - (len(setups) - 1) / 2) * w, v, w, color=ps.PALETTE[j % 8], label=s if i == 0 else None)
+                    ax.bar(i + (j - (len(setups) - 1) / 2) * w, v, w, color=ps.PALETTE[j % 8], label=s if i == 0 else None,
+                           hatch=["", "////", "....", "xxxx"][(j // 8) % 4], edgecolor="white", linewidth=0.3)
                     ax.plot([i - 0.4, i + 0.4], [int(r["peak_requested_bytes"]) / div] * 2, color="black", lw=0.8, ls=":",
                             label="peak requested" if i == 0 and j == 0 else None)
     ax.set_xticks(range(len(traces)))

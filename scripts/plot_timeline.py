@@ -22,7 +22,8 @@ def main():
     for i, (label, rows) in enumerate(runs):
         xs = [int(r["event"]) if a.x == "event" else (int(r["time_us"]) - int(rows[0]["time_us"])) / 1e6 for r in rows]
         res, unit = ps.scaled([int(r["reserved_bytes"]) for r in rows], top)
-        ax.plot(xs, res, color=ps.PALETTE[i % len(ps.PALETTE)], label="%s reserved" % label)
+        ax.plot(xs, res, color=ps.PALETTE[i % len(ps.PALETTE)], ls=ps.DASHES[(i // len(ps.PALETTE)) % len(ps.DASHES)],
+                label="%s reserved" % label)  # beyond 8 runs: dashed
         if i == 0:
             ax.plot(xs, ps.scaled([int(r["allocated_bytes"]) for r in rows], top)[0], color="0.45", lw=0.8, label="allocated")
             ax.plot(xs, ps.scaled([int(r["requested_bytes"]) for r in rows], top)[0], color="0.7", lw=0.8, ls="--", label="requested")
