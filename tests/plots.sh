@@ -49,13 +49,11 @@ is "$(awk -F, 'NR > 1 && $4 != sprintf("%.0f", $5 * 1000) { n++ } END { print NR
 P="$srcdir/tests/plotcheck.py"
 cat > "$TMP/cases" <<EOF
 timeline --legend-clear --no-overlap -- $S/plot_timeline.py -o $TMP/timeline a=$TMP/tl.csv expandable=$TMP/tl2.csv max_split_size_mb:128=$TMP/tl3.csv
-sweep --legend-outside --no-overlap -- $S/plot_sweep.py $TMP/sw.csv --param max_split_size_mb --width double -o $TMP/sweep
-sweep-single --legend-outside --no-overlap --log-ticks 3 -- $S/plot_sweep.py $TMP/sw.csv --param max_split_size_mb -o $TMP/sweep1
+sweep --legend-outside --no-overlap --log-ticks 3 -- $S/plot_sweep.py $TMP/sw.csv --param max_split_size_mb -o $TMP/sweep
 sweep-many --legend-outside --distinct-styles --no-overlap -- $S/plot_sweep.py $TMP/many.csv --param max_split_size_mb -o $TMP/many
 sweep-oom --oom 2 --xticks-match '^[0-9.]+ GiB$' --no-overlap --legend-outside -- $S/plot_sweep.py $TMP/cap.csv --param capacity -o $TMP/cap
-sweep-units --oom 2 --xticks-match '^[0-9.]+ GiB$' -- $S/plot_sweep.py $TMP/capu.csv --param capacity -o $TMP/capu
-sweep-infer --text-has capacity -- $S/plot_sweep.py $TMP/cap.csv -o $TMP/infer
-sweep-two --monotone-x --distinct-styles --text-has expandable_segments=True --no-overlap -- $S/plot_sweep.py $TMP/two.csv --param max_split_size_mb -o $TMP/two
+sweep-units-infer --oom 2 --xticks-match '^[0-9.]+ GiB$' --text-has capacity -- $S/plot_sweep.py $TMP/capu.csv -o $TMP/capu
+sweep-two --monotone-x --distinct-styles --text-has expandable_segments=True --no-overlap --legend-outside -- $S/plot_sweep.py $TMP/two.csv --param max_split_size_mb --width double -o $TMP/two
 compare --legend-clear --no-overlap -- $S/plot_compare.py $TMP/cmp.csv -o $TMP/compare
 segments --min-row-width 0.5 --no-overlap --text-has resnet50_train__default --text-has 'pytorch (defaults)' -- $S/plot_segments.py $TMP/seg.csv --summary $TMP/sum.csv --moment end -o $TMP/segments
 latency --legend-clear --no-overlap --log-ticks 3 --text-has 'modelled device time + measured host time' -- $S/plot_latency.py -o $TMP/latency pytorch=$TMP/lat.csv passthrough=$TMP/lat2.csv
