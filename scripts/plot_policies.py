@@ -130,6 +130,8 @@ def main():
         ax.set_xlim(-0.5, len(traces) - 0.5)
         ax.grid(False, axis="x")
     vax.set_label_text("reserved / lower bound")
+    if all(not r.get("config") for r in cell.values()):  # say so: a trace's name may carry settings
+        ax.set_title("every policy with its default settings", fontsize=7)
     h, l = ax.get_legend_handles_labels()
     if any(int(r.get("num_ooms") or 0) > 0 for r in cell.values()):
         from matplotlib.patches import Patch
