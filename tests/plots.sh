@@ -36,15 +36,10 @@ is "$(tail -n +2 "$TMP/lat.csv" | cut -d, -f6 | sort -u | tr '\n' ' ')" "model+h
 is "$(tail -n +2 "$TMP/latnt.csv" | cut -d, -f6 | sort -u | tr '\n' ' ')" "model " "--no-timing: model (modelled device time only)"
 is "$(awk -F, 'NR > 1 && $4 != sprintf("%.0f", $5 * 1000) { n++ } END { print NR - 1, n + 0 }' "$TMP/latnt.csv")" "9197 0" \
 	"--no-timing: a row per malloc and free, ns is the device time"
-# a comparison CSV in the columns of 'allocsim compare' (lower bound: the peak of live bytes),
-# one policy missing for one trace, one run out of memory
-"$A" sweep -t "$tr" "$tr2" -p pytorch -p bestfit -p passthrough --param capacity=none -o "$TMP/pol-sw.csv"
-"$A" sweep -t "$tr2" -p cuda-async --param capacity=4294967296 -o "$TMP/pol-oom.csv"
-{ echo "policy,trace,config,peak_reserved_bytes,num_ooms,lower_bound_bytes,overhead_vs_bound"
-  for f in "$TMP/pol-sw.csv" "$TMP/pol-oom.csv"; do
-	awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-		{ lb = $c["peak_requested_bytes"]; printf "%s,%s,,%s,%s,%s,%.6f\n", $c["policy"], $c["trace"], $c["peak_reserved_bytes"],
-		  $c["num_ooms"], lb, $c["peak_reserved_bytes"] / lb }' "$f"; done; } > "$TMP/pol.csv"
+# allocsim compare: three policies on two traces, and one more policy on one trace only (the other
+# has no row of it: n/a), with a capacity it runs out of (hatched)
+"$A" compare -p pytorch,bestfit,passthrough -o "$TMP/pol.csv" "$tr" "$tr2"
+"$A" compare -p cuda-async --capacity 4GiB -o "$TMP/pol-oom.csv" "$tr2"
 
 P="$srcdir/tests/plotcheck.py"
 cat > "$TMP/cases" <<EOF
@@ -59,8 +54,8 @@ segments --min-row-width 0.5 --no-overlap --text-has resnet50_train__default --t
 latency --legend-clear --no-overlap --log-ticks 3 --text-has 'modelled device time + measured host time' -- $S/plot_latency.py -o $TMP/latency pytorch=$TMP/lat.csv passthrough=$TMP/lat2.csv
 latency-zeros --exit 65 --stderr-has 'latencies are 0 ns' --stderr-has 'replay --no-timing' -- $S/plot_latency.py -o $TMP/latnt pytorch=$TMP/latnt.csv
 latency-device --legend-clear --no-overlap --text-has 'modelled device time' --text-has '110 of 4600 calls' -- $S/plot_latency.py --device-calls -o $TMP/latdev pytorch=$TMP/latnt.csv passthrough=$TMP/lat2nt.csv
-policies --legend-clear --no-overlap --text-has 'n/a' --text-has 'out of memory' -- $S/plot_policies.py $TMP/pol.csv -o $TMP/policies
-policies-log --legend-clear --no-overlap --log-ticks 3 -- $S/plot_policies.py $TMP/pol.csv --scale log --width double -o $TMP/policies-log
+policies --legend-clear --no-overlap --text-has 'n/a' --text-has 'out of memory' -- $S/plot_policies.py $TMP/pol.csv $TMP/pol-oom.csv -o $TMP/policies
+policies-log --legend-clear --no-overlap --log-ticks 3 -- $S/plot_policies.py $TMP/pol.csv $TMP/pol-oom.csv --scale log --width double -o $TMP/policies-log
 repro-1 --env SOURCE_DATE_EPOCH=1 -- $S/plot_compare.py $TMP/cmp.csv -o $TMP/repro1
 repro-2 --env SOURCE_DATE_EPOCH=1900000000 -- $S/plot_compare.py $TMP/cmp.csv -o $TMP/repro2
 EOF
