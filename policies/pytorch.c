@@ -298,6 +298,61 @@ static uint64_t try_merge(ptpol *p, pblock *dst, pblock *src)
 	return sub;
 }
 
+static inline int mergeable(const pblock *dst, const pblock *src)
+{
+	return src && !src->allocated && !src->pending && dst->mapped == src->mapped;
+}
+
+/* free_block's merges (try_merge with the previous then the next block, then the insert of the
+ * result), with the same set and sums as the result: the merged block is one of the free
+ * neighbours, already in pool->blocks, not b; its key only grows (a larger size), so it keeps its
+ * place in the tree when it still sorts before its successor, instead of a removal and an insert.
+ * Which block object stands for the merged range is invisible (handles of free blocks are never
+ * held). Returns the merged block; counts the merges into nblocks and nbytes as free_block does. */
+static pblock *merge_free(ptpol *p, pblock *b, int64_t *nblocks, int64_t *nbytes)
+{
+	ppool *pool = b->pool;
+	pblock *pv = b->prev, *nx = b->next;
+	int mp = mergeable(b, pv), mn = mergeable(b, nx);
+	pblock *m = mp ? pv : nx; /* the survivor, in pool->blocks */
+	uint64_t ptr = mp ? pv->ptr : b->ptr, size = b->size;
+	pblock *prev = mp ? pv->prev : b->prev, *next = mn ? nx->next : b->next;
+	if (mp) {
+		*nblocks -= 1;
+		*nbytes -= (int64_t)pv->size;
+		size += pv->size;
+	}
+	if (mn) {
+		*nblocks -= 1;
+		*nbytes -= (int64_t)nx->size;
+		size += nx->size;
+	}
+	if (mp && mn)
+		RB_REMOVE(bset, &pool->blocks, nx);
+	pblock *succ = RB_NEXT(bset, &pool->blocks, m);
+	waste_out(p, m);
+	m->ptr = ptr;
+	m->size = size;
+	m->prev = prev;
+	m->next = next;
+	m->requested = b->requested;
+	m->rounded = b->rounded;
+	waste_in(p, m);
+	if (prev)
+		prev->next = m;
+	if (next)
+		next->prev = m;
+	if (succ && !size_less(m, succ)) {
+		RB_REMOVE(bset, &pool->blocks, m);
+		bset_insert(&pool->blocks, m);
+	}
+	m->gc_base = pool->gc_calls;
+	block_delete(p, b);
+	if (mp && mn)
+		block_delete(p, nx);
+	return m;
+}
+
 static void free_block(ptpol *p, pblock *b)
 {
 	uint64_t orig = b->size, req = b->requested;
@@ -307,14 +362,11 @@ static void free_block(ptpol *p, pblock *b)
 	waste_out(p, b);
 	b->pending = 0;
 	waste_in(p, b);
-	for (int i = 0; i < 2; i++) {
-		uint64_t sub = try_merge(p, b, cand[i]);
-		if (sub) {
-			nblocks -= 1;
-			nbytes -= (int64_t)sub;
-		}
+	if (mergeable(b, cand[0]) || mergeable(b, cand[1])) {
+		b = merge_free(p, b, &nblocks, &nbytes);
+	} else {
+		insert_into_blocks(pool, b);
 	}
-	insert_into_blocks(pool, b);
 	if (is_split(b)) {
 		nblocks += 1;
 		nbytes += (int64_t)b->size;
