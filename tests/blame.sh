@@ -61,6 +61,8 @@ is "$(printf '%s\n' "$out" | sed -n 4p | awk '{print $NF, $(NF-1)}')" "work /wor
 is "$("$A" blame "$fx.pickle.gz" | sed -n 2p)" "peak,1,/work/main/.device/reader/record.py:15 work,79002800,200,35,655000400,200" "frames fixture: its fenced bytes, blocks and segments"
 run "$A" blame --largest --top 1 "$fx.pickle.gz"
 is "$(printf '%s\n' "$out" | sed -n 2p)" "peak,1,33554432,557,/work/main/.device/reader/record.py:19 work < /work/main/.device/reader/record.py:23 <module>" "--largest: the whole Python stack, innermost first"
+run "$A" advise "$fx.pickle.gz"
+contains "$out" "0.074 GiB     200       35    0.610 GiB  /work/main/.device/reader/record.py:15 work"; ok $? "advise names the culprit of the real capture first"
 # errors
 printf '#allocsim-trace 1\na 1 10 0\nf 1\n' > "$TMP/n.trace"
 run "$A" blame "$TMP/n.trace"; is "$st" 65 "a trace without segment addresses: exit 65"
