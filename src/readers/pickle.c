@@ -1670,6 +1670,17 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 				return -1;
 			break;
 		}
+		case 0x96: /* BYTEARRAY8 (protocol 5): an in-band bytearray, kept as bytes */
+			if (need(r, 8, err))
+				return -1;
+			n = rd_le(r, 8);
+			if (read_string(r, p, pos, n > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)n, V_BYTES, err))
+				return -1;
+			break;
+		case 0x97: case 0x98: /* NEXT_BUFFER, READONLY_BUFFER (protocol 5) */
+			return perr(r, pos, err, "pickle opcode %s (0x%02x) needs an out-of-band buffer (protocol 5 "
+				"written with a buffer_callback); the buffers are not in the file, and a snapshot written "
+				"by pickle.dump has none", op == 0x97 ? "NEXT_BUFFER" : "READONLY_BUFFER", op);
 		case 0x94: /* MEMOIZE */
 			if (!p->sp)
 				return perr(r, pos, err, "MEMOIZE on an empty stack");
