@@ -71,3 +71,9 @@ def snapshot(version):
 
 for ver in ("2.1", "2.2", "2.3", "2.5", "2.6", "2.7", "2.9", "2.12"):
     write("fields-%s.pickle.gz" % ver, snapshot(ver), 2 if ver == "2.1" else 4)
+
+# contradicting fields (2.6's compile_context without 2.2's time_us): no release wrote this
+bad = snapshot("2.1")
+for e in bad["device_traces"][0]:
+    e["compile_context"] = "N/A"
+write("fields-contradict.pickle.gz", bad, 4)

@@ -45,4 +45,23 @@ printf '\200\005\225\030\000\000\000\000\000\000\000}\224(\214\010segments\224]\
 run "$A" info "$TMP/ro.pickle"
 ok $(( (st == 65 ? 0 : 1) + $(contains "$errout" "READONLY_BUFFER (0x98) needs an out-of-band buffer"; echo $?) )) "protocol 5: READONLY_BUFFER exits 65 with its name"
 
+
+# --- info: which release wrote a snapshot, from its fields (synthetic snapshots with each release's
+# field set, made by scripts/make-version-fixtures.py, and the bundled 2.11 recordings) ---
+pyver() { run "$A" info "$1"; printf '%s\n' "$out" | sed -n 's/^pytorch_version: //p'; }
+is "$(pyver "$F/fields-2.1.pickle.gz")" "2.1 or older (entries have no time_us (<= 2.1))" "info: a 2.1 field set"
+is "$(pyver "$F/fields-2.2.pickle.gz")" "2.2 (entries have time_us (>= 2.2); no allocator_settings (<= 2.2))" "info: a 2.2 field set"
+is "$(pyver "$F/fields-2.3.pickle.gz")" "2.3 to 2.8 (allocator_settings (>= 2.3); allocator_settings has no graph_capture_record_stream_reuse (<= 2.8))" "info: a 2.3 field set"
+is "$(pyver "$F/fields-2.5.pickle.gz")" "2.5 to 2.8 (external_annotations (>= 2.5); allocator_settings has no graph_capture_record_stream_reuse (<= 2.8))" "info: a 2.5 field set"
+is "$(pyver "$F/fields-2.6.pickle.gz")" "2.6 to 2.8 (entries have compile_context (>= 2.6); allocator_settings has no graph_capture_record_stream_reuse (<= 2.8))" "info: a 2.6 field set"
+is "$(pyver "$F/fields-2.7.pickle.gz")" "2.7 to 2.8 (entries have user_metadata (>= 2.7); allocator_settings has no graph_capture_record_stream_reuse (<= 2.8))" "info: a 2.7 field set"
+is "$(pyver "$F/fields-2.9.pickle.gz")" "2.9 to 2.11 (allocator_settings has graph_capture_record_stream_reuse (>= 2.9); entries have no pool_id (<= 2.11))" "info: a 2.9 field set"
+is "$(pyver "$F/fields-2.12.pickle.gz")" "newer than 2.11 (entries have pool_id (newer than 2.11))" "info: a newer-than-2.11 field set"
+is "$(pyver "$F/fields-contradict.pickle.gz")" "unknown (the fields contradict each other: entries have compile_context (>= 2.6); entries have no time_us (<= 2.1))" "info: contradicting fields are said to be so"
+for t in seed_example__default resnet50_train__exp bert_infer_varlen__ms128; do
+	is "$(pyver "$srcdir/traces/pytorch-h200/$t.pickle.gz")" "2.9 to 2.11 (allocator_settings has graph_capture_record_stream_reuse (>= 2.9); entries have no pool_id (<= 2.11))" "info: the 2.11 recording $t"
+done
+printf '#allocsim-trace 1\na 1 4096 0\n' > "$TMP/n.trace"; run "$A" info "$TMP/n.trace"
+ok $(( (st == 0 ? 0 : 1) + $(contains "$out" "pytorch_version"; echo $((1 - $?))) )) "info: a native trace has no pytorch_version line"
+
 finish
