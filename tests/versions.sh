@@ -64,4 +64,30 @@ done
 printf '#allocsim-trace 1\na 1 4096 0\n' > "$TMP/n.trace"; run "$A" info "$TMP/n.trace"
 ok $(( (st == 0 ? 0 : 1) + $(contains "$out" "pytorch_version"; echo $((1 - $?))) )) "info: a native trace has no pytorch_version line"
 
+
+# --- the pytorch policy's version:2.N (unit tests per rule: tests/t_versions.c) ---
+printf '#allocsim-trace 1\na 1 1153433600 0\n' > "$TMP/r.trace"   # 1100 MiB
+for v in 2.8 2.9; do
+	run "$A" replay -p pytorch --no-timing -c "roundup_power2_divisions:[256:1,512:2,1024:4,>:8],version:$v" "$TMP/r.trace"
+	eval "peak_$(echo $v | tr -d .)=\"$st $(col "$out" peak_allocated_bytes)\""
+done
+is "$peak_28" "0 1207959552" "version:2.8: '>:8' covers the 1 GiB interval, 1100 MiB -> 1152 MiB"
+is "$peak_29" "0 1342177280" "version:2.9: '>:8' starts after it, 1100 MiB -> 1280 MiB (4 divisions)"
+run "$A" replay -p pytorch --no-timing -c "version:2.5,max_non_split_rounding_mb:40" "$TMP/r.trace"
+ok $(( (st == 64 ? 0 : 1) + $(contains "$errout" "Unrecognized key 'max_non_split_rounding_mb' in allocator config: not a key in PyTorch 2.5 (version:2.5); it came with 2.6"; echo $?) )) \
+	"version:2.5 refuses max_non_split_rounding_mb, exit 64"
+# the default: the newest release the snapshot's fields allow (2.11 for 2.9-2.11 and newer snapshots)
+for f in 2.1:version:2.1 2.2:version:2.2 2.3:version:2.8 2.7:version:2.8 2.9: 2.12:; do
+	run "$A" replay --no-timing "$F/fields-${f%%:*}.pickle.gz"
+	is "$st|$(col "$out" config)" "0|${f#*:}" "replay of a ${f%%:*} field set runs the rules of ${f#*:}"
+done
+run "$A" replay --no-timing -c "max_split_size_mb:64" "$F/fields-2.3.pickle.gz"
+is "$(col "$out" config)" "max_split_size_mb:64,version:2.8" "the default version is added to a given config"
+run "$A" replay --no-timing -c "max_split_size_mb:64,version:2.11" "$F/fields-2.3.pickle.gz"
+is "$(col "$out" config)" "max_split_size_mb:64,version:2.11" "a given version wins over the snapshot's"
+run "$A" replay --no-timing -c recorded "$F/fields-2.5.pickle.gz"
+is "$st|$(col "$out" config)" "0|version:2.8" "-c recorded gets the default version too"
+run "$A" replay -p bestfit --no-timing "$F/fields-2.3.pickle.gz"
+is "$(col "$out" config)" "" "other policies get no version"
+
 finish
