@@ -77,3 +77,9 @@ bad = snapshot("2.1")
 for e in bad["device_traces"][0]:
     e["compile_context"] = "N/A"
 write("fields-contradict.pickle.gz", bad, 4)
+
+# a 2.11 field set plus the pinned-host history of newer releases (PR #182407): read, dated newer
+host = snapshot("2.9")
+host["host_segments"] = []
+host["host_traces"] = [{"action": "alloc", "addr": 0x10000, "size": 4096, "stream": 0, "time_us": 1700000000000000}]
+write("fields-host.pickle.gz", host, 5)

@@ -57,6 +57,9 @@ is "$(pyver "$F/fields-2.6.pickle.gz")" "2.6 to 2.8 (entries have compile_contex
 is "$(pyver "$F/fields-2.7.pickle.gz")" "2.7 to 2.8 (entries have user_metadata (>= 2.7); allocator_settings has no graph_capture_record_stream_reuse (<= 2.8))" "info: a 2.7 field set"
 is "$(pyver "$F/fields-2.9.pickle.gz")" "2.9 to 2.11 (allocator_settings has graph_capture_record_stream_reuse (>= 2.9); entries have no pool_id (<= 2.11))" "info: a 2.9 field set"
 is "$(pyver "$F/fields-2.12.pickle.gz")" "newer than 2.11 (entries have pool_id (newer than 2.11))" "info: a newer-than-2.11 field set"
+is "$(pyver "$F/fields-host.pickle.gz")" "newer than 2.11 (host_segments/host_traces (newer than 2.11))" "info: host_segments/host_traces date a snapshot newer than 2.11"
+run "$A" replay --no-timing "$F/fields-host.pickle.gz"
+is "$st|$(col "$out" config)|$(col "$out" allocs)" "0||1" "a snapshot with host traces replays its device trace with the 2.11 rules"
 is "$(pyver "$F/fields-contradict.pickle.gz")" "unknown (the fields contradict each other: entries have compile_context (>= 2.6); entries have no time_us (<= 2.1))" "info: contradicting fields are said to be so"
 for t in seed_example__default resnet50_train__exp bert_infer_varlen__ms128; do
 	is "$(pyver "$srcdir/traces/pytorch-h200/$t.pickle.gz")" "2.9 to 2.11 (allocator_settings has graph_capture_record_stream_reuse (>= 2.9); entries have no pool_id (<= 2.11))" "info: the 2.11 recording $t"
