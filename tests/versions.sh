@@ -91,6 +91,6 @@ is "$(col "$out" config)" "max_split_size_mb:64,version:2.11" "a given version w
 run "$A" replay --no-timing -c recorded "$F/fields-2.5.pickle.gz"
 is "$st|$(col "$out" config)" "0|version:2.8" "-c recorded gets the default version too"
 run "$A" replay -p bestfit --no-timing "$F/fields-2.3.pickle.gz"
-is "$(col "$out" config)" "" "other policies get no version"
+is "$st|$(col "$out" policy)|$(col "$out" config)|$(col "$out" allocs)" "0|bestfit||1" "other policies get no version"
 
 finish
