@@ -9,8 +9,6 @@ seed="$srcdir/traces/pytorch-h200/seed_example__default.pickle.gz"
 # --- pickle protocols 2, 3, 4, 5 (the same dict; PyTorch wrote protocol 4, Python 3.14 writes 5) ---
 gzip -dc "$seed" > "$TMP/p4.pickle"
 gzip -dc "$F/seed-p2.pickle.gz" > "$TMP/p2.pickle"
-is "$(od -An -tx1 -N2 "$TMP/p4.pickle" | tr -d ' ')|$(od -An -tx1 -N2 "$TMP/p2.pickle" | tr -d ' ')" "8004|8002" \
-	"protocols: the bundled snapshot is protocol 4, the fixture protocol 2"
 if [ -n "$PYTHON" ] && "$PYTHON" -c 'import pickle' 2>/dev/null; then
 	for pr in 3 5; do
 		"$PYTHON" -c "import pickle,sys; sys.stdout.buffer.write(pickle.dumps(pickle.load(open(sys.argv[1],'rb')), protocol=$pr))" \
@@ -24,7 +22,8 @@ fi
 for pr in 2 3 4 5; do
 	run "$A" replay --no-timing "$TMP/p$pr.pickle"
 	printf '%s\n' "$out" | tail -n +2 | cut -d, -f2- > "$TMP/got$pr.csv"
-	ok $(( (st == 0 ? 0 : 1) + ($(wc -c < "$TMP/ref.csv") > 100 ? 0 : 1) )) "protocols: protocol $pr replays (exit $st)"
+	hdr=$(od -An -tx1 -N2 "$TMP/p$pr.pickle" | tr -d ' ')   # the file really is protocol $pr
+	ok $(( (st == 0 ? 0 : 1) + ($(wc -c < "$TMP/ref.csv") > 100 ? 0 : 1) + ($hdr == 800$pr ? 0 : 1) )) "protocols: protocol $pr ($hdr) replays (exit $st)"
 	if cmp -s "$TMP/ref.csv" "$TMP/got$pr.csv"; then ok 0 "protocols: protocol $pr gives the bundled snapshot's row byte for byte"
 	else ok 1 "protocols: protocol $pr gives the bundled snapshot's row byte for byte"; diff "$TMP/ref.csv" "$TMP/got$pr.csv" | head -4 | sed 's/^/# /'; fi
 done
