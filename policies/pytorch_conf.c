@@ -1,4 +1,5 @@
-/* pytorch_conf.c - PYTORCH_CUDA_ALLOC_CONF parsing (2.11 rules) and size rounding. */
+/* pytorch_conf.c - PYTORCH_CUDA_ALLOC_CONF parsing (2.11 rules, older releases' with version:2.N)
+ * and size rounding. The version differences and their sources: doc/pytorch-policy.md, "Versions". */
 #include "pytorch.h"
 #include <ctype.h>
 #include <errno.h>
@@ -20,7 +21,8 @@ static int parse_num(const char *s, uint64_t *v)
 	return as_parse_u64(s, v);
 }
 
-/* max_split_size_mb / max_non_split_rounding_mb: MiB, at least large_segment_size (20 MiB). */
+/* max_split_size_mb / max_non_split_rounding_mb: MiB, at least large_segment_size (20 MiB); up to
+ * 2.8 (the lexer-based CUDAAllocatorConfig::parseMaxSplitSize) more than 20. */
 static int parse_mb_min20(void *conf, const as_optdesc *d, const char *val, as_err *err)
 {
 	pt_conf *c = conf;
@@ -28,6 +30,9 @@ static int parse_mb_min20(void *conf, const as_optdesc *d, const char *val, as_e
 	if (parse_num(val, &v))
 		return as_fail(err, AS_EXIT_USAGE, "%s: '%s' is not a number of MiB", d->name, val);
 	uint64_t min_mb = c->large_segment_size >> 20;
+	if (c->version <= 8 && v <= min_mb)
+		return as_fail(err, AS_EXIT_USAGE, "%s: %s is too small: more than %llu up to PyTorch 2.8 (version:2.%d)", d->name,
+			val, (unsigned long long)min_mb, c->version);
 	if (v < min_mb)
 		return as_fail(err, AS_EXIT_USAGE, "%s: %s is too small: at least %llu (the large segment size, in MiB)", d->name,
 			val, (unsigned long long)min_mb);
@@ -107,9 +112,15 @@ static int parse_roundup(void *conf, const as_optdesc *d, const char *val, as_er
 			rc = as_fail(err, AS_EXIT_USAGE, "%s: %s in '%s' is not a power of 2 (or 0 to disable roundup)", d->name, colon + 1, val);
 			break;
 		}
+		if (!v && c->version <= 2) { /* 0 = "no rounding" for an interval came with 2.3 */
+			rc = as_fail(err, AS_EXIT_USAGE, "%s: 0 in '%s' is not a power of 2 (0 disables roundup from PyTorch 2.3 on; version:2.%d)",
+				d->name, val, c->version);
+			break;
+		}
 		if (!strcmp(item, ">")) {
-			/* 2.9+ (AcceleratorAllocatorConfig): fill from the entry after the last boundary. */
-			for (int i = last + 1; i < 16; i++)
+			/* 2.9+ (AcceleratorAllocatorConfig): fill from the entry after the last boundary; up to
+			 * 2.8 (CUDAAllocatorConfig's own parser) from the last boundary's entry itself. */
+			for (int i = c->version <= 8 && last >= 0 ? last : last + 1; i < 16; i++)
 				c->divisions[i] = (uint32_t)v;
 			continue;
 		}
@@ -160,6 +171,13 @@ static int parse_ignored_num(void *conf, const as_optdesc *d, const char *val, a
 	return 0;
 }
 
+/* version:2.N is allocsim's key, not PyTorch's: applied before every other key (parse_version). */
+static int skip_version(void *conf, const as_optdesc *d, const char *val, as_err *err)
+{
+	(void)conf; (void)d; (void)val; (void)err;
+	return 0;
+}
+
 #define OFF(f) offsetof(pt_conf, f)
 const as_optdesc pt_opts[] = {
 	{ "max_split_size_mb", "MiB", "unlimited", "blocks this large or larger are never split; >= 20", parse_mb_min20, OFF(max_split_size) },
@@ -178,12 +196,72 @@ const as_optdesc pt_opts[] = {
 	{ "pinned_use_background_threads", "True|False", "False", "accepted, no effect", parse_ignored_bool, OFF(dummy_bool) },
 	{ "pinned_reserve_segment_size_mb", "MiB", "0", "accepted, no effect", parse_ignored_num, 0 },
 	{ "graph_capture_record_stream_reuse", "True|False", "False", "accepted, CUDA graphs are not simulated", parse_ignored_bool, OFF(dummy_bool) },
+	{ "version", "2.N", "2.11", "allocsim's own key (not PyTorch's, stripped before settings are compared): the release whose rules apply, 2.1 .. 2.11 (default: what a snapshot's fields imply, else 2.11)", skip_version, 0 },
 	{ NULL, NULL, NULL, NULL, NULL, 0 },
 };
+
+/* The first release whose PYTORCH_CUDA_ALLOC_CONF accepts a key (PR dates; doc/pytorch-policy.md). */
+static const struct { const char *key; int since; } key_since[] = {
+	{ "pinned_use_background_threads", 5 },
+	{ "max_non_split_rounding_mb", 6 },     /* PR #136174 */
+	{ "pinned_reserve_segment_size_mb", 8 },
+	{ "graph_capture_record_stream_reuse", 9 },
+	{ "per_process_memory_fraction", 10 },
+	{ "large_segment_size_mb", 11 },
+};
+
+/* The value of the top-level item KEY of a config string, blanks dropped, into buf; 1 if present. */
+static int conf_item(const char *s, const char *key, char *buf, size_t n)
+{
+	size_t kl = strlen(key);
+	int depth = 0;
+	for (const char *p = s; *p; p++) {
+		if (*p == '[')
+			depth++;
+		else if (*p == ']')
+			depth--;
+		if (depth || (p != s && p[-1] != ',' && !isspace((unsigned char)p[-1])) || strncmp(p, key, kl))
+			continue;
+		const char *v = p + kl;
+		while (isspace((unsigned char)*v))
+			v++;
+		if (*v != ':')
+			continue;
+		size_t k = 0;
+		for (v++; *v && *v != ',' && k + 1 < n; v++)
+			if (!isspace((unsigned char)*v))
+				buf[k++] = *v;
+		buf[k] = 0;
+		return 1;
+	}
+	return 0;
+}
+
+/* version:2.N (allocsim's key): which release's rules; then the keys that release did not know. */
+static int parse_version(pt_conf *c, const char *s, as_err *err)
+{
+	char buf[32], *end;
+	if (conf_item(s, "version", buf, sizeof buf)) {
+		errno = 0;
+		long minor = strncmp(buf, "2.", 2) ? -1 : strtol(buf + 2, &end, 10);
+		if (minor < 1 || minor > PT_VERSION_NEWEST || errno || *end || !isdigit((unsigned char)buf[2]))
+			return as_fail(err, AS_EXIT_USAGE, "version:%s: the pytorch policy has the rules of 2.1 to 2.%d "
+				"(version is allocsim's key, not PyTorch's)", buf, PT_VERSION_NEWEST);
+		c->version = (int)minor;
+	}
+	for (size_t i = 0; i < sizeof key_since / sizeof key_since[0]; i++)
+		if (c->version < key_since[i].since && conf_item(s, key_since[i].key, buf, sizeof buf))
+			return as_fail(err, AS_EXIT_USAGE, "Unrecognized key '%s' in allocator config: not a key in PyTorch "
+				"2.%d (version:2.%d); it came with 2.%d", key_since[i].key, c->version, c->version, key_since[i].since);
+	return 0;
+}
 
 int pt_conf_parse(pt_conf *c, const char *s, as_err *err)
 {
 	memset(c, 0, sizeof(*c));
+	c->version = PT_VERSION_NEWEST;
+	if (parse_version(c, s, err))
+		return -1;
 	c->max_split_size = PT_NO_LIMIT;
 	c->large_segment_size = 20ULL << 20;
 	c->max_non_split_rounding = c->large_segment_size;

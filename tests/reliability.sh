@@ -169,7 +169,7 @@ if [ -n "$py" ]; then
 	run "$A" convert "$TMP/forge.pickle" -o "$TMP/forge.trace"
 	is "$st,$(grep -c '^a ' "$TMP/forge.trace"),$(grep -c '^#capacity' "$TMP/forge.trace")" "0,1,0" "convert: a newline in the settings forges no record and no header"
 	is "$(grep '^#allocator_settings' "$TMP/forge.trace")" '#allocator_settings: max_split_size_mb:128\x0aa 99 4096 0\x0a#capacity: 1' "convert: the settings' control bytes are escaped"
-	is "$("$A" info "$TMP/forge.trace" | grep settings)" "$("$A" info "$TMP/forge.pickle" | grep settings)" "the escaped settings read back as the snapshot's (info shows both escaped)"
+	is "$("$A" info "$TMP/forge.trace" | grep '^allocator_settings')" "$("$A" info "$TMP/forge.pickle" | grep '^allocator_settings')" "the escaped settings read back as the snapshot's (info shows both escaped)"
 fi
 printf '#allocsim-trace 1\n#device: H200\\x0aa 7 1 0\\x5c\n#source: \\x20lead\n#allocator_settings: \n#x: \\x00\na 1 10 0\np a\\x0ab\\x20c\\x09\\\\d\np \\x0d\nf 1\n' > "$TMP/esc.trace"
 "$A" convert "$TMP/esc.trace" -o "$TMP/esc2.trace"; "$A" convert "$TMP/esc2.trace" -o "$TMP/esc3.trace"

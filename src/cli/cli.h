@@ -40,4 +40,7 @@ int cli_parse_fraction(const char *s, double *f);
 struct as_policy_ops;
 void cli_warn_gc(const struct as_policy_ops *ops, const char *conf, uint64_t capacity);
 int cli_resolve_config(const char *path, const as_meta *m, const char *config, char **out, as_err *err);
+/* The pytorch policy runs the rules of the release a snapshot's fields imply (its newest), unless
+ * conf names a version:2.N itself; appended to *conf (reallocated). Other policies: unchanged. */
+void cli_default_version(const char *policy, const as_meta *m, char **conf);
 #endif

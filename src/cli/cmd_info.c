@@ -15,6 +15,24 @@ static const char info_usage[] =
 	"request sizes in power-of-two buckets. For a snapshot it lists the devices with their history\n"
 	"entries; the counts are for --device N (default: the first device with history).\n";
 
+/* pytorch_version: the releases whose snapshots have this one's fields (src/readers/pyversion.c). */
+static void print_pytorch_version(const as_meta *m)
+{
+	int lo, hi;
+	char why[512];
+	int k = as_pyver_range(m, &lo, &hi, why, sizeof why);
+	if (!k)
+		return;
+	if (k < 0)
+		printf("pytorch_version: unknown (the fields contradict each other: %s)\n", why);
+	else if (lo == 12)
+		printf("pytorch_version: newer than 2.11 (%s)\n", why);
+	else if (lo == hi)
+		printf("pytorch_version: 2.%d%s (%s)\n", lo, lo == 1 ? " or older" : "", why);
+	else
+		printf("pytorch_version: 2.%d to 2.%d (%s)\n", lo, hi, why);
+}
+
 int cmd_info(int argc, char **argv)
 {
 	char hb[48];
@@ -119,6 +137,7 @@ int cmd_info(int argc, char **argv)
 		printf("allocator_settings: %s\n", e);
 		free(e);
 	}
+	print_pytorch_version(m);
 	uint64_t replay_events = 0;
 	for (int t = 0; t < EV__COUNT; t++) {
 		if (t < EV_SEG_ALLOC)

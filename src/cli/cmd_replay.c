@@ -152,6 +152,24 @@ int cli_resolve_config(const char *path, const as_meta *m, const char *config, c
 	return 0;
 }
 
+void cli_default_version(const char *policy, const as_meta *m, char **conf)
+{
+	int lo, hi;
+	char why[512];
+	if (strcmp(policy, "pytorch") || as_pyver_range(m, &lo, &hi, why, sizeof why) != 1 || hi >= 11)
+		return;
+	char *bare = as_conf_strip_version(*conf);
+	int given = strcmp(bare, *conf) != 0;
+	free(bare);
+	if (given)
+		return;
+	size_t n = strlen(*conf) + 16;
+	char *c = xmalloc(n);
+	snprintf(c, n, "%s%sversion:2.%d", *conf, **conf ? "," : "", hi);
+	free(*conf);
+	*conf = c;
+}
+
 /* --cache: the binary form of a trace, kept beside it as TRACE.asbin and used while it was made
  * from the trace as it is now (same size and modification time); otherwise (re)written. */
 static int use_cache(const char *path, as_evbuf *b, as_err *err)
@@ -415,6 +433,7 @@ int cmd_replay(int argc, char **argv)
 		goto done;
 	if (cli_fraction_capacity(path, meta, fraction, dev_total, &capacity, &capacity_set, &err))
 		goto done;
+	cli_default_version(ops->name, meta, &conf);
 	if (!capacity_set && meta->capacity)
 		capacity = meta->capacity;
 	if (use_cuda) {

@@ -263,6 +263,7 @@ int cmd_validate(int argc, char **argv)
 	for (size_t i = 0; i < buf.n; i++)
 		if (buf.recs[i].type == EV_ALLOC && (buf.recs[i].flags & EVF_OOM))
 			recorded_ooms++;
+	cli_default_version("pytorch", &buf.meta, &conf);
 	dev = as_sim_device_new(capacity, addr_mode);
 	dev->observer = observe;
 	dev->observer_ctx = &v;

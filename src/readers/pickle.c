@@ -605,8 +605,19 @@ static int entry_fields(const val *a, const val *size, const val *addr, const va
 	return EF_OK;
 }
 
+/* The keys of a dict, for the writer's release (pyversion.c): the top level, allocator_settings and
+ * the first trace entry (fast_entry leaves that one to the opcode loop). */
+static void note_keys(as_meta *m, const pv *d, int where)
+{
+	for (size_t i = 0; i + 1 < d->n; i += 2)
+		if (VKIND(d->items[i]) == V_STR)
+			as_pyver_note(m, where, d->items[i].u.p->s);
+}
+
 static int trace_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 {
+	if (!(r->meta.pyfields & AS_PF_ENTRY))
+		note_keys(&r->meta, d, AS_PF_IN_ENTRY);
 	rec x;
 	x.pos = d->pos;
 	x.index = p->nentries++;
@@ -886,6 +897,9 @@ static void finish_top(as_reader *r, pk *p, const pv *top)
 	as_meta *m = &r->meta;
 	const pv *s = as_obj(dict_get(top, "allocator_settings"), V_DICT);
 	snprintf(m->source, sizeof m->source, "pytorch-snapshot");
+	note_keys(m, top, AS_PF_TOP);
+	if (s)
+		note_keys(m, s, AS_PF_IN_SETTINGS);
 	if (s) {
 		const pv *c = as_obj(dict_get(s, "PYTORCH_CUDA_ALLOC_CONF"), V_STR);
 		free(m->settings);
@@ -1291,6 +1305,9 @@ static int fast_entry(as_reader *r, pk *p, pv *list, as_err *err)
 	uint64_t dict_idx = UINT64_MAX, next = p->memo_next;
 	if (p->sp >= p->scap || p->memo_sparse.count || p->bytes + 65536 > p->max_bytes || e - c < 24)
 		return 0;
+	/* the first entry's keys date the writer (pyversion.c); noted once it is read whole */
+	const int first = !(r->meta.pyfields & AS_PF_ENTRY);
+	uint32_t pyf = 0;
 	/* room for the entry's MEMOIZEs (the array grows as a PUT there would make it grow) */
 	if (p->memo_next + FAST_PUTS >= p->memocap && p->memo_next + FAST_PUTS < 2 * p->nputs + MEMO_DENSE &&
 	    p->memo_next + FAST_PUTS < MAX_MEMO)
@@ -1455,6 +1472,8 @@ static int fast_entry(as_reader *r, pk *p, pv *list, as_err *err)
 		/* a key, then its value */
 		if (!(nv++ & 1)) {
 			kid = VKIND(cur) == V_STR ? key_id(cur.u.p) : 0;
+			if (first && kid)
+				pyf |= as_pyver_bit(AS_PF_IN_ENTRY, cur.u.p->s);
 		} else if (kid > K_OTHER) {
 			f[kid] = cur;
 			have |= 1u << kid;
@@ -1471,6 +1490,8 @@ done:
 	if (code != EF_OK && code != EF_SKIP)
 		goto out; /* the opcode loop builds it and says what is wrong when its batch is appended */
 	ok = 1;
+	if (first)
+		r->meta.pyfields |= pyf | AS_PF_SNAPSHOT | AS_PF_ENTRY;
 out:
 	if (!ok) {
 		for (int i = 0; i < nobj; i++)
@@ -1670,6 +1691,17 @@ static int run_vm(as_reader *r, pk *p, as_err *err)
 				return -1;
 			break;
 		}
+		case 0x96: /* BYTEARRAY8 (protocol 5): an in-band bytearray, kept as bytes */
+			if (need(r, 8, err))
+				return -1;
+			n = rd_le(r, 8);
+			if (read_string(r, p, pos, n > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)n, V_BYTES, err))
+				return -1;
+			break;
+		case 0x97: case 0x98: /* NEXT_BUFFER, READONLY_BUFFER (protocol 5) */
+			return perr(r, pos, err, "pickle opcode %s (0x%02x) needs an out-of-band buffer (protocol 5 "
+				"written with a buffer_callback); the buffers are not in the file, and a snapshot written "
+				"by pickle.dump has none", op == 0x97 ? "NEXT_BUFFER" : "READONLY_BUFFER", op);
 		case 0x94: /* MEMOIZE */
 			if (!p->sp)
 				return perr(r, pos, err, "MEMOIZE on an empty stack");

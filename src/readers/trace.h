@@ -73,7 +73,26 @@ typedef struct as_meta {
 	int device_index;       /* the device replayed (snapshots: one of several) */
 	size_t ndevices;        /* devices in the trace (snapshots: lists in 'device_traces') */
 	uint64_t *device_entries; /* history entries per device (NULL: one device, not counted) */
+	uint32_t pyfields;      /* snapshots: AS_PF_* bits, the fields that date the writer (pyversion.c) */
 } as_meta;
+
+/* The fields of a PyTorch snapshot that tell which release wrote it (src/readers/pyversion.c). */
+enum {
+	AS_PF_SNAPSHOT = 1u << 0,  /* a snapshot dict was read */
+	AS_PF_ENTRY = 1u << 1,     /* it has a trace entry (the first one was looked at) */
+	AS_PF_TIME_US = 1u << 2, AS_PF_COMPILE_CONTEXT = 1u << 3, AS_PF_USER_METADATA = 1u << 4,
+	AS_PF_POOL_ID = 1u << 5,   /* trace-entry keys */
+	AS_PF_SETTINGS = 1u << 6, AS_PF_EXT_ANNOTATIONS = 1u << 7, AS_PF_HOST = 1u << 8, /* top-level keys */
+	AS_PF_STREAM_REUSE = 1u << 9, /* allocator_settings has graph_capture_record_stream_reuse */
+};
+enum { AS_PF_TOP, AS_PF_IN_ENTRY, AS_PF_IN_SETTINGS };
+/* Records the key KEY of the top-level dict, a trace entry or allocator_settings (WHERE). */
+void as_pyver_note(as_meta *m, int where, const char *key);
+/* The AS_PF_* bit of KEY at WHERE (0: a key that dates nothing). */
+uint32_t as_pyver_bit(int where, const char *key);
+/* The releases 2.LO .. 2.HI that write the fields seen (HI 12: newer than 2.11); WHY says which
+ * fields decided. Returns 0 if the trace is not a snapshot, -1 if its fields contradict, else 1. */
+int as_pyver_range(const as_meta *m, int *lo, int *hi, char *why, size_t whylen);
 
 /* Buffered input, gzip-transparent. It reads with pread at its own offset from a seekable file: a
  * pipe, FIFO or terminal is first copied to an unlinked temporary file, so every input gives the same

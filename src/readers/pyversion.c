@@ -1,0 +1,84 @@
+/* pyversion.c - which PyTorch release wrote a memory snapshot, from the fields it has.
+ *
+ * Each release's _snapshot() builds the dict the same way whatever the program did, so some fields
+ * are there from a release on, always: those give bounds both ways (present: at least that release;
+ * absent: older). Fields a user must ask for (compile_context, user_metadata, the host traces) give
+ * only a lower bound. Releases are from the PRs that added the fields (doc/pytorch-policy.md,
+ * "Versions"); only 2.11 is checked against snapshots recorded here. */
+#include "readers/trace.h"
+#include <stdio.h>
+#include <string.h>
+
+uint32_t as_pyver_bit(int where, const char *key)
+{
+	static const struct { int where; const char *key; uint32_t bit; } k[] = {
+		{ AS_PF_IN_ENTRY, "time_us", AS_PF_TIME_US },
+		{ AS_PF_IN_ENTRY, "compile_context", AS_PF_COMPILE_CONTEXT },
+		{ AS_PF_IN_ENTRY, "user_metadata", AS_PF_USER_METADATA },
+		{ AS_PF_IN_ENTRY, "pool_id", AS_PF_POOL_ID },
+		{ AS_PF_TOP, "allocator_settings", AS_PF_SETTINGS },
+		{ AS_PF_TOP, "external_annotations", AS_PF_EXT_ANNOTATIONS },
+		{ AS_PF_TOP, "host_segments", AS_PF_HOST },
+		{ AS_PF_TOP, "host_traces", AS_PF_HOST },
+		{ AS_PF_IN_SETTINGS, "graph_capture_record_stream_reuse", AS_PF_STREAM_REUSE },
+	};
+	for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+		if (k[i].where == where && !strcmp(k[i].key, key))
+			return k[i].bit;
+	return 0;
+}
+
+void as_pyver_note(as_meta *m, int where, const char *key)
+{
+	m->pyfields |= AS_PF_SNAPSHOT | (where == AS_PF_IN_ENTRY ? AS_PF_ENTRY : 0) | as_pyver_bit(where, key);
+}
+
+static void add(char *why, size_t n, const char *s)
+{
+	size_t l = strlen(why);
+	if (l < n)
+		snprintf(why + l, n - l, "%s%s", l ? "; " : "", s);
+}
+
+int as_pyver_range(const as_meta *m, int *lo, int *hi, char *why, size_t whylen)
+{
+	uint32_t f = m->pyfields;
+	*lo = 1;
+	*hi = 11;
+	why[0] = 0;
+	if (!(f & AS_PF_SNAPSHOT))
+		return 0;
+	/* lower bounds: the newest field present decides */
+	static const struct { uint32_t bit; int since; const char *what; } up[] = {
+		{ AS_PF_POOL_ID, 12, "entries have pool_id (newer than 2.11)" },
+		{ AS_PF_HOST, 12, "host_segments/host_traces (newer than 2.11)" },
+		{ AS_PF_STREAM_REUSE, 9, "allocator_settings has graph_capture_record_stream_reuse (>= 2.9)" },
+		{ AS_PF_USER_METADATA, 7, "entries have user_metadata (>= 2.7)" },
+		{ AS_PF_COMPILE_CONTEXT, 6, "entries have compile_context (>= 2.6)" },
+		{ AS_PF_EXT_ANNOTATIONS, 5, "external_annotations (>= 2.5)" },
+		{ AS_PF_SETTINGS, 3, "allocator_settings (>= 2.3)" },
+		{ AS_PF_TIME_US, 2, "entries have time_us (>= 2.2)" },
+	};
+	for (size_t i = 0; i < sizeof up / sizeof up[0]; i++)
+		if ((f & up[i].bit) && up[i].since > *lo) {
+			*lo = up[i].since;
+			add(why, whylen, up[i].what);
+			break;
+		}
+	/* upper bounds: fields every later release writes, absent (the oldest decides) */
+	if ((f & AS_PF_ENTRY) && !(f & AS_PF_TIME_US)) {
+		*hi = 1;
+		add(why, whylen, "entries have no time_us (<= 2.1)");
+	} else if (!(f & AS_PF_SETTINGS)) {
+		*hi = 2;
+		add(why, whylen, "no allocator_settings (<= 2.2)");
+	} else if (!(f & AS_PF_STREAM_REUSE)) {
+		*hi = 8;
+		add(why, whylen, "allocator_settings has no graph_capture_record_stream_reuse (<= 2.8)");
+	} else if ((f & AS_PF_ENTRY) && !(f & AS_PF_POOL_ID) && *lo <= 11) {
+		add(why, whylen, "entries have no pool_id (<= 2.11)");
+	}
+	if (*lo == 12)
+		*hi = 12;
+	return *lo <= *hi ? 1 : -1;
+}

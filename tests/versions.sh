@@ -1,0 +1,95 @@
+#!/bin/sh
+# versions.sh - snapshots of every PyTorch release from 2.1 on: pickle protocols 2 to 5 give the same
+# rows, info names the release range a snapshot's fields imply, the pytorch policy's version setting.
+. "${srcdir:-.}/tests/lib.sh"
+A=$ALLOCSIM
+F="$srcdir/traces/fixtures/versions"
+seed="$srcdir/traces/pytorch-h200/seed_example__default.pickle.gz"
+
+# --- pickle protocols 2, 3, 4, 5 (the same dict; PyTorch wrote protocol 4, Python 3.14 writes 5) ---
+gzip -dc "$seed" > "$TMP/p4.pickle"
+gzip -dc "$F/seed-p2.pickle.gz" > "$TMP/p2.pickle"
+if [ -n "$PYTHON" ] && "$PYTHON" -c 'import pickle' 2>/dev/null; then
+	for pr in 3 5; do
+		"$PYTHON" -c "import pickle,sys; sys.stdout.buffer.write(pickle.dumps(pickle.load(open(sys.argv[1],'rb')), protocol=$pr))" \
+			"$TMP/p4.pickle" > "$TMP/p$pr.pickle"
+	done
+else	# Python writes this dict with protocol 3 (5) byte for byte as with 2 (4) but for the PROTO byte
+	{ printf '\200\003'; tail -c +3 "$TMP/p2.pickle"; } > "$TMP/p3.pickle"
+	{ printf '\200\005'; tail -c +3 "$TMP/p4.pickle"; } > "$TMP/p5.pickle"
+fi
+"$A" replay --no-timing "$seed" | tail -n +2 | cut -d, -f2- > "$TMP/ref.csv"
+for pr in 2 3 4 5; do
+	run "$A" replay --no-timing "$TMP/p$pr.pickle"
+	printf '%s\n' "$out" | tail -n +2 | cut -d, -f2- > "$TMP/got$pr.csv"
+	hdr=$(od -An -tx1 -N2 "$TMP/p$pr.pickle" | tr -d ' ')   # the file really is protocol $pr
+	ok $(( (st == 0 ? 0 : 1) + ($(wc -c < "$TMP/ref.csv") > 100 ? 0 : 1) + ($hdr == 800$pr ? 0 : 1) )) "protocols: protocol $pr ($hdr) replays (exit $st)"
+	if cmp -s "$TMP/ref.csv" "$TMP/got$pr.csv"; then ok 0 "protocols: protocol $pr gives the bundled snapshot's row byte for byte"
+	else ok 1 "protocols: protocol $pr gives the bundled snapshot's row byte for byte"; diff "$TMP/ref.csv" "$TMP/got$pr.csv" | head -4 | sed 's/^/# /'; fi
+done
+# protocol 5's in-band bytearray (BYTEARRAY8) is read like bytes: {'segments': [], 'device_traces':
+# [[{'action': 'alloc', 'addr': 4096, 'size': 1000, 'stream': 0}]], 'x': bytearray(b'abc')}
+printf '\200\005\225m\000\000\000\000\000\000\000}\224(\214\010segments\224]\224\214\015device_traces\224]\224]\224}\224(\214\006action\224\214\005alloc\224\214\004addr\224M\000\020\214\004size\224M\350\003\214\006stream\224K\000uaa\214\001x\224\226\003\000\000\000\000\000\000\000abc\224u.' > "$TMP/ba.pickle"
+run "$A" info "$TMP/ba.pickle"
+ok $(( (st == 0 ? 0 : 1) + ($(printf '%s\n' "$out" | grep -c '^peak_live_requested_bytes: 1000$') == 1 ? 0 : 1) )) "protocol 5: BYTEARRAY8 is read (exit $st)"
+# out-of-band buffers (NEXT_BUFFER, READONLY_BUFFER) are not in the file: refused, exit 65
+printf '\200\005\225\030\000\000\000\000\000\000\000}\224(\214\010segments\224]\224\214\001x\224\227\230u.' > "$TMP/oob.pickle"
+run "$A" info "$TMP/oob.pickle"
+is "$st" 65 "protocol 5: NEXT_BUFFER exits 65"
+contains "$errout" "oob.pickle: byte offset 31: pickle opcode NEXT_BUFFER (0x97) needs an out-of-band buffer"; ok $? "protocol 5: NEXT_BUFFER message names the file, offset and opcode"
+rm -f "$TMP/o.csv"
+run "$A" replay -o "$TMP/o.csv" "$TMP/oob.pickle"
+ok $(( (st == 65 ? 0 : 1) + ($(ls "$TMP"/o.csv* 2>/dev/null | wc -l)) )) "protocol 5: NEXT_BUFFER: replay exits 65 and writes no output"
+printf '\200\005\225\030\000\000\000\000\000\000\000}\224(\214\010segments\224]\224\214\001x\224\230u.' > "$TMP/ro.pickle"
+run "$A" info "$TMP/ro.pickle"
+ok $(( (st == 65 ? 0 : 1) + $(contains "$errout" "READONLY_BUFFER (0x98) needs an out-of-band buffer"; echo $?) )) "protocol 5: READONLY_BUFFER exits 65 with its name"
+
+
+# --- info: which release wrote a snapshot, from its fields (synthetic snapshots with each release's
+# field set, made by scripts/make-version-fixtures.py, and the bundled 2.11 recordings) ---
+pyver() { run "$A" info "$1"; printf '%s\n' "$out" | sed -n 's/^pytorch_version: //p'; }
+is "$(pyver "$F/fields-2.1.pickle.gz")" "2.1 or older (entries have no time_us (<= 2.1))" "info: a 2.1 field set"
+is "$(pyver "$F/fields-2.2.pickle.gz")" "2.2 (entries have time_us (>= 2.2); no allocator_settings (<= 2.2))" "info: a 2.2 field set"
+is "$(pyver "$F/fields-2.3.pickle.gz")" "2.3 to 2.8 (allocator_settings (>= 2.3); allocator_settings has no graph_capture_record_stream_reuse (<= 2.8))" "info: a 2.3 field set"
+is "$(pyver "$F/fields-2.5.pickle.gz")" "2.5 to 2.8 (external_annotations (>= 2.5); allocator_settings has no graph_capture_record_stream_reuse (<= 2.8))" "info: a 2.5 field set"
+is "$(pyver "$F/fields-2.6.pickle.gz")" "2.6 to 2.8 (entries have compile_context (>= 2.6); allocator_settings has no graph_capture_record_stream_reuse (<= 2.8))" "info: a 2.6 field set"
+is "$(pyver "$F/fields-2.7.pickle.gz")" "2.7 to 2.8 (entries have user_metadata (>= 2.7); allocator_settings has no graph_capture_record_stream_reuse (<= 2.8))" "info: a 2.7 field set"
+is "$(pyver "$F/fields-2.9.pickle.gz")" "2.9 to 2.11 (allocator_settings has graph_capture_record_stream_reuse (>= 2.9); entries have no pool_id (<= 2.11))" "info: a 2.9 field set"
+is "$(pyver "$F/fields-2.12.pickle.gz")" "newer than 2.11 (entries have pool_id (newer than 2.11))" "info: a newer-than-2.11 field set"
+is "$(pyver "$F/fields-host.pickle.gz")" "newer than 2.11 (host_segments/host_traces (newer than 2.11))" "info: host_segments/host_traces date a snapshot newer than 2.11"
+run "$A" replay --no-timing "$F/fields-host.pickle.gz"
+is "$st|$(col "$out" config)|$(col "$out" allocs)" "0||1" "a snapshot with host traces replays its device trace with the 2.11 rules"
+is "$(pyver "$F/fields-contradict.pickle.gz")" "unknown (the fields contradict each other: entries have compile_context (>= 2.6); entries have no time_us (<= 2.1))" "info: contradicting fields are said to be so"
+for t in seed_example__default resnet50_train__exp bert_infer_varlen__ms128; do
+	is "$(pyver "$srcdir/traces/pytorch-h200/$t.pickle.gz")" "2.9 to 2.11 (allocator_settings has graph_capture_record_stream_reuse (>= 2.9); entries have no pool_id (<= 2.11))" "info: the 2.11 recording $t"
+done
+printf '#allocsim-trace 1\na 1 4096 0\n' > "$TMP/n.trace"; run "$A" info "$TMP/n.trace"
+ok $(( (st == 0 ? 0 : 1) + $(contains "$out" "pytorch_version"; echo $((1 - $?))) )) "info: a native trace has no pytorch_version line"
+
+
+# --- the pytorch policy's version:2.N (unit tests per rule: tests/t_versions.c) ---
+printf '#allocsim-trace 1\na 1 1153433600 0\n' > "$TMP/r.trace"   # 1100 MiB
+for v in 2.8 2.9; do
+	run "$A" replay -p pytorch --no-timing -c "roundup_power2_divisions:[256:1,512:2,1024:4,>:8],version:$v" "$TMP/r.trace"
+	eval "peak_$(echo $v | tr -d .)=\"$st $(col "$out" peak_allocated_bytes)\""
+done
+is "$peak_28" "0 1207959552" "version:2.8: '>:8' covers the 1 GiB interval, 1100 MiB -> 1152 MiB"
+is "$peak_29" "0 1342177280" "version:2.9: '>:8' starts after it, 1100 MiB -> 1280 MiB (4 divisions)"
+run "$A" replay -p pytorch --no-timing -c "version:2.5,max_non_split_rounding_mb:40" "$TMP/r.trace"
+ok $(( (st == 64 ? 0 : 1) + $(contains "$errout" "Unrecognized key 'max_non_split_rounding_mb' in allocator config: not a key in PyTorch 2.5 (version:2.5); it came with 2.6"; echo $?) )) \
+	"version:2.5 refuses max_non_split_rounding_mb, exit 64"
+# the default: the newest release the snapshot's fields allow (2.11 for 2.9-2.11 and newer snapshots)
+for f in 2.1:version:2.1 2.2:version:2.2 2.3:version:2.8 2.7:version:2.8 2.9: 2.12:; do
+	run "$A" replay --no-timing "$F/fields-${f%%:*}.pickle.gz"
+	is "$st|$(col "$out" config)" "0|${f#*:}" "replay of a ${f%%:*} field set runs the rules of ${f#*:}"
+done
+run "$A" replay --no-timing -c "max_split_size_mb:64" "$F/fields-2.3.pickle.gz"
+is "$(col "$out" config)" "max_split_size_mb:64,version:2.8" "the default version is added to a given config"
+run "$A" replay --no-timing -c "max_split_size_mb:64,version:2.11" "$F/fields-2.3.pickle.gz"
+is "$(col "$out" config)" "max_split_size_mb:64,version:2.11" "a given version wins over the snapshot's"
+run "$A" replay --no-timing -c recorded "$F/fields-2.5.pickle.gz"
+is "$st|$(col "$out" config)" "0|version:2.8" "-c recorded gets the default version too"
+run "$A" replay -p bestfit --no-timing "$F/fields-2.3.pickle.gz"
+is "$st|$(col "$out" policy)|$(col "$out" config)|$(col "$out" allocs)" "0|bestfit||1" "other policies get no version"
+
+finish
