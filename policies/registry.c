@@ -11,6 +11,8 @@ extern const as_policy_ops as_policy_cupy;
 extern const as_policy_ops as_policy_bfc;
 extern const as_policy_ops as_policy_rmm_pool, as_policy_rmm_arena, as_policy_rmm_binning;
 extern const as_policy_ops as_policy_optimal;
+extern const as_policy_ops as_policy_buddy;
+extern const as_policy_ops as_policy_stitch;
 
 const as_policy_ops *const as_policies[] = {
 	&as_policy_pytorch,
@@ -21,6 +23,8 @@ const as_policy_ops *const as_policies[] = {
 	&as_policy_bfc,
 	&as_policy_rmm_pool, &as_policy_rmm_arena, &as_policy_rmm_binning,
 	&as_policy_optimal,
+	&as_policy_buddy,
+	&as_policy_stitch,
 	NULL,
 };
 
