@@ -517,9 +517,9 @@ static sblk *use_sblock(stitch_pol *p, sblk *s, uint64_t size)
 }
 
 /* get_fused_fragmented_blocks: the largest free blocks of the stream mapped into one new range. */
-static sblk *stitch(stitch_pol *p, int level, uint64_t size, uint64_t stream)
+static sblk *stitch(stitch_pol *p, int level, int small, uint64_t size, uint64_t stream)
 {
-	if (!p->c.stitch || (uint64_t)level < p->c.defrag_level || size < p->c.frag_limit)
+	if (small || !p->c.stitch || (uint64_t)level < p->c.defrag_level || size < p->c.frag_limit)
 		return NULL;
 	pblk lo = { .stream = stream, .size = 0, .addr = 0 };
 	pblk hi = { .stream = stream, .size = UINT64_MAX, .addr = UINT64_MAX };
@@ -673,11 +673,11 @@ static int st_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 				s = use_sblock(p, c, size);
 		}
 	}
-	if (!b && !s && !(s = stitch(p, 0, size, stream)) && !(b = new_segment(p, alloc, small, stream)) &&
-	    !(s = stitch(p, 1, size, stream))) {
+	if (!b && !s && !(s = stitch(p, 0, small, size, stream)) && !(b = new_segment(p, alloc, small, stream)) &&
+	    !(s = stitch(p, 1, small, size, stream))) {
 		release_cached(p);
 		p->ctr->alloc_retries++;
-		if (!(b = new_segment(p, alloc, small, stream)) && !(s = stitch(p, 2, size, stream)))
+		if (!(b = new_segment(p, alloc, small, stream)) && !(s = stitch(p, 2, small, size, stream)))
 			return 1;
 	}
 	if (s) {
