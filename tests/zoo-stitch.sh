@@ -1,0 +1,50 @@
+#!/bin/sh
+# zoo-stitch.sh - stitch (GMLake) and buddy replaying the bundled real traces (one of each distinct
+# request sequence) under --check: invariants, and the numbers the models give, pinned (doc/policies.md,
+# sections stitch and buddy). GMLake stitches only requests of at least fragLimit (512 MiB by default):
+# of these traces only GPT-2 has them, where stitching holds 25% less than PyTorch's allocator; with
+# frag_limit:0 it stitches everywhere and holds less than PyTorch on every trace but the seed example.
+. "${srcdir:-.}/tests/lib.sh"
+A=$ALLOCSIM
+# trace  pytorch  stitch  stitch:frag_limit:0  buddy (peak reserved bytes)  stitch's device allocations, stitches
+while read -r name pt stv st0 bd nalloc nst; do
+	f="$T/$name.pickle.gz"
+	for pc in "pytorch|" "stitch|" "stitch|frag_limit:0" "buddy|" "stitch|stitch:False"; do
+		p=${pc%%|*}; c=${pc#*|}
+		run "$A" replay -p "$p" -c "$c" --check --no-timing --stats "$TMP/s.$p.${c%%:*}.csv" "$f"
+		is "$st" 0 "$name: replay -p $p ${c:+-c $c} --check exits 0"
+		eval "r_${p}_$(printf %s "${c%%:*}" | tr -c 'a-z0-9\n' _)=\"\$out\""
+		ok "$([ "$(col "$out" peak_reserved_bytes)" -ge "$(col "$out" peak_allocated_bytes)" ] &&
+		      [ "$(col "$out" peak_allocated_bytes)" -ge "$(col "$out" peak_requested_bytes)" ]; echo $?)" \
+			"$name, $p ${c}: peak reserved >= peak allocated >= peak requested"
+	done
+	is "$(col "$r_pytorch_" peak_reserved_bytes)" "$pt" "$name: pytorch's peak reserved"
+	is "$(col "$r_stitch_" peak_reserved_bytes) $(col "$r_stitch_" num_device_alloc)" "$stv $nalloc" "$name: stitch's peak reserved and device allocations"
+	is "$(grep '^stitches,' "$TMP/s.stitch..csv" | cut -d, -f2)" "$nst" "$name: stitch's stitches (fragLimit 512 MiB)"
+	is "$(col "$r_stitch_frag_limit" peak_reserved_bytes)" "$st0" "$name: stitch -c frag_limit:0's peak reserved"
+	is "$(col "$r_buddy_" peak_reserved_bytes)" "$bd" "$name: buddy's peak reserved"
+	# without stitching GMLake is PyTorch's allocator with 2 MiB rounding: stitching can only help
+	ok "$([ "$(col "$r_stitch_" peak_reserved_bytes)" -le "$(col "$r_stitch_stitch" peak_reserved_bytes)" ]; echo $?)" \
+		"$name: stitch holds no more than with stitch:False ($(col "$r_stitch_" peak_reserved_bytes) <= $(col "$r_stitch_stitch" peak_reserved_bytes))"
+done <<'PIN'
+bert_infer_varlen__default 3837788160 3911188480 1707081728 3221225472 53 0
+bert_infer_varlen__p110_default 1965031424 2451570688 1707081728 3221225472 49 0
+gpt2_train_varlen__default 24509415424 18433966080 18622709760 25769803776 256 5
+gpt2_train_varlen__p110_default 19711131648 18433966080 18622709760 25769803776 256 5
+resnet50_train__default 7029653504 7371489280 6016729088 8589934592 115 0
+seed_example__default 69206016 69206016 69206016 1073741824 3 0
+PIN
+# where stitching pays: GPT-2 holds less than under PyTorch's allocator, by the numbers above
+for name in gpt2_train_varlen__default gpt2_train_varlen__p110_default; do
+	pt=$("$A" replay -p pytorch --no-timing "$T/$name.pickle.gz"); sv=$("$A" replay -p stitch --no-timing "$T/$name.pickle.gz")
+	ok "$([ "$(col "$sv" peak_reserved_bytes)" -lt "$(col "$pt" peak_reserved_bytes)" ]; echo $?)" "$name: stitch reserves less than pytorch"
+done
+# determinism and -j: one sweep over the policies, twice
+"$A" sweep -j 2 -p stitch -t "$T/gpt2_train_varlen__default.pickle.gz" "$T/resnet50_train__default.pickle.gz" --param frag_limit=0,512MiB -o "$TMP/a.csv" 2>/dev/null
+"$A" sweep -j 1 -p stitch -t "$T/gpt2_train_varlen__default.pickle.gz" "$T/resnet50_train__default.pickle.gz" --param frag_limit=0,512MiB -o "$TMP/b.csv" 2>/dev/null
+ok "$(cmp -s "$TMP/a.csv" "$TMP/b.csv" && [ "$(wc -l < "$TMP/a.csv")" = 5 ]; echo $?)" "stitch: a sweep gives byte-identical rows with -j 2 and -j 1"
+# a stack cannot offer virtual ranges: stitch refuses to sit on top of another policy
+run "$A" replay -p 'stitch>passthrough' --no-timing "$T/seed_example__default.pickle.gz"
+is "$st" 64 "stitch>passthrough exits 64"
+contains "$errout" "stitch: the device offers no virtual address ranges (CUDA VMM); stitch sits at the bottom of a stack, or use stitch:False"; ok $? "and says why"
+finish
