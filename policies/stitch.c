@@ -839,26 +839,14 @@ static int st_check(as_policy *pol, as_err *err)
 
 static void st_segments(stitch_pol *p, as_seg_cb cb, void *ctx)
 {
-	size_t cap = 0;
-	uint64_t *sizes = NULL;
-	int *states = NULL;
+	as_segbuf buf = { 0 };
 	for (pseg *sg = p->gfirst; sg; sg = sg->next) {
-		size_t n = 0;
-		for (pblk *b = sg->head; b; b = b->next) {
-			if (n == cap) {
-				cap = cap ? cap * 2 : 16;
-				sizes = xrealloc(sizes, cap * sizeof(*sizes));
-				states = xrealloc(states, cap * sizeof(*states));
-			}
-			sizes[n] = b->size;
-			states[n++] = b->state != PB_FREE; /* stolen blocks are in use through an sBlock */
-		}
-		as_seg_view v = { .addr = sg->base, .size = sg->size, .stream = sg->stream, .is_small = sg->kind == SEG_SMALL,
-			.nblocks = n, .block_sizes = sizes, .block_states = states };
-		cb(ctx, &v);
+		for (pblk *b = sg->head; b; b = b->next)
+			as_segbuf_push(&buf, b->size, b->state != PB_FREE); /* stolen blocks are in use through an sBlock */
+		as_seg_view v = { .addr = sg->base, .size = sg->size, .stream = sg->stream, .is_small = sg->kind == SEG_SMALL };
+		as_segbuf_emit(&buf, &v, cb, ctx);
 	}
-	free(sizes);
-	free(states);
+	as_segbuf_free(&buf);
 }
 
 static int st_query(as_policy *pol, int what, void *arg)
