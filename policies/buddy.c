@@ -42,7 +42,7 @@ struct barena;
 typedef struct bblock {
 	uint64_t addr;
 	unsigned order;
-	int is_free;
+	int is_free, pending;
 	uint64_t req;
 	struct barena *arena;     /* NULL: an oversize request's own device allocation */
 	RB_ENTRY(bblock) rb;      /* free list of its order */
@@ -73,6 +73,7 @@ typedef struct buddy {
 	bblock *live;
 	size_t narenas, noversize;
 	uint64_t allocated, oversize_bytes;
+	uint64_t reqsum, pend;     /* requested bytes of blocks in use; bytes beyond them of pending ones */
 	uint64_t splits, merges, arenas_made;
 } buddy;
 
@@ -258,6 +259,8 @@ static int bd_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 		}
 	}
 	b->req = rq->size;
+	b->pending = 0;
+	p->reqsum += rq->size;
 	b->live_prev = NULL;
 	b->live_next = p->live;
 	if (p->live)
@@ -281,6 +284,9 @@ static void bd_free(as_policy *pol, void *h)
 	if (b->live_next)
 		b->live_next->live_prev = b->live_prev;
 	p->allocated -= bsize(p, b->order);
+	p->reqsum -= b->req;
+	if (b->pending)
+		p->pend -= bsize(p, b->order) - b->req;
 	if (!b->arena) {
 		as_dev_free(p->dev, b->addr, bsize(p, b->order), 0);
 		p->noversize--;
@@ -302,6 +308,15 @@ static void bd_free(as_policy *pol, void *h)
 		p->merges++;
 	}
 	put_free(p, b);
+}
+
+/* The block stays in use until its free completes; only the waste attribution moves. */
+static void bd_free_requested(as_policy *pol, void *h)
+{
+	buddy *p = (buddy *)pol;
+	bblock *b = h;
+	b->pending = 1;
+	p->pend += bsize(p, b->order) - b->req;
 }
 
 static void bd_empty_cache(as_policy *pol)
@@ -367,6 +382,14 @@ static int bd_query(as_policy *pol, int what, void *arg)
 			}
 		return 0;
 	}
+	case AS_Q_WASTE: {
+		as_waste *w = arg;
+		memset(w, 0, sizeof(*w));
+		w->rounding = p->allocated - p->reqsum - p->pend;
+		w->pending_free = p->pend;
+		w->free_cached = p->dev->reserved - p->allocated;
+		return 0;
+	}
 	default:
 		return AS_Q_UNKNOWN;
 	}
@@ -397,9 +420,10 @@ const as_policy_ops as_policy_buddy = {
 	.name = "buddy",
 	.summary = "binary buddy allocator: power-of-two blocks split and merged with their buddies in arenas of one cudaMalloc",
 	.opts = bd_opts,
-	.flags = AS_CAP_STATS | AS_CAP_FREE_STATS,
+	.flags = AS_CAP_STATS | AS_CAP_FREE_STATS | AS_CAP_WASTE | AS_CAP_NO_INFERRED_EMPTY,
 	.create = bd_create,
 	.malloc = bd_malloc,
+	.free_requested = bd_free_requested,
 	.free = bd_free,
 	.empty_cache = bd_empty_cache,
 	.check = bd_check,

@@ -97,7 +97,7 @@ typedef struct pseg {
 
 typedef struct pblk {
 	int tag;                /* H_PBLOCK */
-	int state;
+	int state, pending;     /* pending: free requested, not yet completed */
 	uint64_t addr, size, stream, req;
 	size_t nused;           /* granules in use */
 	pseg *seg;
@@ -107,7 +107,7 @@ typedef struct pblk {
 
 typedef struct sblk {
 	int tag;                /* H_SBLOCK */
-	int state, to_gc;
+	int state, to_gc, pending;
 	uint64_t addr, size, stream, req;
 	size_t n, nused, nfree, ndropped;
 	sgran **g;              /* granules in mapping order; NULL where dropped */
@@ -149,6 +149,7 @@ typedef struct stitch_pol {
 	uint64_t segments, seg_bytes;   /* primitive segments now */
 	uint64_t fuse_bytes;            /* total_fuse_size: bytes of all sBlocks */
 	uint64_t allocated;
+	uint64_t reqsum, pend;          /* requested bytes of blocks in use; bytes beyond them of pending ones */
 	uint64_t stitches, reuses, gc_dropped, sblocks;
 	int zero;                       /* what a request of 0 bytes gets */
 } stitch_pol;
@@ -680,8 +681,10 @@ static int st_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 		if (!(b = new_segment(p, alloc, small, stream)) && !(s = stitch(p, 2, small, size, stream)))
 			return 1;
 	}
+	p->reqsum += n;
 	if (s) {
 		s->req = n;
+		s->pending = 0;
 		p->allocated += size;
 		*handle = s;
 		*bsize = size;
@@ -698,6 +701,7 @@ static int st_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 			mark_used(p, gran_of(p, b, i));
 	b->state = PB_ALLOC;
 	b->req = n;
+	b->pending = 0;
 	p->allocated += b->size;
 	*handle = b;
 	*bsize = b->size;
@@ -714,6 +718,9 @@ static void st_free(as_policy *pol, void *h)
 	if (tag == H_PBLOCK) {
 		pblk *b = h;
 		p->allocated -= b->size;
+		p->reqsum -= b->req;
+		if (b->pending)
+			p->pend -= b->size - b->req;
 		if (b->seg->kind == SEG_VMM)
 			for (size_t i = 0, m = ngran(p, b); i < m; i++)
 				mark_free(p, gran_of(p, b, i));
@@ -722,6 +729,9 @@ static void st_free(as_policy *pol, void *h)
 	}
 	sblk *s = h;
 	p->allocated -= s->nused * p->c.granule;
+	p->reqsum -= s->req;
+	if (s->pending)
+		p->pend -= s->nused * p->c.granule - s->req;
 	for (size_t i = 0; i < s->nused; i++) {
 		sgran *g = s->g[i];
 		mark_free(p, g);
@@ -739,6 +749,23 @@ static void st_free(as_policy *pol, void *h)
 		RB_INSERT(stree, &p->sfree, s);
 	} else {
 		s->state = SB_FRAG;
+	}
+}
+
+/* A free requested on the block's stream while other streams may still use it: the policy keeps it
+ * in use until the free completes (GMLake's cross-stream events); only the waste attribution moves. */
+static void st_free_requested(as_policy *pol, void *h)
+{
+	stitch_pol *p = (stitch_pol *)pol;
+	int tag = *(int *)h;
+	if (tag == H_PBLOCK) {
+		pblk *b = h;
+		b->pending = 1;
+		p->pend += b->size - b->req;
+	} else if (tag == H_SBLOCK) {
+		sblk *s = h;
+		s->pending = 1;
+		p->pend += s->nused * p->c.granule - s->req;
 	}
 }
 
@@ -877,6 +904,27 @@ static int st_query(as_policy *pol, int what, void *arg)
 		st_segments(p, q->cb, q->ctx);
 		return 0;
 	}
+	case AS_Q_FREE_STATS: {
+		as_q_free_stats *q = arg;
+		struct ptree *pools[2] = { &p->small, &p->large };
+		q->largest = 0;
+		for (int k = 0; k < 2; k++) {
+			pblk *b;
+			RB_FOREACH(b, ptree, pools[k])
+				if (b->size > q->largest)
+					q->largest = b->size;
+		}
+		q->total = p->seg_bytes - p->allocated; /* free pBlocks: the rest is in use, directly or through sBlocks */
+		return 0;
+	}
+	case AS_Q_WASTE: {
+		as_waste *w = arg;
+		memset(w, 0, sizeof(*w));
+		w->rounding = p->allocated - p->reqsum - p->pend;
+		w->pending_free = p->pend;
+		w->free_cached = p->seg_bytes - p->allocated;
+		return 0;
+	}
 	default:
 		return AS_Q_UNKNOWN;
 	}
@@ -910,9 +958,10 @@ const as_policy_ops as_policy_stitch = {
 	.name = "stitch",
 	.summary = "GMLake's virtual-memory stitching: free 2 MiB granules of several blocks mapped into one new range (CUDA VMM)",
 	.opts = st_opts,
-	.flags = AS_CAP_STATS | AS_CAP_SEGMENTS | AS_CAP_NO_INFERRED_EMPTY,
+	.flags = AS_CAP_STATS | AS_CAP_SEGMENTS | AS_CAP_FREE_STATS | AS_CAP_WASTE | AS_CAP_NO_INFERRED_EMPTY,
 	.create = st_create,
 	.malloc = st_malloc,
+	.free_requested = st_free_requested,
 	.free = st_free,
 	.empty_cache = st_empty_cache,
 	.check = st_check,

@@ -17,6 +17,8 @@ while read -r name pt stv st0 bd nalloc nst; do
 		ok "$([ "$(col "$out" peak_reserved_bytes)" -ge "$(col "$out" peak_allocated_bytes)" ] &&
 		      [ "$(col "$out" peak_allocated_bytes)" -ge "$(col "$out" peak_requested_bytes)" ]; echo $?)" \
 			"$name, $p ${c}: peak reserved >= peak allocated >= peak requested"
+		[ "$p" = pytorch ] || is "$(( $(col "$out" waste_rounding) + $(col "$out" waste_free_cached) + $(col "$out" waste_pending_free) ))" \
+			"$(( $(col "$out" peak_reserved_bytes) - $(col "$out" requested_at_peak_reserved) ))" "$name, $p ${c}: the waste attribution sums to reserved - requested at the peak"
 	done
 	is "$(col "$r_pytorch_" peak_reserved_bytes)" "$pt" "$name: pytorch's peak reserved"
 	is "$(col "$r_stitch_" peak_reserved_bytes) $(col "$r_stitch_" num_device_alloc)" "$stv $nalloc" "$name: stitch's peak reserved and device allocations"
