@@ -29,6 +29,25 @@ for t in "$tr" "$T/resnet50_train__default.pickle.gz"; do
 	is "$(col "$real" peak_reserved_bytes) $(col "$real" peak_allocated_bytes) $(col "$real" num_device_alloc) $(col "$real" latency_source)" \
 	   "$(col "$sim" peak_reserved_bytes) $(col "$sim" peak_allocated_bytes) $(col "$sim" num_device_alloc) measured" "cupy: real GPU = simulation ($(basename "$t" .pickle.gz))"
 done
+# stitch (GMLake) on CUDA VMM: segments of granules (cuMemCreate + cuMemMap each), stitched ranges
+# mapping existing handles again, unmapped and freed when dropped: the simulation's numbers, call for
+# call, and nothing left behind. The native trace stitches, reuses the stitched range, releases a
+# segment that an active stitched range maps in its unused tail (empty_cache), and frees it all.
+M=1048576
+printf '#allocsim-trace 1\na 1 %d 0\na 2 %d 0\na 3 %d 0\na 4 %d 0\nf 1\nf 2\nf 3\na 5 %d 0\nf 5\na 6 %d 0\ne\nf 6\nf 4\na 7 %d 0\na 8 %d 0\nf 7\na 9 %d 0\nf 8\nf 9\ne\n' \
+	$((30*M)) $((30*M)) $((20*M)) $((20*M)) $((80*M)) $((60*M)) $((40*M)) $((40*M)) $((60*M)) > "$TMP/stitch.trace"
+for ct in "frag_limit:0|$TMP/stitch.trace" "|$T/gpt2_train_varlen__default.pickle.gz" "frag_limit:0|$T/resnet50_train__default.pickle.gz" \
+	"frag_limit:0,gc_limit:1GiB|$T/bert_infer_varlen__p110_default.pickle.gz"; do
+	c=${ct%%|*}; t=${ct#*|}
+	before=$(used)
+	real=$("$A" replay --backend cuda -p stitch -c "$c" --no-timing --stats "$TMP/sr.csv" --device-log "$TMP/dr.csv" "$t")
+	sim=$("$A" replay -p stitch -c "$c" --no-timing --stats "$TMP/ss.csv" --device-log "$TMP/ds.csv" "$t")
+	is "$(col "$real" peak_reserved_bytes) $(col "$real" peak_allocated_bytes) $(col "$real" num_device_alloc) $(col "$real" num_device_free) $(col "$real" device_calls) $(grep -E '^(stitches|sblock_reuses|sblocks_dropped_by_gc),' "$TMP/sr.csv" | tr '\n' ' ')$(col "$real" latency_source)" \
+	   "$(col "$sim" peak_reserved_bytes) $(col "$sim" peak_allocated_bytes) $(col "$sim" num_device_alloc) $(col "$sim" num_device_free) $(col "$sim" device_calls) $(grep -E '^(stitches|sblock_reuses|sblocks_dropped_by_gc),' "$TMP/ss.csv" | tr '\n' ' ')measured" \
+	   "stitch: real GPU = simulation: peak reserved and allocated, device allocs and frees, calls, stitches (${c:-defaults}, $(basename "$t"))"
+	is "$(cut -d, -f2,4,6,8,10 "$TMP/dr.csv" | md5sum)" "$(cut -d, -f2,4,6,8,10 "$TMP/ds.csv" | md5sum)" "stitch: the same device calls in the same order, sizes and results ($(basename "$t"))"
+	is "$(used)" "$before" "stitch leaves no device memory behind ($(basename "$t"))"
+done
 # cuda-async on a real cudaMallocAsync pool: runs, measured, releases its pool
 before=$(used)
 run "$A" replay --backend cuda -p cuda-async --no-timing "$T/resnet50_train__default.pickle.gz"
