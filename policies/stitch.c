@@ -8,7 +8,7 @@
  *
  * Memory (cuda_vmm_allocator.h: PhyBlock, VirBlock, VmmSegment):
  * - A primitive segment is a reserved virtual range with one physical handle per granule (2 MiB)
- *   mapped in it (realloc_block, l. 3100-3250): as_dev_reserve + as_dev_map, one counted call.
+ *   mapped in it (realloc_block, l. 3060-3245): as_dev_reserve + as_dev_map, one counted call.
  * - Primitive blocks (pBlocks) split and merge inside their segment at granule boundaries, as the
  *   caching allocator's blocks do; free ones sit in a best-fit set ordered by (stream, size, address).
  * - A stitched block (sBlock, a "fused" VmmSegment) is a new virtual range onto which the granules of
@@ -16,16 +16,16 @@
  *   as_dev_phys_map, reserved bytes unchanged. Each granule knows the pBlock that owns it and the
  *   sBlocks that map it (PhyBlock::mapped_blocks); it is free or in use by exactly one block.
  *
- * Allocation (malloc, l. 1086-1117), size rounded as round_size (l. 1948-1963): below 512 bytes 512,
+ * Allocation (malloc, l. 1086-1117), size rounded as round_size (l. 1949-1963): below 512 bytes 512,
  * else to 512 bytes, and above 1 MiB to the granule.
- *  1. get_free_block (l. 2257-2552): the best-fitting free pBlock of the stream (small pool for
+ *  1. get_free_block (l. 2259-2552): the best-fitting free pBlock of the stream (small pool for
  *     <= 1 MiB, large pool above); else, large requests only, the smallest cached free sBlock of the
  *     stream whose size is at most reuse_limit x the request. An sBlock serves the request with its
  *     first size / granule granules; the free pBlocks owning them are split into runs in use and free.
  *  2. stitching at level 0 (get_fused_fragmented_blocks(p, 0)).
  *  3. a new segment (realloc_block): 2 MiB by cudaMalloc for the small pool; 20 MiB for requests under
  *     10 MiB, else the rounded size, as granules mapped into a reserved range (cudaMalloc when
- *     stitching is off, l. 3108).
+ *     stitching is off, l. 3094).
  *  4. stitching at level 1; 5. release of every wholly free segment (release_cached_blocks) and a
  *     new segment again (counted in alloc_retries); 6. stitching at level 2; then out of memory.
  *  A found pBlock is split when the rest is at least the granule (large) or 512 bytes (small).
@@ -39,8 +39,8 @@
  *  "fragmented" until they are.
  * Garbage collection of sBlocks (garbage_collect_fused_blocks(2, 0), l. 2554-2702): every fragmented
  *  cached sBlock, then every free one, is unmapped and its range freed (physical memory stays with
- *  its pBlocks); when the bytes of all sBlocks exceed gc_limit after a stitch (autoGC, l. 2977) and at
- *  empty_cache, after release_cached_blocks (emptyCache, l. 1750).
+ *  its pBlocks); when the bytes of all sBlocks exceed gc_limit after a stitch (autoGC, l. 2980) and at
+ *  empty_cache, after release_cached_blocks (emptyCache, l. 1751).
  * release_cached_blocks (l. 3369-3503): every wholly free segment is released, large pool first,
  *  each in the pool's order; cached sBlocks mapping its granules are dropped; an active sBlock whose
  *  unused tail maps one loses that granule (unmapped from its range here; GMLake drops its reference
