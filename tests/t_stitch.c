@@ -55,13 +55,18 @@ typedef struct blk {
 	uint64_t size, addr;
 } blk;
 
-static blk al(tp *t, uint64_t n)
+static blk al_on(tp *t, uint64_t n, uint64_t stream)
 {
 	blk b = { NULL, 0, 0 };
-	as_request rq = { .id = t->next_id++, .size = n, .stream = 0, .thread = 0, .time_us = -1 };
+	as_request rq = { .id = t->next_id++, .size = n, .stream = stream, .thread = 0, .time_us = -1 };
 	if (t->pol->ops->malloc(t->pol, &rq, &b.h, &b.size, &b.addr))
 		b.h = NULL;
 	return b;
+}
+
+static blk al(tp *t, uint64_t n)
+{
+	return al_on(t, n, 0);
 }
 
 static void fr(tp *t, blk b)
@@ -332,6 +337,53 @@ static void test_basics(void)
 	as_device_destroy(dev);
 }
 
+/* Free blocks and sBlocks serve their own stream only; defrag_level 1 maps a segment before stitching. */
+static void test_streams_levels(void)
+{
+	tp t;
+	if (open_pol(&t, "stitch", "frag_limit:0", 0))
+		return;
+	blk a = al(&t, 40 * MiB), b = al(&t, 40 * MiB), c = al(&t, 40 * MiB);
+	fr(&t, a);
+	fr(&t, c);
+	blk d = al_on(&t, 80 * MiB, 1);
+	is_u64(t.dev->num_alloc, 4, "streams: 80 MiB on stream 1 cannot stitch stream 0's free blocks: a new segment");
+	is_u64(st(&t, "stitches"), 0, "streams: no stitch");
+	blk e = al(&t, 80 * MiB);
+	is_u64(st(&t, "stitches"), 1, "streams: 80 MiB on stream 0 stitches them");
+	fr(&t, e);
+	blk f = al_on(&t, 60 * MiB, 1);
+	is_u64(st(&t, "sblock_reuses"), 0, "streams: stream 0's cached sBlock does not serve stream 1");
+	is_u64(f.addr, d.addr + 160 * MiB, "streams: stream 1 maps a new segment (after its first and the sBlock's range)");
+	fr(&t, d);
+	fr(&t, f);
+	fr(&t, b);
+	close_pol(&t);
+
+	if (open_pol(&t, "stitch", "frag_limit:0,defrag_level:1", 0))
+		return;
+	a = al(&t, 40 * MiB), b = al(&t, 40 * MiB), c = al(&t, 40 * MiB);
+	fr(&t, a);
+	fr(&t, c);
+	d = al(&t, 80 * MiB);
+	is_u64(t.dev->num_alloc, 4, "defrag_level:1: a new segment comes first where the device has room");
+	is_u64(st(&t, "stitches"), 0, "defrag_level:1: no stitch");
+	fr(&t, d);
+	close_pol(&t);
+
+	if (open_pol(&t, "stitch", "frag_limit:0,defrag_level:1", 120 * MiB))
+		return;
+	a = al(&t, 40 * MiB), b = al(&t, 40 * MiB), c = al(&t, 40 * MiB);
+	fr(&t, a);
+	fr(&t, c);
+	d = al(&t, 80 * MiB);
+	is_u64(st(&t, "stitches"), 1, "defrag_level:1 at 120 MiB: the segment does not fit, so it stitches");
+	is_u64(t.dev->num_free + t.ctr.alloc_retries, 0, "defrag_level:1: before releasing anything");
+	fr(&t, d);
+	fr(&t, b);
+	close_pol(&t);
+}
+
 /* Random workloads with every limit small: check() after each call. */
 static void test_random(void)
 {
@@ -376,6 +428,7 @@ int main(void)
 	test_limits();
 	test_tail_release();
 	test_basics();
+	test_streams_levels();
 	test_random();
 	return done_testing();
 }
