@@ -446,6 +446,8 @@ static void release_cached(stitch_pol *p)
 /* realloc_block: a new segment of alloc bytes, its one block returned (not in a pool). */
 static pblk *new_segment(stitch_pol *p, uint64_t alloc, int small, uint64_t stream)
 {
+	if ((p->dev->total_memory && alloc > p->dev->total_memory) || (p->dev->capacity && alloc > p->dev->capacity))
+		return NULL; /* no device holds it: refused before a handle array of its size is made */
 	pseg *sg = xcalloc(1, sizeof(*sg));
 	sg->size = alloc;
 	sg->stream = stream;

@@ -292,6 +292,8 @@ static void test_basics(void)
 	is_u64(d.addr, c.addr + 2 * MiB, "large: the segment's rest serves 18 MiB");
 	blk z = al(&t, 0);
 	is_u64(z.size, 0, "zero bytes allocate nothing");
+	blk huge = al(&t, (1ULL << 60) - 1);
+	ok(huge.h == NULL && t.ctr.alloc_retries == 1, "2^60 - 1 bytes run out of memory cleanly (no handle array of that size)");
 	fr(&t, z);
 	fr(&t, a);
 	fr(&t, b);
