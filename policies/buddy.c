@@ -180,6 +180,10 @@ static int bd_create(as_policy **out, const char *config, as_device *dev, as_cou
 		free(p);
 		return -1;
 	}
+	if (p->c.min_block > (1ULL << 60) >> p->c.max_order) {
+		free(p);
+		return as_fail(err, AS_EXIT_USAGE, "buddy: an arena of min_block x 2^max_order bytes must be at most 2^60 bytes");
+	}
 	p->base.ops = &as_policy_buddy;
 	p->dev = dev;
 	p->ctr = ctr;

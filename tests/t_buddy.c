@@ -134,6 +134,10 @@ int main(void)
 	err.code = 0;
 	ok(as_policy_create(as_policy_find("buddy"), &p, "max_order:31", dev, &ctr, &err) != 0 &&
 		!strcmp(err.msg, "option max_order: '31' is not an order from 0 to 30"), "max_order:31 is refused (%s)", err.msg);
+	err.code = 0;
+	ok(as_policy_create(as_policy_find("buddy"), &p, "min_block:256T", dev, &ctr, &err) != 0 &&
+		!strcmp(err.msg, "buddy: an arena of min_block x 2^max_order bytes must be at most 2^60 bytes"),
+		"min_block:256T (an arena of 2^69 bytes) is refused (%s)", err.msg);
 	as_device_destroy(dev);
 	return done_testing();
 }
