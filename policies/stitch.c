@@ -919,6 +919,13 @@ static int st_query(as_policy *pol, int what, void *arg)
 		q->total = p->seg_bytes - p->allocated; /* free pBlocks: the rest is in use, directly or through sBlocks */
 		return 0;
 	}
+	case AS_Q_FIT_VALUES: {
+		as_q_fit_values *q = arg;
+		if (strcmp(q->option, "frag_limit"))
+			return AS_Q_UNKNOWN;
+		q->values = "0,2097152..1073741824:x2"; /* 0, then 2 MiB to 1 GiB (GMLake's default 512 MiB among them) */
+		return 0;
+	}
 	case AS_Q_WASTE: {
 		as_waste *w = arg;
 		memset(w, 0, sizeof(*w));

@@ -41,6 +41,11 @@ for name in gpt2_train_varlen__default gpt2_train_varlen__p110_default; do
 	pt=$("$A" replay -p pytorch --no-timing "$T/$name.pickle.gz"); sv=$("$A" replay -p stitch --no-timing "$T/$name.pickle.gz")
 	ok "$([ "$(col "$sv" peak_reserved_bytes)" -lt "$(col "$pt" peak_reserved_bytes)" ]; echo $?)" "$name: stitch reserves less than pytorch"
 done
+# fit param frag_limit with the policy's own values: 0, 2 MiB .. 1 GiB (x2); on GPT-2 the least reserved
+# from 128 MiB up (GMLake's default, 512 MiB, among them), stitching below that holds more
+run "$A" fit param frag_limit -p stitch --capacity 20GiB "$T/gpt2_train_varlen__default.pickle.gz"
+is "$st $(printf '%s\n' "$out" | tail -1) $(printf '%s\n' "$out" | grep -c '^[0-9]*,')" "0 134217728 11" "fit param frag_limit on GPT-2: 11 values tried, 128 MiB the best"
+is "$(printf '%s\n' "$out" | grep '^536870912,')" "536870912,18433966080,256,0" "fit param frag_limit: GMLake's default gives the replay's numbers"
 # determinism and -j: one sweep over the policies, twice
 "$A" sweep -j 2 -p stitch -t "$T/gpt2_train_varlen__default.pickle.gz" "$T/resnet50_train__default.pickle.gz" --param frag_limit=0,512MiB -o "$TMP/a.csv" 2>/dev/null
 "$A" sweep -j 1 -p stitch -t "$T/gpt2_train_varlen__default.pickle.gz" "$T/resnet50_train__default.pickle.gz" --param frag_limit=0,512MiB -o "$TMP/b.csv" 2>/dev/null
