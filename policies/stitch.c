@@ -39,7 +39,9 @@
  *  "fragmented" until they are.
  * Garbage collection of sBlocks (garbage_collect_fused_blocks(2, 0), l. 2554-2702): every fragmented
  *  cached sBlock, then every free one, is unmapped and its range freed (physical memory stays with
- *  its pBlocks); when the bytes of all sBlocks exceed gc_limit after a stitch (autoGC, l. 2980) and at
+ *  its pBlocks); when total_fuse_size exceeds gc_limit after a stitch (autoGC, l. 2980; the counter
+ *  grows by each stitch and shrinks only by collection, not when an sBlock goes with a released
+ *  segment, l. 3410-3455) and at
  *  empty_cache, after release_cached_blocks (emptyCache, l. 1751).
  * release_cached_blocks (l. 3369-3503): every wholly free segment is released, large pool first,
  *  each in the pool's order; cached sBlocks mapping its granules are dropped; an active sBlock whose
@@ -147,7 +149,9 @@ typedef struct stitch_pol {
 	sblk *sfirst, *slast;
 	pseg *gfirst, *glast;
 	uint64_t segments, seg_bytes;   /* primitive segments now */
-	uint64_t fuse_bytes;            /* total_fuse_size: bytes of all sBlocks */
+	uint64_t fuse_bytes;            /* bytes of all sBlocks */
+	uint64_t fuse_counted;          /* GMLake's total_fuse_size: grows with each stitch, shrinks only by garbage
+	                                 * collection (sBlocks dropped with a released segment stay counted) */
 	uint64_t allocated;
 	uint64_t reqsum, pend;          /* requested bytes of blocks in use; bytes beyond them of pending ones */
 	uint64_t stitches, reuses, gc_dropped, sblocks;
@@ -195,7 +199,7 @@ static const as_optdesc st_opts[] = {
 		parse_ratio, offsetof(st_conf, reuse_limit) },
 	{ "defrag_level", "0..3", "0", "stitch from this fallback step on (defragLevel): 0 before a new segment, 1 after one failed, 2 after releasing the cache, 3 never",
 		parse_level, offsetof(st_conf, defrag_level) },
-	{ "gc_limit", "size", "1000GiB", "drop every cached sBlock when all sBlocks exceed this many bytes after a stitch (autoGC)",
+	{ "gc_limit", "size", "1000GiB", "drop every cached sBlock when total_fuse_size (bytes stitched, less those collected) exceeds this after a stitch (autoGC)",
 		as_opt_parse_size, offsetof(st_conf, gc_limit) },
 	{ NULL, NULL, NULL, NULL, NULL, 0 },
 };
@@ -280,6 +284,7 @@ static void gc_sblocks(stitch_pol *p)
 		for (sblk *s = p->sfirst, *n; s; s = n) {
 			n = s->next;
 			if (s->state == (pass ? SB_FREE : SB_FRAG)) {
+				p->fuse_counted -= s->size < p->fuse_counted ? s->size : p->fuse_counted;
 				drop_sblock(p, s);
 				p->gc_dropped++;
 			}
@@ -600,7 +605,8 @@ static sblk *stitch(stitch_pol *p, int level, int small, uint64_t size, uint64_t
 	p->sblocks++;
 	p->stitches++;
 	p->fuse_bytes += size;
-	if (p->fuse_bytes > p->c.gc_limit)
+	p->fuse_counted += size;
+	if (p->fuse_counted > p->c.gc_limit)
 		gc_sblocks(p);
 	return s;
 }
@@ -896,6 +902,7 @@ static int st_query(as_policy *pol, int what, void *arg)
 		q->cb(q->ctx, "sblock_reuses", (int64_t)p->reuses);
 		q->cb(q->ctx, "sblocks", (int64_t)p->sblocks);
 		q->cb(q->ctx, "sblock_bytes", (int64_t)p->fuse_bytes);
+		q->cb(q->ctx, "total_fuse_size", (int64_t)p->fuse_counted);
 		q->cb(q->ctx, "sblocks_cached", (int64_t)cached);
 		q->cb(q->ctx, "sblocks_cached_bytes", (int64_t)cached_bytes);
 		q->cb(q->ctx, "sblocks_dropped_by_gc", (int64_t)p->gc_dropped);

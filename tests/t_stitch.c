@@ -148,6 +148,7 @@ static void test_pattern(void)
 	is_u64(t.dev->num_free, 1, "stitch: one device release");
 	is_u64(t.dev->calls - calls, 2, "stitch: two calls: the sBlock's unmap and the segment's unmap");
 	is_u64(st(&t, "sblocks"), 0, "stitch: no sBlock is left");
+	is_u64(st(&t, "total_fuse_size"), 80 * MiB, "stitch: GMLake's total_fuse_size still counts it (dropped with its segment, not collected)");
 	fr(&t, f);
 	fr(&t, b);
 	t.pol->ops->empty_cache(t.pol);
