@@ -389,11 +389,23 @@ static void split_runs(stitch_pol *p, pblk *b)
 	}
 }
 
+typedef struct tailpos {
+	uint64_t addr; /* of the granule in the sBlock's range */
+} tailpos;
+
+static int tailpos_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const tailpos *)a)->addr, y = ((const tailpos *)b)->addr;
+	return x < y ? -1 : x > y;
+}
+
 static void release_segment(stitch_pol *p, pblk *b)
 {
 	pseg *sg = b->seg;
 	pool_remove(p, b);
 	if (sg->kind == SEG_VMM) {
+		tailpos *tail = NULL;
+		size_t ntail = 0, captail = 0;
 		for (size_t i = 0; i < sg->n; i++) {
 			sgran *g = &sg->g[i];
 			while (g->nmaps) {
@@ -406,7 +418,11 @@ static void release_segment(stitch_pol *p, pblk *b)
 				size_t j = 0;
 				while (s->g[j] != g)
 					j++;
-				as_dev_phys_unmap(p->dev, s->addr + j * p->c.granule, p->c.granule);
+				if (ntail == captail) {
+					captail = captail ? 2 * captail : 16;
+					tail = xrealloc(tail, captail * sizeof(*tail));
+				}
+				tail[ntail++] = (tailpos){ s->addr + j * p->c.granule };
 				s->g[j] = NULL;
 				s->ndropped++;
 				s->nfree--;
@@ -415,6 +431,16 @@ static void release_segment(stitch_pol *p, pblk *b)
 			}
 			free(g->maps);
 		}
+		/* one unmap per run of adjacent granules in the sBlocks' ranges */
+		qsort(tail, ntail, sizeof(*tail), tailpos_cmp);
+		for (size_t k = 0; k < ntail;) {
+			size_t e = k + 1;
+			while (e < ntail && tail[e].addr == tail[e - 1].addr + p->c.granule)
+				e++;
+			as_dev_phys_unmap(p->dev, tail[k].addr, (e - k) * p->c.granule);
+			k = e;
+		}
+		free(tail);
 		as_dev_unmap(p->dev, sg->base, p->c.granule, sg->n, sg->h, sg->stream);
 		as_dev_unreserve(p->dev, sg->base, sg->size);
 		free(sg->h);
