@@ -432,7 +432,8 @@ static void release_segment(stitch_pol *p, pblk *b)
 			free(g->maps);
 		}
 		/* one unmap per run of adjacent granules in the sBlocks' ranges */
-		qsort(tail, ntail, sizeof(*tail), tailpos_cmp);
+		if (ntail)
+			qsort(tail, ntail, sizeof(*tail), tailpos_cmp);
 		for (size_t k = 0; k < ntail;) {
 			size_t e = k + 1;
 			while (e < ntail && tail[e].addr == tail[e - 1].addr + p->c.granule)
