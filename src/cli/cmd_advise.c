@@ -242,9 +242,9 @@ static uint64_t need_of(const advise *a, const result *r)
 	return a->fit ? r->need : shown(a, r)->peak_reserved_bytes;
 }
 
-/* The recommendation: among the settings that fit, those within 1% of the least need; of these the
- * one with the least modelled allocator time (device calls), then the least need, then the first
- * in the grid. The 1% keeps a setting that saves a few MiB at the price of hundreds of extra
+/* The recommendation: the current settings if they fit within 1% of the least need; otherwise,
+ * among the settings that fit, those within 1% of the least need; of these the one with the least
+ * modelled allocator time (device calls), then the least need, then the first in the grid. The 1% keeps a setting that saves a few MiB at the price of hundreds of extra
  * device calls (expandable_segments with max_split_size_mb) from winning. */
 static size_t pick(const advise *a)
 {
@@ -252,6 +252,9 @@ static size_t pick(const advise *a)
 	for (size_t i = 0; i < a->n; i++)
 		if (!a->res[i].skip && fits(a, &a->res[i]) && need_of(a, &a->res[i]) < least)
 			least = need_of(a, &a->res[i]);
+	/* the current settings, when they fit within 1% of the least need, stay: a change must save memory */
+	if (least != UINT64_MAX && !a->res[0].skip && fits(a, &a->res[0]) && (double)need_of(a, &a->res[0]) <= (double)least * 1.01)
+		return 0;
 	size_t best = SIZE_MAX;
 	for (size_t i = 0; i < a->n; i++) {
 		const result *r = &a->res[i];
@@ -362,7 +365,7 @@ static void print_table(FILE *f, const advise *a, const report *rp)
 			fprintf(f, " The one that needs least: PYTORCH_CUDA_ALLOC_CONF=\"%s\" (needs %.2f GiB).", b->config, gib(b->need));
 		fputc('\n', f);
 	} else if (rp->best == 0) {
-		fprintf(f, "Recommendation: keep the current settings; no setting of the grid needs less memory.\n");
+		fprintf(f, "Recommendation: keep the current settings; no setting of the grid needs 1%% less memory.\n");
 	} else {
 		fprintf(f, "Recommendation: PYTORCH_CUDA_ALLOC_CONF=\"%s\"\n", b->config);
 		if (a->fit)
@@ -440,7 +443,8 @@ static void print_table(FILE *f, const advise *a, const report *rp)
 		fprintf(f, "\nnote: garbage_collection_threshold acts only under a memory limit: its settings were not replayed.\n");
 	fprintf(f, "\n(peak_reserved, efficiency, cudaMalloc and alloc_ms are %s%s; needs: the smallest capacity without\n"
 		"out-of-memory found by bisection, to within 0.4%%; alloc_ms: modelled device time of the allocator's calls.\n"
-		"Recommended: of the settings that fit, those within 1%% of the least need, the least alloc_ms.)\n",
+		"Recommended: the current settings if they fit within 1%% of the least need; otherwise, of the settings that fit,\n"
+		"those within 1%% of the least need, the least alloc_ms.)\n",
 		a->target ? "at the target" : "without a limit", rp->nranks ? ", the largest over the ranks" : "");
 }
 
