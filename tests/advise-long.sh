@@ -20,6 +20,6 @@ for f in "$T"/*.pickle.gz; do
 	is "$st" 0 "$b: blame exits 0"
 	v=$(printf '%s\n' "$out" | sed -n '1,2p' | tr -d '()' | awk '{for(i=1;i<=NF;i++) if($i=="bytes" || $i=="bytes,") v[++n]=$(i-1)} END{printf "%.0f %.0f", v[1], v[2]+v[3]+v[4]}')
 	is "${v% *}" "$(gt "$b" peak_reserved)" "$b: blame's recorded peak = PyTorch's reserved_bytes.all.peak"
-	[ -n "$v" ] && [ "${v% *}" = "${v#* }" ]; ok $? "$b: requested + fenced + cached = reserved at the peak"
+	[ "$st" = 0 ] && [ -n "$out" ] && [ "${v% *}" = "${v#* }" ]; ok $? "$b: requested + fenced + cached = reserved at the peak"
 done
 finish
