@@ -279,10 +279,6 @@ static size_t pick(const advise *a)
 	return best;
 }
 
-static double gib(uint64_t b)
-{
-	return (double)b / (double)AS_GiB;
-}
 
 static void json_str(FILE *f, const char *s)
 {
@@ -299,21 +295,6 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-/* A CSV field: quoted when it holds a comma or a quote. */
-static void csv_str(FILE *f, const char *s)
-{
-	if (!strpbrk(s, ",\"\n")) {
-		fputs(s, f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
 
 typedef struct report {
 	const char *target_from;
@@ -355,25 +336,25 @@ static void print_table(FILE *f, const advise *a, const report *rp)
 	fprintf(f, ")\ncurrent settings: %s%s\n", a->current[0] ? a->current : "(none)",
 		rp->recorded_settings ? " (recorded)" : "");
 	if (a->target)
-		fprintf(f, "target: %.2f GiB (%" PRIu64 " bytes, %s)\n", gib(a->target), a->target, rp->target_from);
+		fprintf(f, "target: %.2f GiB (%" PRIu64 " bytes, %s)\n", as_gib(a->target), a->target, rp->target_from);
 	else
 		fprintf(f, "target: none (no limit recorded; give --capacity, --fraction or --gpu)\n");
 	fputc('\n', f);
 	if (!fits(a, b)) {
-		fprintf(f, "No setting of the grid fits %.2f GiB%s.", gib(a->target), rp->nranks ? " on every rank" : "");
+		fprintf(f, "No setting of the grid fits %.2f GiB%s.", as_gib(a->target), rp->nranks ? " on every rank" : "");
 		if (a->fit)
-			fprintf(f, " The one that needs least: PYTORCH_CUDA_ALLOC_CONF=\"%s\" (needs %.2f GiB).", b->config, gib(b->need));
+			fprintf(f, " The one that needs least: PYTORCH_CUDA_ALLOC_CONF=\"%s\" (needs %.2f GiB).", b->config, as_gib(b->need));
 		fputc('\n', f);
 	} else if (rp->best == 0) {
 		fprintf(f, "Recommendation: keep the current settings; no setting of the grid needs 1%% less memory.\n");
 	} else {
 		fprintf(f, "Recommendation: PYTORCH_CUDA_ALLOC_CONF=\"%s\"\n", b->config);
 		if (a->fit)
-			fprintf(f, "  needs %.2f GiB instead of %.2f GiB (saves %.2f GiB)", gib(b->need), gib(cur->need),
-				cur->need > b->need ? gib(cur->need - b->need) : 0.0);
+			fprintf(f, "  needs %.2f GiB instead of %.2f GiB (saves %.2f GiB)", as_gib(b->need), as_gib(cur->need),
+				cur->need > b->need ? as_gib(cur->need - b->need) : 0.0);
 		else
-			fprintf(f, "  peak reserved %.2f GiB instead of %.2f GiB", gib(shown(a, b)->peak_reserved_bytes),
-				gib(shown(a, cur)->peak_reserved_bytes));
+			fprintf(f, "  peak reserved %.2f GiB instead of %.2f GiB", as_gib(shown(a, b)->peak_reserved_bytes),
+				as_gib(shown(a, cur)->peak_reserved_bytes));
 		if (a->target && !fits(a, cur)) {
 			if (rp->nranks)
 				fprintf(f, "; the current settings run out of memory on %" PRIu64 " of %zu ranks", cur->tgt.num_ooms, rp->nranks);
@@ -396,9 +377,9 @@ static void print_table(FILE *f, const advise *a, const report *rp)
 		else if (a->target && !rp->nranks && r->oom_entry >= 0)
 			snprintf(oom, sizeof oom, "%" PRId64, r->oom_entry);
 		if (a->fit)
-			snprintf(need, sizeof need, "%.2f GiB", gib(r->need));
+			snprintf(need, sizeof need, "%.2f GiB", as_gib(r->need));
 		fprintf(f, "%-34s %-5s %-9s %9.2f GiB %11s %10.3f %10" PRIu64 " %12.3f%s\n", r->c->label,
-			a->target ? (fits(a, r) ? "yes" : "no") : "-", oom, gib(s->peak_reserved_bytes), need, eff(s),
+			a->target ? (fits(a, r) ? "yes" : "no") : "-", oom, as_gib(s->peak_reserved_bytes), need, eff(s),
 			s->num_device_alloc, s->device_time_us / 1000.0, i == rp->best ? "  <- recommended" : "");
 	}
 	if (rp->nranks) {
@@ -409,8 +390,8 @@ static void print_table(FILE *f, const advise *a, const report *rp)
 			const result *c = &rk->res[0], *r = &rk->res[rp->best];
 			char cn[24] = "-", rn[24] = "-";
 			if (a->fit) {
-				snprintf(cn, sizeof cn, "%.2f GiB", gib(c->need));
-				snprintf(rn, sizeof rn, "%.2f GiB", gib(r->need));
+				snprintf(cn, sizeof cn, "%.2f GiB", as_gib(c->need));
+				snprintf(rn, sizeof rn, "%.2f GiB", as_gib(r->need));
 			}
 			fprintf(f, "%-40s %-12s %11s %-12s %11s%s\n", rk->path, !a->target ? "-" : fits(rk, c) ? "fits" : "OOM", cn,
 				!a->target ? "-" : fits(rk, r) ? "fits" : "OOM", rn, k == w ? "  <- worst rank" : "");
@@ -425,7 +406,7 @@ static void print_table(FILE *f, const advise *a, const report *rp)
 		fprintf(f, "\nWho fenced the memory%s%s (in the recording, at its peak of reserved memory, %.2f GiB at trace entry %" PRIu64
 			"):\n  %.2f GiB reserved but not requested sat in segments that live blocks kept from being released;"
 			" %.2f GiB in segments with no live block\n", rp->nranks ? " on " : "", rp->nranks ? rk->path : "",
-			gib(bl->peak_m.reserved), bl->peak_m.index, gib(bl->peak_m.fenced), gib(bl->peak_m.cached));
+			as_gib(bl->peak_m.reserved), bl->peak_m.index, as_gib(bl->peak_m.fenced), as_gib(bl->peak_m.cached));
 		if (bl->with_site)
 			cli_blame_sites(f, &bl->peak_m, 5, 2);
 		else
@@ -436,7 +417,7 @@ static void print_table(FILE *f, const advise *a, const report *rp)
 		const result *e = &a->res[IDX_EXPANDABLE], *h = &a->res[IDX_HARMFUL];
 		fprintf(f, "\nwarning: max_split_size_mb together with expandable_segments costs more here than expandable_segments\n"
 			"  alone (pytorch#123548): %s %.2f GiB vs %.2f GiB, %" PRIu64 " vs %" PRIu64 " cudaMalloc/map calls, %.3f vs %.3f ms\n",
-			a->fit ? "needs" : "peak reserved", gib(need_of(a, h)), gib(need_of(a, e)), shown(a, h)->num_device_alloc,
+			a->fit ? "needs" : "peak reserved", as_gib(need_of(a, h)), as_gib(need_of(a, e)), shown(a, h)->num_device_alloc,
 			shown(a, e)->num_device_alloc, shown(a, h)->device_time_us / 1000.0, shown(a, e)->device_time_us / 1000.0);
 	}
 	if (!a->target)
@@ -455,11 +436,11 @@ static void print_csv_rows(FILE *f, const advise *a, size_t best)
 		if (r->skip)
 			continue;
 		const as_summary *s = shown(a, r);
-		csv_str(f, a->path);
+		as_csv_str(f, a->path);
 		fputc(',', f);
-		csv_str(f, r->c->label);
+		as_csv_str(f, r->c->label);
 		fputc(',', f);
-		csv_str(f, r->config);
+		as_csv_str(f, r->config);
 		fprintf(f, ",%" PRIu64 ",%d,%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%.6f,%" PRIu64 ",%" PRIu64 ",%.3f,%" PRIu64 ",%d\n",
 			a->target, fits(a, r), a->target ? r->oom_entry : -1, s->peak_reserved_bytes, s->peak_allocated_bytes,
 			eff(s), s->num_device_alloc, s->num_ooms, s->device_time_us, r->need, i == best);

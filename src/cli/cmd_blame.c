@@ -1,6 +1,7 @@
 /* cmd_blame.c - allocsim blame: who fenced the memory at the recording's peak (and its OOM). */
 #include "cli/cli.h"
 #include "engine/blame.h"
+#include "engine/engine.h"
 #include "readers/evbuf.h"
 #include "util/outfile.h"
 #include <getopt.h>
@@ -24,33 +25,15 @@ static const char blame_usage[] =
 	"      --device N          the device of a multi-GPU snapshot\n"
 	"  -h, --help              show this help\n";
 
-static void csv_str(FILE *f, const char *s)
-{
-	if (!strpbrk(s, ",\"\n")) {
-		fputs(s, f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
 
-static double gib(uint64_t b)
-{
-	return (double)b / (double)(1ULL << 30);
-}
 
 void cli_blame_sites(FILE *f, const as_blame_moment *m, size_t top, int indent)
 {
 	fprintf(f, "%*s%12s %7s %8s %12s  %s\n", indent, "", "fenced", "blocks", "segments", "live", "site");
 	for (size_t i = 0; i < m->nsites && i < top; i++) {
 		const as_blame_site *s = &m->sites[i];
-		fprintf(f, "%*s%8.3f GiB %7" PRIu64 " %8" PRIu64 " %8.3f GiB  %s\n", indent, "", gib(s->fenced), s->blocks, s->segments,
-			gib(s->live), s->name ? s->name : "(no stack)");
+		fprintf(f, "%*s%8.3f GiB %7" PRIu64 " %8" PRIu64 " %8.3f GiB  %s\n", indent, "", as_gib(s->fenced), s->blocks, s->segments,
+			as_gib(s->live), s->name ? s->name : "(no stack)");
 	}
 }
 
@@ -59,8 +42,8 @@ static void moment_header(FILE *f, const char *what, const as_blame_moment *m)
 	fprintf(f, "%s (trace entry %" PRIu64 "): reserved %.3f GiB (%" PRIu64 " bytes), requested by live blocks %.3f GiB (%" PRIu64 " bytes)\n"
 		"  the rest: %.3f GiB (%" PRIu64 " bytes) fenced by live blocks in %" PRIu64 " of %" PRIu64 " segments; %.3f GiB (%" PRIu64
 		" bytes) in segments with no live block (empty_cache would release them)\n",
-		what, m->index, gib(m->reserved), m->reserved, gib(m->allocated), m->allocated, gib(m->fenced), m->fenced,
-		m->nfenced_segments, m->nsegments, gib(m->cached), m->cached);
+		what, m->index, as_gib(m->reserved), m->reserved, as_gib(m->allocated), m->allocated, as_gib(m->fenced), m->fenced,
+		m->nfenced_segments, m->nsegments, as_gib(m->cached), m->cached);
 }
 
 int cmd_blame(int argc, char **argv)
@@ -143,7 +126,7 @@ int cmd_blame(int argc, char **argv)
 			fprintf(f, "  largest live allocations:\n");
 			for (size_t i = 0; i < ms[k]->nlargest; i++) {
 				const as_blame_block *x = &ms[k]->largest[i];
-				fprintf(f, "  %10.3f GiB  entry %-8" PRIu64 " %s\n", gib(x->size), x->index,
+				fprintf(f, "  %10.3f GiB  entry %-8" PRIu64 " %s\n", as_gib(x->size), x->index,
 					x->site ? bl.names[x->site - 1] : "(no stack)");
 			}
 			fputc('\n', f);
@@ -154,7 +137,7 @@ int cmd_blame(int argc, char **argv)
 			for (size_t i = 0; ms[k]->valid && i < ms[k]->nlargest; i++) {
 				const as_blame_block *x = &ms[k]->largest[i];
 				fprintf(f, "%s,%zu,%" PRIu64 ",%" PRIu64 ",", names[k], i + 1, x->size, x->index);
-				csv_str(f, x->site ? bl.names[x->site - 1] : "");
+				as_csv_str(f, x->site ? bl.names[x->site - 1] : "");
 				fputc('\n', f);
 			}
 	} else {
@@ -163,7 +146,7 @@ int cmd_blame(int argc, char **argv)
 			for (size_t i = 0; ms[k]->valid && i < ms[k]->nsites && i < ntop; i++) {
 				const as_blame_site *s = &ms[k]->sites[i];
 				fprintf(f, "%s,%zu,", names[k], i + 1);
-				csv_str(f, s->name ? s->name : "(no stack)");
+				as_csv_str(f, s->name ? s->name : "(no stack)");
 				fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", s->fenced, s->blocks, s->segments,
 					s->live, s->nlive);
 			}

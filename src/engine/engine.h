@@ -103,6 +103,8 @@ typedef struct as_replay_opts {
 } as_replay_opts;
 
 /* Summary CSV (summary.c, from AS_COLUMNS). */
+/* A CSV field, quoted when it holds a comma, quote or line break (RFC 4180); NULL is empty. */
+void as_csv_str(FILE *f, const char *s);
 void as_summary_header(FILE *f);
 void as_summary_row(FILE *f, const char *trace, const char *policy, const char *config, uint64_t capacity,
 	const as_summary *s);

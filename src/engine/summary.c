@@ -4,8 +4,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-/* CSV fields are quoted when they hold a comma, quote or newline (RFC 4180). */
-static void csv_str(FILE *f, const char *s)
+void as_csv_str(FILE *f, const char *s)
 {
 	if (!s)
 		s = "";
@@ -52,7 +51,7 @@ static uint64_t as_col_schema_version(const as_row *r, const as_summary *s)
 #define PUT_F0(f, v) fprintf(f, "%.0f", (double)(v))
 #define PUT_F3(f, v) fprintf(f, "%.3f", (double)(v))
 #define PUT_F6(f, v) fprintf(f, "%.6f", (double)(v))
-#define PUT_STR(f, v) csv_str(f, (v) ? (v) : "none")
+#define PUT_STR(f, v) as_csv_str(f, (v) ? (v) : "none")
 #define VALUE_ROW(n) r->n
 #define VALUE_CNT(n) s->n
 #define VALUE_SUM(n) s->n

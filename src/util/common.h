@@ -68,6 +68,7 @@ const char *as_closest(const char *word, const char *const *cands, size_t n);
 
 #define AS_MiB ((uint64_t)1 << 20)
 #define AS_GiB ((uint64_t)1 << 30)
+static inline double as_gib(uint64_t bytes) { return (double)bytes / (double)AS_GiB; }
 #define AS_MAX_REQUEST ((uint64_t)1 << 60)
 
 #endif
