@@ -38,9 +38,8 @@ typedef struct cjob {
 
 typedef struct compare {
 	const char **traces;
-	size_t ntraces, next_load;
+	size_t ntraces;
 	as_evbuf *bufs;
-	as_err *load_err;
 	char **recorded;
 	as_reader_opts ro;
 	cjob *jobs;
@@ -52,19 +51,6 @@ typedef struct compare {
 	as_err err;       /* the first failure in job order */
 	size_t err_job;
 } compare;
-
-static void *loader(void *arg)
-{
-	compare *c = arg;
-	for (;;) {
-		pthread_mutex_lock(&c->mu);
-		size_t t = c->next_load++;
-		pthread_mutex_unlock(&c->mu);
-		if (t >= c->ntraces)
-			return NULL;
-		as_evbuf_load(&c->bufs[t], c->traces[t], &c->ro, &c->load_err[t]);
-	}
-}
 
 static void *worker(void *arg)
 {
@@ -216,16 +202,11 @@ args_out:
 	}
 	pthread_mutex_init(&c.mu, NULL);
 	c.bufs = xcalloc(c.ntraces, sizeof(*c.bufs));
-	c.load_err = xcalloc(c.ntraces, sizeof(*c.load_err));
 	c.recorded = xcalloc(c.ntraces, sizeof(char *));
 	if (cli_load_model(model_path, &model, &have_model, &err))
 		goto done;
 	c.model = have_model ? &model : NULL;
-	run_threads(jobs < c.ntraces ? jobs : c.ntraces, loader, &c);
-	for (size_t t = 0; t < c.ntraces && !err.code; t++)
-		if (c.load_err[t].code)
-			err = c.load_err[t];
-	if (err.code)
+	if (as_evbuf_load_many(c.bufs, c.traces, c.ntraces, &c.ro, jobs, &err))
 		goto done;
 	for (size_t t = 0; t < c.ntraces; t++)
 		c.recorded[t] = as_recorded_settings(&c.bufs[t].meta);
@@ -265,7 +246,6 @@ cleanup:
 	}
 	free(c.recorded);
 	free(c.bufs);
-	free(c.load_err);
 	as_lat_model_free(&model);
 	free(pols);
 	pthread_mutex_destroy(&c.mu);

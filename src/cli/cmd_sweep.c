@@ -63,46 +63,8 @@ typedef struct sweep {
 	/* decoding: each trace once, by the same workers, before any run */
 	const char **traces;
 	as_evbuf *bufs;
-	as_err *load_err;
-	size_t ntraces, next_load;
+	size_t ntraces;
 } sweep;
-
-static void *loader(void *arg)
-{
-	sweep *sw = arg;
-	for (;;) {
-		pthread_mutex_lock(&sw->mu);
-		size_t t = sw->next_load++;
-		pthread_mutex_unlock(&sw->mu);
-		if (t >= sw->ntraces)
-			return NULL;
-		as_evbuf_load(&sw->bufs[t], sw->traces[t], &sw->ro, &sw->load_err[t]);
-	}
-}
-
-/* Decodes every trace once with `jobs` threads; the first failure in trace order is reported. */
-static int load_traces(sweep *sw, uint64_t jobs, as_err *err)
-{
-	sw->bufs = xcalloc(sw->ntraces, sizeof(*sw->bufs));
-	sw->load_err = xcalloc(sw->ntraces, sizeof(*sw->load_err));
-	uint64_t n = jobs < sw->ntraces ? jobs : sw->ntraces;
-	if (n <= 1) /* in this thread, where Ctrl-C/SIGTERM interrupt a read (a FIFO, a pipe) */
-		loader(sw);
-	pthread_t *th = xcalloc(n > 1 ? n : 1, sizeof(pthread_t));
-	if (n <= 1)
-		n = 0;
-	for (uint64_t w = 0; w < n; w++)
-		pthread_create(&th[w], NULL, loader, sw);
-	for (uint64_t w = 0; w < n; w++)
-		pthread_join(th[w], NULL);
-	free(th);
-	for (size_t t = 0; t < sw->ntraces; t++)
-		if (sw->load_err[t].code) {
-			*err = sw->load_err[t];
-			return -1;
-		}
-	return 0;
-}
 
 static int parse_values(param *p, const char *spec, char *msg, size_t len)
 {
@@ -405,7 +367,8 @@ args_out:
 	recorded = xcalloc(ntr, sizeof(char *));
 	sw.traces = traces;
 	sw.ntraces = ntr;
-	if (load_traces(&sw, jobs, &err)) {
+	sw.bufs = xcalloc(sw.ntraces, sizeof(*sw.bufs));
+	if (as_evbuf_load_many(sw.bufs, sw.traces, sw.ntraces, &sw.ro, jobs, &err)) {
 		rc = cli_interrupted ? sweep_interrupted(&of, header, &sw, out) : cli_report(&err);
 		goto done;
 	}
@@ -527,7 +490,6 @@ done:
 	}
 	free(recorded);
 	free(sw.bufs);
-	free(sw.load_err);
 	free_params(params, npar);
 	free(traces);
 	free(pols);

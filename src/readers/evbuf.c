@@ -1,6 +1,7 @@
 /* evbuf.c - a whole trace decoded once (see evbuf.h). */
 #include "readers/evbuf.h"
 #include "readers/binfmt.h"
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -113,6 +114,53 @@ int as_evbuf_load_observed(as_evbuf *b, const char *path, const as_reader_opts *
 		return -1;
 	int rc = from_reader(b, r, 0, observe, ctx, err);
 	as_reader_close(r);
+	return rc;
+}
+
+typedef struct loadmany {
+	as_evbuf *bufs;
+	const char *const *paths;
+	size_t n, next;
+	const as_reader_opts *ro;
+	as_err *errs;
+	pthread_mutex_t mu;
+} loadmany;
+
+static void *load_next(void *arg)
+{
+	loadmany *l = arg;
+	for (;;) {
+		pthread_mutex_lock(&l->mu);
+		size_t t = l->next++;
+		pthread_mutex_unlock(&l->mu);
+		if (t >= l->n)
+			return NULL;
+		as_evbuf_load(&l->bufs[t], l->paths[t], l->ro, &l->errs[t]);
+	}
+}
+
+int as_evbuf_load_many(as_evbuf *bufs, const char *const *paths, size_t n, const as_reader_opts *ro, uint64_t jobs,
+	as_err *err)
+{
+	loadmany l = { bufs, paths, n, 0, ro, xcalloc(n ? n : 1, sizeof(as_err)), PTHREAD_MUTEX_INITIALIZER };
+	uint64_t nth = jobs < n ? jobs : n;
+	if (nth <= 1) {
+		load_next(&l);
+	} else {
+		pthread_t *th = xcalloc(nth, sizeof(pthread_t));
+		for (uint64_t w = 0; w < nth; w++)
+			pthread_create(&th[w], NULL, load_next, &l);
+		for (uint64_t w = 0; w < nth; w++)
+			pthread_join(th[w], NULL);
+		free(th);
+	}
+	int rc = 0;
+	for (size_t t = 0; t < n && !rc; t++)
+		if (l.errs[t].code) {
+			*err = l.errs[t];
+			rc = -1;
+		}
+	free(l.errs);
 	return rc;
 }
 
