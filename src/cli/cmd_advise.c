@@ -769,12 +769,7 @@ int cmd_advise(int argc, char **argv)
 		}
 		if (jobs > nfiles * NGRID)
 			jobs = nfiles * NGRID;
-		pthread_t *th = xcalloc(jobs, sizeof(pthread_t));
-		for (uint64_t w = 0; w < jobs; w++)
-			pthread_create(&th[w], NULL, worker, &q);
-		for (uint64_t w = 0; w < jobs; w++)
-			pthread_join(th[w], NULL);
-		free(th);
+		as_run_threads(jobs, worker, &q);
 		pthread_mutex_destroy(&q.mu);
 	}
 	if (cli_interrupted) {

@@ -91,21 +91,6 @@ static void *worker(void *arg)
 	}
 }
 
-/* Runs `fn` on n threads (in this thread when n <= 1, where a signal interrupts a read). */
-static void run_threads(uint64_t n, void *(*fn)(void *), void *arg)
-{
-	if (n <= 1) {
-		fn(arg);
-		return;
-	}
-	pthread_t *th = xcalloc(n, sizeof(pthread_t));
-	for (uint64_t w = 0; w < n; w++)
-		pthread_create(&th[w], NULL, fn, arg);
-	for (uint64_t w = 0; w < n; w++)
-		pthread_join(th[w], NULL);
-	free(th);
-}
-
 /* Adds the policies of one -p argument ("all" or a comma list). */
 static int add_policies(const char *arg, const as_policy_ops ***pols, size_t *n)
 {
@@ -215,7 +200,7 @@ args_out:
 	for (size_t t = 0, k = 0; t < c.ntraces; t++)
 		for (size_t p = 0; p < npol; p++, k++)
 			c.jobs[k] = (cjob){ t, pols[p], NULL };
-	run_threads(jobs < c.njobs ? jobs : c.njobs, worker, &c);
+	as_run_threads(jobs < c.njobs ? jobs : c.njobs, worker, &c);
 	if (cli_interrupted) {
 		as_err_clear(&err);
 		as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; nothing was written");

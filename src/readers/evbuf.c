@@ -143,17 +143,7 @@ int as_evbuf_load_many(as_evbuf *bufs, const char *const *paths, size_t n, const
 	as_err *err)
 {
 	loadmany l = { bufs, paths, n, 0, ro, xcalloc(n ? n : 1, sizeof(as_err)), PTHREAD_MUTEX_INITIALIZER };
-	uint64_t nth = jobs < n ? jobs : n;
-	if (nth <= 1) {
-		load_next(&l);
-	} else {
-		pthread_t *th = xcalloc(nth, sizeof(pthread_t));
-		for (uint64_t w = 0; w < nth; w++)
-			pthread_create(&th[w], NULL, load_next, &l);
-		for (uint64_t w = 0; w < nth; w++)
-			pthread_join(th[w], NULL);
-		free(th);
-	}
+	as_run_threads(jobs < n ? jobs : n, load_next, &l);
 	int rc = 0;
 	for (size_t t = 0; t < n && !rc; t++)
 		if (l.errs[t].code) {

@@ -1,5 +1,6 @@
 /* common.c - error objects, checked allocation, size parsing. */
 #include "util/common.h"
+#include <pthread.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -297,4 +298,18 @@ void as_format_size(uint64_t b, char *buf, size_t len)
 		snprintf(buf, len, "%.2f MiB", b / 1048576.0);
 	else
 		snprintf(buf, len, "%.2f GiB", b / 1073741824.0);
+}
+
+void as_run_threads(uint64_t n, void *(*fn)(void *), void *arg)
+{
+	if (n <= 1) {
+		fn(arg);
+		return;
+	}
+	pthread_t *th = xcalloc(n, sizeof(pthread_t));
+	for (uint64_t w = 0; w < n; w++)
+		pthread_create(&th[w], NULL, fn, arg);
+	for (uint64_t w = 0; w < n; w++)
+		pthread_join(th[w], NULL);
+	free(th);
 }

@@ -61,6 +61,10 @@ const char *as_size_paren(uint64_t b, char *buf, size_t len);
 int as_parse_u64(const char *s, uint64_t *out);
 int as_parse_num(const char *s, uint64_t *out);
 
+/* Runs fn(arg) in n threads and waits for them; with n <= 1 in this thread (where Ctrl-C/SIGTERM
+ * interrupt a blocking read). fn takes its work from arg (a locked counter). */
+void as_run_threads(uint64_t n, void *(*fn)(void *), void *arg);
+
 extern const char *as_progname;
 /* The closest of the n names in cands to word (a misspelling: at most 2 edits, and fewer than half
  * of word's letters; or the one name that begins with word), or NULL: the "did you mean" of messages. */
