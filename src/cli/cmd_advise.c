@@ -162,6 +162,22 @@ static int run_one(const advise *a, const char *conf, uint64_t cap, int stop, as
 	return 0;
 }
 
+struct probe {
+	const advise *a;
+	const result *r;
+};
+
+static int fits_at(void *ctx, uint64_t cap, as_err *err)
+{
+	const struct probe *p = ctx;
+	as_summary s;
+	if (cli_interrupted)
+		return as_fail(err, AS_EXIT_INTERRUPTED, "interrupted");
+	if (run_one(p->a, p->r->config, cap, 1, &s, NULL, err))
+		return -1;
+	return s.num_ooms == 0;
+}
+
 /* The smallest capacity at which the replay has no OOM, by bisection between the peak of live
  * requested bytes and the unlimited peak reserved bytes, narrowed by the run at the target, to
  * within max(2 MiB, 1/256 of the upper end) (about 0.4%: advice, not `fit capacity`'s exact answer,
@@ -177,27 +193,8 @@ static int smallest(const advise *a, const result *r, uint64_t *need, as_err *er
 		else if (r->tgt.num_ooms && t > lo && t < hi)
 			lo = t;
 	}
-	uint64_t tol = hi / 256 ? hi / 256 : 1;
-	as_summary s;
-	if (lo && lo < hi) {
-		if (run_one(a, r->config, lo * g, 1, &s, NULL, err))
-			return -1;
-		if (!s.num_ooms)
-			hi = lo;
-	}
-	while (hi - lo > tol) {
-		uint64_t mid = lo + (hi - lo) / 2;
-		if (cli_interrupted)
-			return as_fail(err, AS_EXIT_INTERRUPTED, "interrupted");
-		if (run_one(a, r->config, mid * g, 1, &s, NULL, err))
-			return -1;
-		if (s.num_ooms)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	*need = hi * g;
-	return 0;
+	struct probe pr = { a, r };
+	return as_bisect_capacity(g, lo, hi, hi / 256 ? hi / 256 : 1, fits_at, NULL, &pr, need, err);
 }
 
 static void *worker(void *arg)

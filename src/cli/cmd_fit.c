@@ -69,6 +69,17 @@ static int fits(fitctx *f, uint64_t c, as_summary *s, as_err *err)
 	return (s ? s : &tmp)->num_ooms == 0;
 }
 
+static int fits_cb(void *ctx, uint64_t c, as_err *err)
+{
+	return fits(ctx, c, NULL, err);
+}
+
+static void print_step(void *ctx, uint64_t c, int ok)
+{
+	(void)ctx;
+	printf("capacity %" PRIu64 ": %s\n", c, ok ? "ok" : "OOM");
+}
+
 static int fit_capacity(fitctx *f, int exact, uint64_t samples)
 {
 	as_err err = { 0, "" };
@@ -92,22 +103,9 @@ static int fit_capacity(fitctx *f, int exact, uint64_t samples)
 			as_progname, hi * g);
 		return AS_EXIT_SOFTWARE;
 	}
-	if (lo && (r = fits(f, lo * g, NULL, &err)) != 0) {
-		if (r < 0)
-			return fit_fail(f, &err);
-		hi = lo; /* already fits at the lower bound */
-	}
-	while (hi - lo > 1) {
-		uint64_t mid = lo + (hi - lo) / 2;
-		if ((r = fits(f, mid * g, NULL, &err)) < 0)
-			return fit_fail(f, &err);
-		printf("capacity %" PRIu64 ": %s\n", mid * g, r ? "ok" : "OOM");
-		if (r)
-			hi = mid;
-		else
-			lo = mid;
-	}
-	uint64_t best = hi * g;
+	uint64_t best;
+	if (as_bisect_capacity(g, lo, hi, 1, fits_cb, print_step, f, &best, &err))
+		return fit_fail(f, &err);
 	/* Monotonicity: samples above must fit, samples below must not. */
 	int nonmono = 0;
 	uint64_t top = full.peak_reserved_bytes, smaller_ok = 0;

@@ -99,6 +99,30 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 	return rc;
 }
 
+int as_bisect_capacity(uint64_t g, uint64_t lo, uint64_t hi, uint64_t tol, int (*fits)(void *ctx, uint64_t cap, as_err *err),
+	void (*step)(void *ctx, uint64_t cap, int ok), void *ctx, uint64_t *best, as_err *err)
+{
+	int r;
+	if (lo && (r = fits(ctx, lo * g, err)) != 0) {
+		if (r < 0)
+			return -1;
+		hi = lo; /* already fits at the lower bound */
+	}
+	while (hi > lo && hi - lo > tol) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if ((r = fits(ctx, mid * g, err)) < 0)
+			return -1;
+		if (step)
+			step(ctx, mid * g, r);
+		if (r)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	*best = hi * g;
+	return 0;
+}
+
 static void add_val(char ***vals, size_t *n, const char *v)
 {
 	*vals = xrealloc(*vals, (*n + 1) * sizeof(char *));

@@ -25,6 +25,12 @@ typedef struct as_run_opts {
 
 /* Replays a trace; fills *out (timing columns left 0). */
 int as_run(const as_run_opts *o, as_summary *out, as_err *err);
+/* The smallest capacity k*g, lo <= k <= hi, at which fits(ctx, k*g) says 1 (no out-of-memory), by
+ * bisection to within tol units (1: to g), hi being known to fit; lo is tried first (fitting there
+ * ends the search). step, if not NULL, sees every bisection probe. fits returns 1, 0, or -1 on error
+ * (err set), which ends the search with -1. The answer, *best, is a capacity seen to fit. */
+int as_bisect_capacity(uint64_t g, uint64_t lo, uint64_t hi, uint64_t tol, int (*fits)(void *ctx, uint64_t cap, as_err *err),
+	void (*step)(void *ctx, uint64_t cap, int ok), void *ctx, uint64_t *best, as_err *err);
 /* The recorded settings of a trace's metadata (a copy); NULL when none. */
 char *as_recorded_settings(const as_meta *m);
 /* CONF less allocsim's version:2.N item (malloc'd): what is compared with a trace's recorded settings. */
