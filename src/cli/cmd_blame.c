@@ -127,7 +127,7 @@ int cmd_blame(int argc, char **argv)
 			for (size_t i = 0; i < ms[k]->nlargest; i++) {
 				const as_blame_block *x = &ms[k]->largest[i];
 				fprintf(f, "  %10.3f GiB  entry %-8" PRIu64 " %s\n", as_gib(x->size), x->index,
-					x->site ? bl.names[x->site - 1] : "(no stack)");
+					x->site ? as_strtab_str(&bl.names, x->site) : "(no stack)");
 			}
 			fputc('\n', f);
 		}
@@ -137,7 +137,7 @@ int cmd_blame(int argc, char **argv)
 			for (size_t i = 0; ms[k]->valid && i < ms[k]->nlargest; i++) {
 				const as_blame_block *x = &ms[k]->largest[i];
 				fprintf(f, "%s,%zu,%" PRIu64 ",%" PRIu64 ",", names[k], i + 1, x->size, x->index);
-				as_csv_str(f, x->site ? bl.names[x->site - 1] : "");
+				as_csv_str(f, x->site ? as_strtab_str(&bl.names, x->site) : "");
 				fputc('\n', f);
 			}
 	} else {

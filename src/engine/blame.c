@@ -20,38 +20,14 @@ void as_blame_init(as_blame *b, size_t keep_largest)
 {
 	memset(b, 0, sizeof(*b));
 	idmap_init(&b->live);
-	idmap_init(&b->byhash);
 	RB_INIT(&b->byaddr);
 	b->keep_largest = keep_largest;
 }
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h ? h : 1;
-}
-
-/* The site's number + 1 (0 for none). */
+/* The site's number (0 for none). */
 static uint32_t intern(as_blame *b, const char *s)
 {
-	if (!s || !*s)
-		return 0;
-	uint64_t h = hash_str(s);
-	for (uintptr_t i = (uintptr_t)idmap_get(&b->byhash, h); i; i = b->next[i - 1])
-		if (!strcmp(b->names[i - 1], s))
-			return (uint32_t)i;
-	if (b->nnames == b->capnames) {
-		b->capnames = b->capnames ? b->capnames * 2 : 64;
-		b->names = xrealloc(b->names, b->capnames * sizeof(*b->names));
-		b->next = xrealloc(b->next, b->capnames * sizeof(*b->next));
-	}
-	b->names[b->nnames] = xstrdup(s);
-	b->next[b->nnames] = (uint32_t)(uintptr_t)idmap_get(&b->byhash, h);
-	b->nnames++;
-	idmap_put(&b->byhash, h, (void *)(uintptr_t)b->nnames);
-	return (uint32_t)b->nnames;
+	return s && *s ? as_strtab_id(&b->names, s, 0) : 0;
 }
 
 /* The first range that ends after addr. */
@@ -134,9 +110,9 @@ static void take(as_blame *b, as_blame_moment *m, uint64_t index)
 	m->fenced = m->cached = 0;
 	m->nsegments = b->nranges;
 	m->nfenced_segments = 0;
-	m->sites = xrealloc(m->sites, (b->nnames + 1) * sizeof(*m->sites));
-	memset(m->sites, 0, (b->nnames + 1) * sizeof(*m->sites));
-	m->nsites = b->nnames + 1; /* [0] = blocks without a site */
+	m->sites = xrealloc(m->sites, (b->names.n + 1) * sizeof(*m->sites));
+	memset(m->sites, 0, (b->names.n + 1) * sizeof(*m->sites));
+	m->nsites = b->names.n + 1; /* [0] = blocks without a site */
 	as_blame_block *blk = RB_MIN(as_blame_blocks, &b->byaddr);
 	for (size_t i = 0; i < b->nranges; i++) {
 		const as_blame_range *r = &b->ranges[i];
@@ -292,7 +268,7 @@ void as_blame_finish(as_blame *b)
 		if (!m->valid)
 			continue;
 		for (size_t i = 0; i < m->nsites; i++)
-			m->sites[i].name = i ? b->names[i - 1] : NULL;
+			m->sites[i].name = i ? as_strtab_str(&b->names, (uint32_t)i) : NULL;
 		/* drop the sites with nothing live at that moment, then sort */
 		size_t n = 0;
 		for (size_t i = 0; i < m->nsites; i++)
@@ -322,11 +298,7 @@ void as_blame_free(as_blame *b)
 		if (idmap_live(&b->live, i))
 			free(b->live.vals[i]);
 	idmap_free(&b->live);
-	idmap_free(&b->byhash);
-	for (size_t i = 0; i < b->nnames; i++)
-		free(b->names[i]);
-	free(b->names);
-	free(b->next);
+	as_strtab_free(&b->names);
 	free(b->ranges);
 	free(b->peak_m.sites);
 	free(b->peak_m.largest);

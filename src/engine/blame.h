@@ -11,10 +11,11 @@
 #include "readers/trace.h"
 #include "util/idmap.h"
 #include "util/tree.h"
+#include "util/strtab.h"
 
 /* One allocation site: the culprit frame of the event's site string ("file:line function"). */
 typedef struct as_blame_site {
-	char *name;
+	const char *name;
 	uint64_t fenced;     /* reserved, unallocated bytes attributed to the site's live blocks */
 	uint64_t blocks;     /* its live blocks in segments with free bytes */
 	uint64_t segments;   /* segments where it holds such a block */
@@ -56,10 +57,7 @@ typedef struct as_blame {
 	as_blame_range *ranges;       /* reserved ranges in address order */
 	size_t nranges, capranges;
 	uint64_t reserved, allocated, peak;
-	char **names;                 /* interned site strings */
-	size_t nnames, capnames;
-	idmap byhash;                 /* string hash -> first index + 1 (chained through next) */
-	uint32_t *next;
+	as_strtab names;              /* the site strings: whole stacks and culprit frames */
 	uint64_t events, with_site, without_addr;
 	size_t keep_largest;
 	as_blame_moment peak_m, oom_m;

@@ -43,47 +43,12 @@ void as_sites_frame(as_sites *t, const char *file, uint64_t line, const char *na
 		t->culprit = i;
 }
 
-static uint64_t hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
-}
-
+/* Interns s (taken over) in the table; NULL when the table is full. */
 static const char *intern(as_sites *t, char *s)
 {
-	if (t->count * 2 >= t->cap) {
-		size_t nc = t->cap ? t->cap * 2 : 256;
-		char **ns = xcalloc(nc, sizeof(char *));
-		for (size_t i = 0; i < t->cap; i++)
-			if (t->strs[i]) {
-				size_t j = hash(t->strs[i]) & (nc - 1);
-				while (ns[j])
-					j = (j + 1) & (nc - 1);
-				ns[j] = t->strs[i];
-			}
-		free(t->strs);
-		t->strs = ns;
-		t->cap = nc;
-	}
-	size_t j = hash(s) & (t->cap - 1);
-	while (t->strs[j]) {
-		if (!strcmp(t->strs[j], s)) {
-			free(s);
-			return t->strs[j];
-		}
-		j = (j + 1) & (t->cap - 1);
-	}
-	size_t len = strlen(s) + 1;
-	if (t->bytes + len > AS_SITES_MAX) {
-		free(s);
-		return NULL;
-	}
-	t->bytes += len;
-	t->strs[j] = s;
-	t->count++;
-	return s;
+	uint32_t id = as_strtab_id(&t->tab, s, AS_SITES_MAX);
+	free(s);
+	return id ? as_strtab_str(&t->tab, id) : NULL;
 }
 
 const char *as_sites_end(as_sites *t)
@@ -93,7 +58,7 @@ const char *as_sites_end(as_sites *t)
 		return NULL;
 	size_t to = from + AS_SITE_FRAMES < t->nframes ? from + AS_SITE_FRAMES : t->nframes;
 	/* when the table is nearly full, new stacks keep only their culprit */
-	if (t->bytes > AS_SITES_MAX / 2)
+	if (t->tab.bytes > AS_SITES_MAX / 2)
 		to = from + 1;
 	char *s = NULL;
 	size_t len = 0;
@@ -106,8 +71,6 @@ const char *as_sites_end(as_sites *t)
 
 void as_sites_free(as_sites *t)
 {
-	for (size_t i = 0; i < t->cap; i++)
-		free(t->strs[i]);
-	free(t->strs);
+	as_strtab_free(&t->tab);
 	memset(t, 0, sizeof(*t));
 }

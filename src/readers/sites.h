@@ -7,13 +7,13 @@
 #define ALLOCSIM_SITES_H
 #include <stddef.h>
 #include <stdint.h>
+#include "util/strtab.h"
 
 #define AS_SITE_FRAMES 4
 #define AS_SITES_MAX ((size_t)64 << 20)
 
 typedef struct as_sites {
-	char **strs;            /* interned strings (open addressing on their hash) */
-	size_t cap, count, bytes;
+	as_strtab tab;          /* the sites, interned */
 	/* the stack being added */
 	const char *file[AS_SITE_FRAMES * 4];
 	uint64_t line[AS_SITE_FRAMES * 4];
