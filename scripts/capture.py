@@ -25,7 +25,7 @@ LIMITED = {"p110_default": "", "p110_exp": "expandable_segments:True", "p110_gc0
 def w_multistream(torch):
     """Allocations on three streams, cross-stream use with record_stream, frees that complete
     only after the other stream's work, phases with torch.cuda.synchronize()."""
-    g = torch.Generator().manual_seed(1)
+    g = torch.Generator().manual_seed(int(os.environ.get("CAPTURE_SEED", "1")))
     s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()
     keep = []
     for it in range(40):
