@@ -13,6 +13,7 @@ typedef struct as_request {
 	uint64_t stream;
 	uint64_t thread;   /* the requesting thread; 0 when the trace records none */
 	int64_t time_us;   /* -1 when unknown */
+	uint32_t pool;     /* the memory pool (as_event.pool): 0 the default one, else a private pool */
 } as_request;
 
 /* Counters a policy reports into; the engine owns them. */
@@ -167,6 +168,9 @@ typedef struct as_policy_ops {
 	 * the free's own (id, stream, thread, time; size 0); called instead of free */
 	void (*free_from)(as_policy *p, void *handle, const as_request *rq);
 	void (*empty_cache)(as_policy *p);
+	/* optional: the program let go of private pool `pool` (EV_POOL_RELEASE); a policy without
+	 * private pools serves every pool's requests from its one pool and needs no such call */
+	void (*pool_release)(as_policy *p, uint32_t pool);
 	int (*check)(as_policy *p, as_err *err);            /* invariants; 0 ok */
 	/* optional: everything else (AS_Q_*); 0 answered, AS_Q_UNKNOWN not */
 	int (*query)(as_policy *p, int what, void *arg);

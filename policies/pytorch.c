@@ -3,7 +3,10 @@
  * decision for decision: 512-byte rounding, small/large pools keyed (stream, size, address),
  * best fit with splitting and merging, max_split_size and its oversize tolerance,
  * roundup_power2_divisions, garbage collection, expandable segments, and the fallback chain
- * on a miss (GC, new segment, oversize release, flush and retry, OOM).
+ * on a miss (GC, new segment, oversize release, flush and retry, OOM), and private pools (CUDA
+ * graphs' and torch.cuda.MemPool's: requests the trace routes to a pool are served from that pool's
+ * own small/large pools, its segments serve no one else, and empty_cache and the OOM flush release
+ * them only once the program has let go of the pool).
  * doc/pytorch-policy.md lists the rules with the spec sections they come from.
  */
 #include "pytorch.h"
@@ -58,8 +61,15 @@ struct ppool {
 	 * pool's va_size, so the lowest of a stream stands for all of them. */
 	struct uset untouched;
 	int is_small;
+	int expandable;      /* new segments are expandable (the setting, unless a MemPool with its own allocator) */
 	uint64_t gc_calls;
 };
+
+/* A private pool (PyTorch's PrivatePool): its own small and large BlockPools. */
+typedef struct privpool {
+	ppool large, small;
+	int released;        /* use count 0: the program let go of it (EV_POOL_RELEASE) */
+} privpool;
 
 struct expseg {
 	uint64_t base, va_size, page, stream;
@@ -77,6 +87,8 @@ typedef struct ptpol {
 	as_device *dev;
 	as_counters *ctr;
 	ppool large, small;
+	privpool **priv;                 /* private pool n at priv[n - 1] (AS_POOL_INDEX), made on first use */
+	size_t npriv;
 	pt_stats st;
 	uint64_t total_allocated;        /* total_allocated_memory */
 	pblock *all;                     /* every block, for segment views and checks */
@@ -632,6 +644,46 @@ static void release_blocks(ptpol *p, ppool *pool)
 	free(to_unmap);
 }
 
+/* The pools of the default pool or of a private pool. */
+static void pool_init(ppool *large, ppool *small, int expandable)
+{
+	small->is_small = 1;
+	large->expandable = small->expandable = expandable;
+	RB_INIT(&large->blocks);
+	RB_INIT(&small->blocks);
+	RB_INIT(&large->unmapped);
+	RB_INIT(&small->unmapped);
+	RB_INIT(&large->untouched);
+	RB_INIT(&small->untouched);
+}
+
+/* The private pool a request names (made on first use; a request into a released pool takes it
+ * back, as beginAllocateToPool raises its use count again). Allocates only at a pool's first request. */
+static privpool *private_pool(ptpol *p, uint32_t pool)
+{
+	size_t i = AS_POOL_INDEX(pool) - 1;
+	if (i >= p->npriv) {
+		size_t n = i + 1 > 2 * p->npriv ? i + 1 : 2 * p->npriv;
+		p->priv = xrealloc(p->priv, n * sizeof(*p->priv));
+		memset(p->priv + p->npriv, 0, (n - p->npriv) * sizeof(*p->priv));
+		p->npriv = n;
+	}
+	if (!p->priv[i]) {
+		p->priv[i] = xcalloc(1, sizeof(privpool));
+		pool_init(&p->priv[i]->large, &p->priv[i]->small, p->c.expandable && !(pool & AS_POOL_CUSTOM));
+	}
+	p->priv[i]->released = 0;
+	return p->priv[i];
+}
+
+static void pt_pool_release(as_policy *pol, uint32_t pool)
+{
+	ptpol *p = (ptpol *)pol;
+	size_t i = AS_POOL_INDEX(pool) - 1;
+	if (i < p->npriv && p->priv[i])
+		p->priv[i]->released = 1;
+}
+
 static void release_cached_blocks(ptpol *p)
 {
 	/* synchronize_and_free_events: the engine completes the pending frees the trace shows
@@ -644,6 +696,12 @@ static void release_cached_blocks(ptpol *p)
 	p->st.num_sync_all_streams++;
 	release_blocks(p, &p->large);
 	release_blocks(p, &p->small);
+	/* then the pools the program let go of (use count 0), small before large */
+	for (size_t i = 0; i < p->npriv; i++)
+		if (p->priv[i] && p->priv[i]->released) {
+			release_blocks(p, &p->priv[i]->small);
+			release_blocks(p, &p->priv[i]->large);
+		}
 }
 
 static int release_available_cached_blocks(ptpol *p, ppool *pool, uint64_t stream, uint64_t s)
@@ -716,7 +774,7 @@ static pblock *alloc_block(ptpol *p, ppool *pool, uint64_t stream, uint64_t s, u
 	}
 	if (p->dev->capacity && p->total_allocated + alloc_size > p->dev->capacity)
 		return NULL;
-	if (p->c.expandable)
+	if (pool->expandable)
 		return try_allocate_expandable(p, pool, stream, s);
 	uint64_t addr;
 	if (as_dev_alloc(p->dev, alloc_size, stream, &addr))
@@ -805,7 +863,13 @@ static int pt_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 	uint64_t n = rq->size, stream = rq->stream;
 	ptpol *p = (ptpol *)pol;
 	uint64_t s = pt_round_size(&p->c, n);
-	ppool *pool = s <= PT_SMALL_SIZE ? &p->small : &p->large;
+	ppool *pool;
+	if (__builtin_expect(AS_POOL_INDEX(rq->pool) != 0, 0)) {
+		privpool *pp = private_pool(p, rq->pool);
+		pool = s <= PT_SMALL_SIZE ? &pp->small : &pp->large;
+	} else {
+		pool = s <= PT_SMALL_SIZE ? &p->small : &p->large;
+	}
 	uint64_t alloc_size = pt_allocation_size(&p->c, s);
 	pblock *b = get_free_block(p, pool, stream, s);
 	int in_pool = b != NULL;
@@ -1107,19 +1171,30 @@ static int pt_check(as_policy *pol, as_err *err)
 
 /* Free cached bytes = reserved - active (allocated or pending); the largest free block is the
  * largest of each stream's last block in the two pools: O(streams log n), not a walk of all blocks. */
+/* Every BlockPool: 0 and 1 the default large and small, then each private pool's (NULL: none). */
+static ppool *pt_pool_at(ptpol *p, size_t k)
+{
+	if (k < 2)
+		return k ? &p->small : &p->large;
+	privpool *pp = p->priv[(k - 2) / 2];
+	return !pp ? NULL : (k & 1) ? &pp->small : &pp->large;
+}
+
 static void pt_free_stats(ptpol *p, uint64_t *largest, uint64_t *total)
 {
 	*largest = 0;
 	*total = (uint64_t)(p->st.reserved_bytes[PT_ALL].current - p->st.active_bytes[PT_ALL].current);
-	ppool *pools[2] = { &p->large, &p->small };
-	for (int k = 0; k < 2; k++) {
-		pblock *b = RB_MAX(bset, &pools[k]->blocks);
+	for (size_t k = 0; k < 2 + 2 * p->npriv; k++) {
+		ppool *pk = pt_pool_at(p, k);
+		if (!pk)
+			continue;
+		pblock *b = RB_MAX(bset, &pk->blocks);
 		while (b) {
 			if (b->size > *largest)
 				*largest = b->size;
 			pblock key = { .stream = b->stream, .size = 0, .ptr = 0 };
-			pblock *first = RB_NFIND(bset, &pools[k]->blocks, &key);
-			b = first ? RB_PREV(bset, &pools[k]->blocks, first) : NULL;
+			pblock *first = RB_NFIND(bset, &pk->blocks, &key);
+			b = first ? RB_PREV(bset, &pk->blocks, first) : NULL;
 		}
 	}
 }
@@ -1226,6 +1301,9 @@ static void pt_destroy(as_policy *pol)
 		free(e->handles);
 		free(e);
 	}
+	for (size_t i = 0; i < p->npriv; i++)
+		free(p->priv[i]);
+	free(p->priv);
 	free(p->scratch);
 	free(p);
 }
@@ -1241,13 +1319,8 @@ static int pt_create(as_policy **out, const char *config, as_device *dev, as_cou
 	p->base.ops = &as_policy_pytorch;
 	p->dev = dev;
 	p->ctr = ctr;
-	p->small.is_small = 1;
-	RB_INIT(&p->large.blocks);
-	RB_INIT(&p->small.blocks);
-	RB_INIT(&p->large.unmapped);
-	RB_INIT(&p->small.unmapped);
-	RB_INIT(&p->large.untouched);
-	RB_INIT(&p->small.untouched);
+	dev->capacity_by_policy = 1; /* alloc_block's fraction check, as PyTorch's */
+	pool_init(&p->large, &p->small, p->c.expandable);
 	p->device_total = dev->total_memory ? dev->total_memory : AS_H200_TOTAL_MEMORY; /* sizes the VA reservation */
 	p->st.max_split_size = p->c.max_split_size == PT_NO_LIMIT ? -1 : (int64_t)p->c.max_split_size;
 	*out = &p->base;
@@ -1271,6 +1344,7 @@ const as_policy_ops as_policy_pytorch = {
 	.free_requested = pt_free_requested,
 	.free = pt_free,
 	.empty_cache = pt_empty_cache,
+	.pool_release = pt_pool_release,
 	.check = pt_check,
 	.query = pt_query,
 	.destroy = pt_destroy,

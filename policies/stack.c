@@ -222,6 +222,14 @@ static void st_free_from(as_policy *pol, void *h, const as_request *rq)
 		top->ops->free(top, h);
 }
 
+/* The program's pools are the top layer's (the layers below serve its device calls). */
+static void st_pool_release(as_policy *pol, uint32_t pool)
+{
+	as_policy *top = ((stack_pol *)pol)->layer[0];
+	if (top->ops->pool_release)
+		top->ops->pool_release(top, pool);
+}
+
 /* Every layer empties its cache, top first, so what the top gives back can reach the device. */
 static void st_empty_cache(as_policy *pol)
 {
@@ -297,7 +305,7 @@ const as_policy_ops *as_stack_find(const char *name)
 		.name = s->name, .summary = s->summary, .opts = s->layer[0]->opts,
 		.flags = (s->layer[0]->flags & ~AS_CAP_PLAN) | plan,
 		.create = st_create, .malloc = st_malloc, .free_requested = st_free_requested, .free = st_free, .free_from = st_free_from,
-		.empty_cache = st_empty_cache, .check = st_check, .query = st_query, .destroy = st_destroy,
+		.empty_cache = st_empty_cache, .pool_release = st_pool_release, .check = st_check, .query = st_query, .destroy = st_destroy,
 	};
 	s->next = defs;
 	defs = s;

@@ -85,8 +85,8 @@ head -c $((size - 20)) "$TMP/s.asbin" > "$TMP/trunc.asbin"
 bad_bin "$TMP/trunc.asbin" "trunc.asbin: byte offset $((size - 20)): truncated binary trace: the header describes $size bytes, the file has $((size - 20))" "truncated binary trace"
 head -c 100 "$TMP/s.asbin" > "$TMP/short.asbin"
 bad_bin "$TMP/short.asbin" "short.asbin: byte offset 100: truncated binary trace: 100 bytes, shorter than its 256-byte header" "binary trace shorter than its header"
-patch 8 '\002'
-bad_bin "$TMP/bad.asbin" "bad.asbin: byte offset 8: unsupported binary trace version 2 (this allocsim reads version 1)" "unknown version"
+patch 8 '\003'
+bad_bin "$TMP/bad.asbin" "bad.asbin: byte offset 8: unsupported binary trace version 3 (this allocsim reads versions 1 to 2)" "unknown version"
 patch $((rec0 + 5 * 56)) '\310'
 bad_bin "$TMP/bad.asbin" "bad.asbin: byte offset $((rec0 + 280)): record 5: unknown event type" "record with an unknown type"
 patch $((rec0 + 5 * 56)) '\001'

@@ -283,7 +283,12 @@ static void test_random(const char *policy, const char *conf)
 	ok(good, "%s %s: 20000 random events keep every invariant (--check)", policy, conf);
 	is_u64(e.allocated + e.requested, 0, "%s %s: everything freed leaves nothing allocated", policy, conf);
 	is_u64(dev->reserved, 0, "%s %s: empty_cache after freeing everything returns all memory", policy, conf);
-	ok(e.s.peak_reserved_bytes <= (2ULL << 30), "%s %s: never reserves beyond the 2 GiB capacity", policy, conf);
+	/* PyTorch's fraction check counts the request's allocation size, and an expandable segment then
+	 * maps whole 20 MiB pages: it may pass the limit by less than a page (seen on the H200:
+	 * traces/captured/streams__s3__k105, 6.4 MB beyond), never by more */
+	uint64_t slack = !strcmp(policy, "pytorch") && strstr(conf, "expandable") ? (20ULL << 20) - 1 : 0;
+	ok(e.s.peak_reserved_bytes <= (2ULL << 30) + slack, "%s %s: never reserves beyond the 2 GiB capacity%s", policy, conf,
+		slack ? " (+ less than one 20 MiB page)" : "");
 	as_engine_free(&e);
 	as_device_destroy(dev);
 	gsl_rng_free(rng);

@@ -72,7 +72,7 @@ static void lose(as_device *d, uint64_t size)
 
 static int too_big(const as_device *d, uint64_t size)
 {
-	return (d->capacity && d->reserved + size > d->capacity) ||
+	return (d->capacity && !d->capacity_by_policy && d->reserved + size > d->capacity) ||
 	       (d->total_memory && (size > d->total_memory || d->reserved + size > d->total_memory));
 }
 

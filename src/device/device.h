@@ -50,6 +50,10 @@ typedef void (*as_dev_observer)(void *ctx, int op, uint64_t addr, uint64_t size,
 struct as_device {
 	const as_device_ops *ops;
 	uint64_t capacity;        /* bytes the allocator may hold (--capacity; 0 = unlimited) */
+	/* set by a policy that keeps to the capacity itself, as PyTorch keeps to
+	 * set_per_process_memory_fraction: it checks a request's allocation size, and an expandable
+	 * segment's mapping, in whole pages, may then go past the limit (the real device has the memory) */
+	int capacity_by_policy;
 	uint64_t total_memory;    /* the GPU's physical memory: no backend maps more (sim: an H200's) */
 	uint64_t reserved, peak_reserved;
 	uint64_t num_alloc, num_free;   /* device calls that obtain / return memory */

@@ -249,6 +249,11 @@ int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
 		break;
 	case EV_SEG_ALLOC: case EV_SEG_FREE: case EV_SEG_MAP: case EV_SEG_UNMAP:
 		return 0; /* what the recorded allocator did: informational */
+	case EV_POOL_RELEASE:
+		/* not counted as an event: a trace that names no pools replays the same */
+		if (e->pol->ops->pool_release)
+			e->pol->ops->pool_release(e->pol, ev->pool);
+		return 0;
 	default:
 		break;
 	}

@@ -73,7 +73,7 @@ typedef struct as_stage {
 /* The request an EV_ALLOC event makes. */
 static inline as_request as_event_request(const as_event *ev)
 {
-	return (as_request){ .id = ev->id, .size = ev->size, .stream = ev->stream, .thread = ev->thread, .time_us = ev->time_us };
+	return (as_request){ .id = ev->id, .size = ev->size, .stream = ev->stream, .thread = ev->thread, .time_us = ev->time_us, .pool = ev->pool };
 }
 
 int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, as_device *dev, as_err *err);

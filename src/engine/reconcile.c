@@ -27,6 +27,7 @@ typedef struct as_reconcile {
 	size_t nrun, caprun;
 	uint64_t *held;        /* completions of cross-stream frees held back */
 	size_t nheld, capheld;
+	int seg_since_alloc;   /* the recording obtained device memory since the last allocation */
 } as_reconcile;
 
 /*
@@ -35,7 +36,10 @@ typedef struct as_reconcile {
  * cache; a snapshot shows both as free_completed entries before the malloc's own entries. When
  * the replay runs the recorded settings, the stage holds such completions back until the next
  * allocation and asks the policy whether that request reaches its flush: then the policy
- * completes them there (flush hook), otherwise they complete before the request.
+ * completes them there (flush hook), otherwise they complete before the request. A flush ends in a
+ * new segment or an out-of-memory error (malloc calls alloc_block again, never get_free_block), so
+ * an allocation the recording served without obtaining device memory had no flush: its held
+ * completions were process_events' at its start.
  */
 static void release_held(void *ctx)
 {
@@ -66,7 +70,8 @@ static void rc_pending(as_reconcile *r, as_engine *e, const as_event *ev)
 		/* all pending frees complete at once, and the request would reach the flush */
 		as_q_flush qf = { .rq = &rq };
 		as_q_hook qh = { release_held, r };
-		if (e->npending == r->nheld && as_policy_query(e->pol, AS_Q_NEEDS_FLUSH, &qf) == 0 && qf.answer &&
+		if ((r->seg_since_alloc || (ev->flags & EVF_OOM)) && e->npending == r->nheld &&
+		    as_policy_query(e->pol, AS_Q_NEEDS_FLUSH, &qf) == 0 && qf.answer &&
 		    as_policy_query(e->pol, AS_Q_FLUSH_HOOK, &qh) == 0)
 			r->maybe_empty = 0; /* the flush explains the releases */
 		else
@@ -92,6 +97,10 @@ static int rc_event(as_stage *st, as_engine *e, const as_event *ev, as_err *err)
 	as_reconcile *r = (as_reconcile *)st;
 	if (r->nheld || r->maybe_empty)
 		rc_pending(r, e, ev);
+	if (ev->type == EV_SEG_ALLOC || ev->type == EV_SEG_MAP)
+		r->seg_since_alloc = 1;
+	else if (ev->type == EV_ALLOC)
+		r->seg_since_alloc = 0;
 	switch (ev->type) {
 	case EV_FREE:
 		/* resolve 0: nothing is ever held (and no lookup on the hot path) */

@@ -50,6 +50,7 @@ int as_binfmt_path(const char *path)
 
 typedef struct bhdr {
 	uint64_t nrec, nslots, nlabels, nsettings, records_at;
+	uint32_t version; /* 1: no pools; 2: records may name a pool (as_rec.pool, EV_POOL_RELEASE) */
 } bhdr;
 
 static int berr(as_err *err, const char *path, uint64_t off, const char *what)
@@ -73,10 +74,12 @@ static int check_header(const unsigned char *h, const char *path, bhdr *hd, as_m
 	if (memcmp(h, AS_BIN_MAGIC, AS_BIN_MAGIC_LEN))
 		return berr(err, path, 0, "not an allocsim binary trace (bad magic)");
 	uint32_t v = get32(h + H_VERSION);
-	if (v != AS_BIN_VERSION) {
-		snprintf(msg, sizeof msg, "unsupported binary trace version %" PRIu32 " (this allocsim reads version %d)", v, AS_BIN_VERSION);
+	if (v < 1 || v > AS_BIN_VERSION) {
+		snprintf(msg, sizeof msg, "unsupported binary trace version %" PRIu32 " (this allocsim reads versions 1 to %d)", v,
+			AS_BIN_VERSION);
 		return berr(err, path, H_VERSION, msg);
 	}
+	hd->version = v;
 	if (get32(h + H_RECSIZE) != sizeof(as_rec)) {
 		snprintf(msg, sizeof msg, "record size %" PRIu32 ", expected %zu", get32(h + H_RECSIZE), sizeof(as_rec));
 		return berr(err, path, H_RECSIZE, msg);
@@ -141,8 +144,10 @@ static inline const char *check_rec(const as_rec *x, const bhdr *hd, const char 
 {
 	if (x->type >= EV__COUNT)
 		return "unknown event type";
-	if (x->reserved)
-		return "reserved field is not 0";
+	if (x->pool && (hd->version < 2 || (x->type != EV_ALLOC && x->type != EV_POOL_RELEASE) || !as_pool_valid(x->pool)))
+		return hd->version < 2 ? "pool set in a version 1 file" : "pool not allowed for its event type, or invalid";
+	if (x->type == EV_POOL_RELEASE && (hd->version < 2 || !AS_POOL_INDEX(x->pool)))
+		return "pool_release without a private pool";
 	uint8_t allowed = x->type == EV_ALLOC ? EVF_OOM : x->type == EV_EMPTY_CACHE ? EVF_MAYBE : x->type == EV_FREE ? EVF_STREAM : 0;
 	if (x->flags & ~allowed)
 		return "flags not allowed for its event type";
@@ -284,7 +289,11 @@ static void put_str(unsigned char *h, size_t at, size_t len, const char *s)
 int as_binfmt_write(const as_evbuf *b, const char *path, const struct stat *src, as_err *err)
 {
 	const as_meta *m = &b->meta;
-	bhdr hd = { b->n, b->nslots, b->nlabels, m->has_settings ? strlen(m->settings ? m->settings : "") + 1 : 0, 0 };
+	bhdr hd = { b->n, b->nslots, b->nlabels, m->has_settings ? strlen(m->settings ? m->settings : "") + 1 : 0, 0, 1 };
+	/* version 2 only where a record names a pool: a trace without pools keeps version 1's bytes */
+	for (size_t i = 0; i < b->n && hd.version == 1; i++)
+		if (b->recs[i].pool || b->recs[i].type == EV_POOL_RELEASE)
+			hd.version = 2;
 	hd.records_at = AS_BIN_HEADER + pad8(hd.nsettings + hd.nlabels);
 	/* Validated when written: the same checks as when read. */
 	if (check_records(b->recs, &hd, b->labels, path, err))
@@ -292,7 +301,7 @@ int as_binfmt_write(const as_evbuf *b, const char *path, const struct stat *src,
 	unsigned char h[AS_BIN_HEADER];
 	memset(h, 0, sizeof h);
 	memcpy(h, AS_BIN_MAGIC, AS_BIN_MAGIC_LEN);
-	uint32_t v32 = AS_BIN_VERSION;
+	uint32_t v32 = hd.version;
 	memcpy(h + H_VERSION, &v32, 4);
 	v32 = sizeof(as_rec);
 	memcpy(h + H_RECSIZE, &v32, 4);

@@ -11,7 +11,7 @@
 
 #define AS_BIN_MAGIC "\x89" "ASIMEV\n"
 #define AS_BIN_MAGIC_LEN 8
-#define AS_BIN_VERSION 1
+#define AS_BIN_VERSION 2 /* the newest read; 1 is written when no record names a pool */
 #define AS_BIN_HEADER 256
 #define AS_BIN_EXT ".asbin"
 

@@ -22,7 +22,7 @@ void as_evbuf_add(as_evbuf *b, const as_event *ev)
 	as_rec *x = &b->own[b->n++];
 	x->type = (uint8_t)ev->type;
 	x->flags = (uint8_t)ev->flags;
-	x->reserved = 0;
+	x->pool = (uint16_t)ev->pool;
 	x->slot = ev->type <= EV_FREE ? ev->slot : 0;
 	x->size = ev->size;
 	x->stream = ev->stream;

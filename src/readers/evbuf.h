@@ -14,7 +14,7 @@
 typedef struct as_rec {
 	uint8_t type;        /* as_ev_type */
 	uint8_t flags;       /* EVF_* */
-	uint16_t reserved;   /* 0 */
+	uint16_t pool;       /* EV_ALLOC, EV_POOL_RELEASE: as_event.pool (binary version 2); else 0 */
 	uint32_t slot;       /* alloc/free events: the dense slot; otherwise 0 */
 	uint64_t size;       /* requested bytes (alloc) or bytes (segment events) */
 	uint64_t stream;
@@ -72,6 +72,7 @@ static inline void as_evbuf_event(const as_evbuf *b, size_t i, as_event *ev)
 	ev->type = (as_ev_type)x->type;
 	ev->flags = x->flags;
 	ev->slot = x->slot;
+	ev->pool = x->pool;
 	ev->id = b->ids ? b->ids[i] : (uint64_t)x->slot + 1;
 	ev->size = x->size;
 	ev->stream = x->stream;

@@ -16,7 +16,7 @@
 
 const char *const as_ev_names[EV__COUNT] = {
 	"alloc", "free_requested", "free", "empty_cache", "phase",
-	"segment_alloc", "segment_free", "segment_map", "segment_unmap",
+	"segment_alloc", "segment_free", "segment_map", "segment_unmap", "pool_release",
 };
 
 #define AS_RAWBUF (1u << 16) /* compressed bytes read at a time (the pages touched: small files stay small) */

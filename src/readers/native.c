@@ -97,6 +97,7 @@ static int native_next(as_reader *r, as_event *ev, as_err *err)
 		case 'X': ev->type = EV_SEG_FREE; npos = 4; break;
 		case 'M': ev->type = EV_SEG_MAP; npos = 4; break;
 		case 'U': ev->type = EV_SEG_UNMAP; npos = 4; break;
+		case 'P': ev->type = EV_POOL_RELEASE; npos = 2; break;
 		default: return nerr(r, s->lineno, err, "unknown record type '%s'", tok[0]);
 		}
 		if (nt < npos)
@@ -111,7 +112,11 @@ static int native_next(as_reader *r, as_event *ev, as_err *err)
 				if (as_parse_num(tok[i], &v[i - 1]))
 					return nerr(r, s->lineno, err, "invalid number '%s'", tok[i]);
 		}
-		if (ev->type >= EV_SEG_ALLOC) {
+		if (ev->type == EV_POOL_RELEASE) {
+			if (!v[0] || v[0] > AS_POOL_MAX)
+				return nerr(r, s->lineno, err, "pool_release of pool '%s' (private pools are 1 .. 16383)", tok[1]);
+			ev->pool = (uint32_t)v[0];
+		} else if (ev->type >= EV_SEG_ALLOC) {
 			ev->addr = v[0];
 			ev->size = v[1];
 			ev->stream = v[2];
@@ -130,6 +135,12 @@ static int native_next(as_reader *r, as_event *ev, as_err *err)
 				ev->time_us = (int64_t)x;
 			else if (!strncmp(tok[i], "addr=", 5) && !as_parse_num(tok[i] + 5, &x))
 				ev->addr = x;
+			else if (!strncmp(tok[i], "pool=", 5) && ev->type == EV_ALLOC) {
+				if (as_parse_u64(tok[i] + 5, &x) || !x || x > AS_POOL_MAX)
+					return nerr(r, s->lineno, err, "invalid pool in '%s' (private pools are 1 .. 16383)", tok[i]);
+				ev->pool = (ev->pool & AS_POOL_CUSTOM) | (uint32_t)x;
+			} else if (!strcmp(tok[i], "custom") && ev->type == EV_ALLOC && ev->pool)
+				ev->pool |= AS_POOL_CUSTOM;
 			else if (!strncmp(tok[i], "th=", 3) && ev->type <= EV_FREE && !as_parse_u64(tok[i] + 3, &x))
 				ev->thread = x;
 			else if (!strncmp(tok[i], "s=", 2) && ev->type == EV_FREE && !as_parse_num(tok[i] + 2, &x)) {
@@ -301,6 +312,9 @@ int as_native_writer_event(as_writer *w, const as_event *ev, as_err *err)
 	case EV_ALLOC:
 		if (ev->addr)
 			n += snprintf(extra + n, sizeof extra - (size_t)n, " addr=0x%" PRIx64, ev->addr);
+		if (AS_POOL_INDEX(ev->pool))
+			n += snprintf(extra + n, sizeof extra - (size_t)n, " pool=%u%s", AS_POOL_INDEX(ev->pool),
+				(ev->pool & AS_POOL_CUSTOM) ? " custom" : "");
 		wprintf(w, "a %" PRIu64 " %" PRIu64 " %" PRIu64 "%s%s", ev->id, ev->size, ev->stream, extra,
 			(ev->flags & EVF_OOM) ? " oom" : "");
 		if (ev->site && *ev->site)
@@ -311,6 +325,7 @@ int as_native_writer_event(as_writer *w, const as_event *ev, as_err *err)
 	case EV_FREE_REQ: wprintf(w, "r %" PRIu64 "%s\n", ev->id, extra); break;
 	case EV_FREE: wprintf(w, "f %" PRIu64 "%s\n", ev->id, extra); break;
 	case EV_EMPTY_CACHE: wprintf(w, "e%s%s\n", extra, (ev->flags & EVF_MAYBE) ? " maybe" : ""); break;
+	case EV_POOL_RELEASE: wprintf(w, "P %u%s\n", AS_POOL_INDEX(ev->pool), extra); break;
 	case EV_PHASE: wfield(w, "p ", ev->label && *ev->label ? ev->label : "-", 1); break;
 	case EV_SEG_ALLOC: case EV_SEG_FREE: case EV_SEG_MAP: case EV_SEG_UNMAP:
 		wprintf(w, "%c 0x%" PRIx64 " %" PRIu64 " %" PRIu64 "%s\n", "SXMU"[ev->type - EV_SEG_ALLOC],

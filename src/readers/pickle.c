@@ -84,6 +84,7 @@ typedef struct pv {
 
 typedef struct rec {
 	int action;
+	uint32_t pool;    /* the entry's memory pool (as_event.pool; see entry_pool) */
 	uint64_t addr, size, stream, pos, index;
 	int64_t time_us;
 	const char *site; /* interned in pk.sites (alloc, with keep_sites) */
@@ -142,6 +143,13 @@ typedef struct pk {
 	size_t nrun, caprun;
 	int want_segments;
 	int keep_sites;      /* give allocations their site from the entry's frames */
+	/* private pools: the trace's pool ids, numbered 1.. in order of appearance (see entry_pool) */
+	struct pkpool { uint64_t a, b; uint32_t pool; int released; } *pools;
+	size_t npools;
+	/* the device memory of private pools (segment_alloc/segment_map of a pool's request), so a
+	 * release of it names its pool (see flush_run) */
+	struct pkrange { uint64_t addr, size; uint32_t pool; } *pranges;
+	size_t npranges, cappranges;
 	as_sites sites;
 } pk;
 
@@ -339,6 +347,7 @@ static as_event *emit(pk *p, int type, const rec *x, uint64_t id, uint32_t flags
 	e->thread = 0;
 	e->label = NULL;
 	e->slot = 0;
+	e->pool = x->pool;
 	return e;
 }
 
@@ -409,10 +418,57 @@ static void free_done(pk *p, const rec *x, as_meta *m)
 	emit_free(p, x, (uintptr_t)s1);
 }
 
+/* The private pool whose device memory a segment_free/segment_unmap gives back (0: none). */
+static uint32_t range_pool(pk *p, const rec *x)
+{
+	if (AS_POOL_INDEX(x->pool))
+		return x->pool; /* the entry says (pool_id, PyTorch > 2.11) */
+	for (size_t i = 0; i < p->npranges; i++)
+		if (x->addr >= p->pranges[i].addr && x->addr - p->pranges[i].addr < p->pranges[i].size)
+			return p->pranges[i].pool;
+	return 0;
+}
+
+static void range_forget(pk *p, const rec *x)
+{
+	for (size_t i = 0; i < p->npranges; i++)
+		if (p->pranges[i].addr == x->addr) {
+			p->pranges[i] = p->pranges[--p->npranges];
+			return;
+		}
+}
+
+/*
+ * A private pool's cached segments are released only once the program has let go of the pool (its
+ * graphs destroyed, its MemPool deleted: use count 0), by empty_cache or the out-of-memory flush;
+ * snapshots do not record that moment. The first release of a pool's memory proves it happened
+ * before that flush: the pool is released (EV_POOL_RELEASE) there, the latest moment consistent
+ * with the recording.
+ */
+static void release_pools(pk *p)
+{
+	for (size_t i = 0; i < p->nrun; i++) {
+		if (p->run[i].action != A_SEG_FREE && p->run[i].action != A_SEG_UNMAP)
+			continue;
+		uint32_t pool = range_pool(p, &p->run[i]);
+		if (p->run[i].action == A_SEG_FREE)
+			range_forget(p, &p->run[i]);
+		for (size_t k = 0; pool && k < p->npools; k++)
+			if (p->pools[k].pool == pool && !p->pools[k].released) {
+				p->pools[k].released = 1;
+				rec x = p->run[i];
+				x.pool = pool;
+				emit(p, EV_POOL_RELEASE, &x, 0, 0)->size = 0;
+			}
+	}
+}
+
 static void flush_run(pk *p, int next_action, as_meta *meta)
 {
 	if (!p->nrun)
 		return;
+	if (p->npools)
+		release_pools(p);
 	if (next_action != A_OOM) {
 		int maybe = next_action == A_SEG_ALLOC || next_action == A_SEG_MAP;
 		emit(p, EV_EMPTY_CACHE, &p->run[0], 0, maybe ? EVF_MAYBE : 0);
@@ -504,6 +560,13 @@ static int translate(as_reader *r, pk *p, const rec *x, as_err *err)
 		break;
 	}
 	case A_SEG_ALLOC: case A_SEG_MAP:
+		if (AS_POOL_INDEX(x->pool)) {
+			if (p->npranges == p->cappranges) {
+				p->cappranges = p->cappranges ? p->cappranges * 2 : 16;
+				p->pranges = xrealloc(p->pranges, p->cappranges * sizeof(*p->pranges));
+			}
+			p->pranges[p->npranges++] = (struct pkrange){ x->addr, x->size, x->pool };
+		}
 		emit_seg(p, x);
 		break;
 	default:
@@ -526,13 +589,14 @@ static int get_u64(const pv *d, const char *key, uint64_t *out)
 }
 
 /* What a string is as a trace entry's key, found once per (interned, shared) string. */
-enum { K_OTHER = 1, K_ACTION, K_ADDR, K_SIZE, K_STREAM, K_TIME, K_FRAMES };
+enum { K_OTHER = 1, K_ACTION, K_ADDR, K_SIZE, K_STREAM, K_TIME, K_FRAMES, K_META, K_POOL };
 static int key_id(pv *k)
 {
 	if (!k->kid) {
-		static const char *const names[] = { "action", "addr", "size", "stream", "time_us", "frames" };
+		static const char *const names[] = { "action", "addr", "size", "stream", "time_us", "frames", "user_metadata",
+			"pool_id" };
 		k->kid = K_OTHER;
-		for (int i = 0; i < 6; i++)
+		for (int i = 0; i < 8; i++)
 			if (!strcmp(k->s, names[i]))
 				k->kid = (unsigned char)(K_ACTION + i);
 	}
@@ -580,6 +644,7 @@ static int entry_fields(const val *a, const val *size, const val *addr, const va
 {
 	x->time_us = -1;
 	x->addr = x->size = x->stream = 0;
+	x->pool = 0;
 	x->site = NULL;
 	if (!a || VKIND(*a) != V_STR)
 		return EF_NOACTION;
@@ -605,6 +670,70 @@ static int entry_fields(const val *a, const val *size, const val *addr, const va
 	return EF_OK;
 }
 
+/* The dense number of the pool (a, b) (0 for the default pool (0, 0)), or -1 when the trace names
+ * more pools than AS_POOL_MAX. */
+static int64_t pool_number(pk *p, uint64_t a, uint64_t b, int custom)
+{
+	if (!a && !b)
+		return 0;
+	for (size_t i = 0; i < p->npools; i++)
+		if (p->pools[i].a == a && p->pools[i].b == b)
+			return p->pools[i].pool;
+	if (p->npools == AS_POOL_MAX)
+		return -1;
+	p->pools = xrealloc(p->pools, (p->npools + 1) * sizeof(*p->pools));
+	uint32_t n = (uint32_t)(p->npools + 1) | (custom ? AS_POOL_CUSTOM : 0);
+	p->pools[p->npools++] = (struct pkpool){ a, b, n, 0 };
+	return n;
+}
+
+/*
+ * The memory pool of an allocation or segment entry. PyTorch newer than 2.11 records it
+ * ('pool_id': (int, int), (0, 0) the default pool); 2.11 does not, so a capture can name it in the
+ * entry's 'user_metadata' (torch.cuda.memory._set_memory_metadata) as "allocsim.pool=A,B", with
+ * "+custom" after it for a MemPool with its own allocator (scripts/capture-beyond.py does this
+ * around graph capture and use_mem_pool). Without either, the entry is the default pool's
+ * (doc/pytorch-policy.md says what that misses). 0 or -1 when the trace names too many pools.
+ */
+static int entry_pool(pk *p, rec *x, const val *meta, const val *pool_id)
+{
+	uint64_t a = 0, b = 0;
+	int custom = 0;
+	if (x->action != A_ALLOC && x->action != A_OOM && x->action != A_SEG_ALLOC && x->action != A_SEG_MAP &&
+	    x->action != A_SEG_FREE && x->action != A_SEG_UNMAP)
+		return 0;
+	const pv *t = pool_id ? as_obj(pool_id, V_TUPLE) : NULL;
+	if (t && t->n == 2 && !u64_of(&t->items[0], &a) && !u64_of(&t->items[1], &b)) {
+		;
+	} else {
+		const pv *m = meta ? as_obj(meta, V_STR) : NULL;
+		const char *s = m ? strstr(m->s, "allocsim.pool=") : NULL;
+		if (!s)
+			return 0;
+		char *end;
+		s += 14;
+		a = strtoull(s, &end, 10);
+		if (*end != ',')
+			return 0;
+		b = strtoull(end + 1, &end, 10);
+		custom = !strncmp(end, "+custom", 7);
+	}
+	if (x->action == A_SEG_FREE || x->action == A_SEG_UNMAP) {
+		/* only the recorded pool_id names the pool of a release (metadata is the moment's, not the segment's) */
+		if (!t)
+			return 0;
+		for (size_t i = 0; i < p->npools; i++)
+			if (p->pools[i].a == a && p->pools[i].b == b)
+				x->pool = p->pools[i].pool;
+		return 0;
+	}
+	int64_t n = pool_number(p, a, b, custom);
+	if (n < 0)
+		return -1;
+	x->pool = (uint32_t)n;
+	return 0;
+}
+
 /* The keys of a dict, for the writer's release (pyversion.c): the top level, allocator_settings and
  * the first trace entry (fast_entry leaves that one to the opcode loop). */
 static void note_keys(as_meta *m, const pv *d, int where)
@@ -622,7 +751,7 @@ static int trace_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 	x.pos = d->pos;
 	x.index = p->nentries++;
 	/* one pass over the items; a later duplicate key wins, as in Python */
-	const val *a = NULL, *size = NULL, *addr = NULL, *stream = NULL, *time = NULL, *frames = NULL;
+	const val *a = NULL, *size = NULL, *addr = NULL, *stream = NULL, *time = NULL, *frames = NULL, *meta = NULL, *pid = NULL;
 	for (size_t i = 0; i + 1 < d->n; i += 2) {
 		const val *k = &d->items[i], *v = &d->items[i + 1];
 		if (VKIND(*k) != V_STR)
@@ -634,6 +763,8 @@ static int trace_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 		case K_STREAM: stream = v; break;
 		case K_TIME: time = v; break;
 		case K_FRAMES: frames = v; break;
+		case K_META: meta = v; break;
+		case K_POOL: pid = v; break;
 		default: break;
 		}
 	}
@@ -642,6 +773,8 @@ static int trace_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 	case EF_OK:
 		if (p->keep_sites && x.action == A_ALLOC && frames && VKIND(*frames) == V_LIST)
 			x.site = entry_site(p, frames->u.p);
+		if ((meta || pid) && entry_pool(p, &x, meta, pid))
+			return perr(r, d->pos, err, "trace entry %" PRIu64 ": more than %u memory pools", x.index, AS_POOL_MAX);
 		return translate(r, p, &x, err);
 	case EF_SKIP:
 		return 0;
@@ -1299,8 +1432,8 @@ static int fast_entry(as_reader *r, pk *p, pv *list, as_err *err)
 	val puts_v[FAST_PUTS];
 	uint64_t puts_i[FAST_PUTS];
 	pv *objs[FAST_OBJS];
-	int np = 0, nobj = 0, nv = 0, ok = 0, kid = 0;
-	val cur, f[K_FRAMES + 1]; /* f[K_ACTION..K_FRAMES]: the last value of each key read */
+	int np = 0, nobj = 0, nv = 0, ok = 0, kid = 0, poolerr = 0;
+	val cur, f[K_POOL + 1]; /* f[K_ACTION..K_POOL]: the last value of each key read */
 	unsigned have = 0;
 	uint64_t dict_idx = UINT64_MAX, next = p->memo_next;
 	if (p->sp >= p->scap || p->memo_sparse.count || p->bytes + 65536 > p->max_bytes || e - c < 24)
@@ -1490,6 +1623,9 @@ done:
 	if (code != EF_OK && code != EF_SKIP)
 		goto out; /* the opcode loop builds it and says what is wrong when its batch is appended */
 	ok = 1;
+	/* the pool now, while the metadata string is held */
+	if (code == EF_OK && (have & (1u << K_META | 1u << K_POOL)))
+		poolerr = entry_pool(p, &x, have & 1u << K_META ? &f[K_META] : NULL, have & 1u << K_POOL ? &f[K_POOL] : NULL);
 	if (first)
 		r->meta.pyfields |= pyf | AS_PF_SNAPSHOT | AS_PF_ENTRY;
 out:
@@ -1528,6 +1664,8 @@ out:
 	}
 	x.pos = dpos;
 	x.index = p->nentries++;
+	if (poolerr)
+		return perr(r, dpos, err, "trace entry %" PRIu64 ": more than %u memory pools", x.index, AS_POOL_MAX);
 	if (code == EF_OK && translate(r, p, &x, err))
 		return -1;
 	return 1;
@@ -1895,6 +2033,8 @@ static void pickle_close(as_reader *r)
 	free(p->freeslots);
 	free(p->q);
 	free(p->run);
+	free(p->pools);
+	free(p->pranges);
 	free(p->dead);
 	free(p->dev_entries);
 	free(p->seg_dev);

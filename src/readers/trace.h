@@ -13,10 +13,13 @@ typedef enum as_ev_type {
 	EV_PHASE,         /* a marker with a label */
 	/* What the recorded allocator did with the device (informational: validate, address hints). */
 	EV_SEG_ALLOC, EV_SEG_FREE, EV_SEG_MAP, EV_SEG_UNMAP,
+	EV_POOL_RELEASE,  /* pool: the program let go of a private pool (its CUDA graphs destroyed, its
+	                   * torch.cuda.MemPool deleted): empty_cache may now release its cached segments */
 	EV__COUNT
 } as_ev_type;
 
 extern const char *const as_ev_names[EV__COUNT];
+
 
 #define EVF_OOM 1u   /* this allocation failed with out-of-memory in the recording */
 #define EVF_MAYBE 2u /* EV_EMPTY_CACHE: inferred, unless the next allocation's own fallback explains the release */
@@ -39,6 +42,7 @@ typedef struct as_event {
 	const char *site;  /* EV_ALLOC, where the reader has it (as_reader_opts.keep_sites): the
 	                    * allocation's frames, "file:line function" joined by " < ", the culprit (the
 	                    * innermost frame outside torch) first; NULL if none; valid until the next call */
+	uint32_t pool;    /* EV_ALLOC, EV_POOL_RELEASE: the memory pool the request goes to (AS_POOL_*) */
 	uint32_t slot;    /* alloc/free events: a dense number for the live allocation, set by
 	                   * as_reader_next (the lowest numbers are reused once freed, so slots stay
 	                   * below the most allocations ever live at once); the engine indexes by it */

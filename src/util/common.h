@@ -75,4 +75,16 @@ const char *as_closest(const char *word, const char *const *cands, size_t n);
 static inline double as_gib(uint64_t bytes) { return (double)bytes / (double)AS_GiB; }
 #define AS_MAX_REQUEST ((uint64_t)1 << 60)
 
+/* Memory pools (as_event.pool): 0 is the allocator's default pool; a private pool (a CUDA graph's
+ * or a torch.cuda.MemPool's) is a number 1 .. AS_POOL_MAX, in the order the trace first names it,
+ * with AS_POOL_CUSTOM set when its segments come from a custom allocator (a MemPool made with a
+ * CUDAPluggableAllocator: PyTorch gives it no expandable segments). */
+#define AS_POOL_MAX 0x3fffu
+#define AS_POOL_CUSTOM 0x8000u
+#define AS_POOL_INDEX(p) ((p) & AS_POOL_MAX)
+static inline int as_pool_valid(uint64_t p)
+{
+	return p <= 0xffff && !(p & 0x4000u) && (AS_POOL_INDEX(p) || !(p & AS_POOL_CUSTOM));
+}
+
 #endif
