@@ -1,0 +1,76 @@
+#!/bin/sh
+# pools.sh - private memory pools (CUDA graphs' and torch.cuda.MemPool's): the native trace's
+# pool=N and 'P N' records, the binary format's version 2, and the pytorch policy's rules
+# (doc/pytorch-policy.md, "Private pools"; reference §9, §18).
+. "${srcdir:-.}/tests/lib.sh"
+A=$ALLOCSIM
+M=1048576
+mk() { { echo '#allocsim-trace 1'; printf '%s\n' "$@"; } > "$TMP/p.trace"; }
+rep() { run "$A" replay --no-timing --stats "$TMP/st.csv" "$@" "$TMP/p.trace"; }
+stat() { grep "^$1," "$TMP/st.csv" | cut -d, -f2; }
+
+# a pool's free block serves only its own pool
+mk "a 1 $M 0 pool=1" "f 1" "a 2 $M 0"
+rep
+is "$st $(col "$out" num_device_alloc) $(col "$out" peak_reserved_bytes)" "0 2 4194304" \
+	"a default-pool request does not take a private pool's free block: two 2 MiB segments"
+mk "a 1 $M 0" "f 1" "a 2 $M 0"
+rep
+is "$(col "$out" num_device_alloc) $(col "$out" peak_reserved_bytes)" "1 2097152" "... the same trace without the pool: one segment"
+mk "a 1 $M 0 pool=1" "f 1" "a 2 $M 0 pool=1"
+rep
+is "$(col "$out" num_device_alloc)" 1 "a pool's request takes its own pool's free block"
+mk "a 1 $M 0 pool=1" "f 1" "a 2 $M 0 pool=2"
+rep
+is "$(col "$out" num_device_alloc)" 2 "... and not another private pool's"
+
+# empty_cache leaves a live pool alone; after its release, it gives the pool's free segments back
+mk "a 1 $M 0 pool=1" "f 1" "a 2 $M 0" "f 2" "e"
+rep
+is "$(stat num_device_free) $(stat reserved_bytes.all.current)" "1 2097152" "empty_cache releases the default pool's segment, not the live pool's"
+mk "a 1 $M 0 pool=1" "f 1" "a 2 $M 0" "f 2" "e" "P 1" "e"
+rep
+is "$(stat num_device_free) $(stat reserved_bytes.all.current) $(stat num_sync_all_streams)" "2 0 2" "after 'P 1' empty_cache releases the pool's segment too"
+# a request into a released pool takes it back (beginAllocateToPool raises the use count again)
+mk "a 1 $M 0 pool=1" "f 1" "P 1" "a 2 $M 0 pool=1" "f 2" "e"
+rep
+is "$(stat num_device_alloc) $(stat num_device_free) $(stat reserved_bytes.all.current)" "1 0 2097152" \
+	"a request into a released pool reuses its block and makes it live again: empty_cache keeps it"
+
+# the out-of-memory flush releases released pools too (release_cached_blocks), live ones not
+mk "a 1 $M 0 pool=1" "f 1" "a 2 $M 0" "a 3 $M 0" "a 4 $M 0"
+rep --capacity 4MiB
+is "$(col "$out" num_ooms) $(col "$out" num_alloc_retries)" "1 1" "capacity 4 MiB: the third default segment does not fit while the pool is live (one retry, OOM)"
+mk "a 1 $M 0 pool=1" "f 1" "P 1" "a 2 $M 0" "a 3 $M 0" "a 4 $M 0"
+rep --capacity 4MiB
+is "$(col "$out" num_ooms) $(col "$out" num_alloc_retries) $(col "$out" num_device_free)" "0 1 1" \
+	"... after the pool's release the flush gives its segment back and the retry succeeds"
+
+# a MemPool with its own allocator gets no expandable segments; other private pools do
+mk "a 1 $((30 * M)) 0 pool=1 custom" "a 2 $((30 * M)) 0 pool=2" "a 3 $((30 * M)) 0"
+rep -c expandable_segments:True --segments "$TMP/seg.csv"
+is "$st" 0 "expandable_segments with a custom-allocator pool replays"
+is "$(stat num_device_alloc) $(stat reserved_bytes.all.current)" "3 115343360" \
+	"custom pool: one 30 MiB cudaMalloc; pool 2 and the default pool: two 20 MiB pages each (30 + 40 + 40 MiB)"
+
+# conversions keep pools, in both formats; a trace with pools is binary version 2
+mk "a 1 $M 0 pool=3 custom" "f 1" "a 2 $M 0" "P 3" "e"
+"$A" convert -o "$TMP/p.asbin" "$TMP/p.trace"
+is "$(od -An -tu4 -j8 -N4 "$TMP/p.asbin" | tr -d ' ')" 2 "a binary trace with pools is version 2"
+is "$("$A" convert -o - "$TMP/p.asbin" | grep -v '^#' | tr '\n' ';')" "a 1 1048576 0 pool=3 custom;f 1;a 1 1048576 0;P 3;e;" \
+	"native -> binary -> native keeps pool=3 custom and 'P 3'"
+mk "a 1 $M 0" "f 1"
+"$A" convert -o "$TMP/q.asbin" "$TMP/p.trace"
+is "$(od -An -tu4 -j8 -N4 "$TMP/q.asbin" | tr -d ' ')" 1 "a trace without pools stays binary version 1"
+
+# bad pool fields are data errors with the line
+for bad in "a 1 $M 0 pool=0|invalid pool in 'pool=0'" "a 1 $M 0 pool=16384|invalid pool in 'pool=16384'" \
+	"a 1 $M 0 pool=x|invalid pool in 'pool=x'" "P 0|pool_release of pool '0'" "a 1 $M 0 custom|invalid field 'custom'" \
+	"f 1 pool=1|invalid field 'pool=1'"; do
+	rec=${bad%%|*}; msg=${bad#*|}
+	mk "$rec"
+	run "$A" replay "$TMP/p.trace"
+	is "$st" 65 "'$rec' is bad data (exit 65)"
+	contains "$errout" "p.trace:2: $msg"; ok $? "... '$msg' at line 2"
+done
+finish
