@@ -89,6 +89,7 @@ typedef struct sgran {
 
 typedef struct pseg {
 	uint64_t base, size, stream;
+	uint64_t seq;           /* creation order (ties between blocks, see pblk_cmp) */
 	int kind;
 	size_t n;               /* granules (SEG_VMM) */
 	as_phys *h;
@@ -111,20 +112,30 @@ typedef struct sblk {
 	int tag;                /* H_SBLOCK */
 	int state, to_gc, pending;
 	uint64_t addr, size, stream, req;
+	uint64_t seq;           /* creation order (ties, see sblk_cmp) */
 	size_t n, nused, nfree, ndropped;
 	sgran **g;              /* granules in mapping order; NULL where dropped */
 	RB_ENTRY(sblk) rb;
 	struct sblk *prev, *next; /* every sBlock, in the order stitched */
 } sblk;
 
+/* Ties between free blocks of one stream and size: GMLake's comparators take the lower address.
+ * allocsim takes the block of the segment created first, then the lower address within it: the
+ * same order wherever the driver places segments in ascending order, as the simulated device does,
+ * and one that does not depend on where a real driver put them, so that a replay on the GPU
+ * (--backend cuda) decides as the simulation does (tests/cuda.sh). */
 static int pblk_cmp(const pblk *a, const pblk *b)
 {
 	if (a->stream != b->stream)
 		return a->stream < b->stream ? -1 : 1;
 	if (a->size != b->size)
 		return a->size < b->size ? -1 : 1;
+	if (a->seg->seq != b->seg->seq)
+		return a->seg->seq < b->seg->seq ? -1 : 1;
 	return a->addr < b->addr ? -1 : a->addr > b->addr;
 }
+/* lookup keys' segments: before and after every real one */
+static pseg key_first = { .seq = 0 }, key_last = { .seq = UINT64_MAX };
 RB_HEAD(ptree, pblk);
 RB_GENERATE_STATIC(ptree, pblk, rb, pblk_cmp);
 
@@ -134,7 +145,7 @@ static int sblk_cmp(const sblk *a, const sblk *b)
 		return a->stream < b->stream ? -1 : 1;
 	if (a->size != b->size)
 		return a->size < b->size ? -1 : 1;
-	return a->addr < b->addr ? -1 : a->addr > b->addr;
+	return a->seq < b->seq ? -1 : a->seq > b->seq; /* creation order (see pblk_cmp) */
 }
 RB_HEAD(stree, sblk);
 RB_GENERATE_STATIC(stree, sblk, rb, sblk_cmp);
@@ -155,6 +166,7 @@ typedef struct stitch_pol {
 	uint64_t allocated;
 	uint64_t reqsum, pend;          /* requested bytes of blocks in use; bytes beyond them of pending ones */
 	uint64_t stitches, reuses, gc_dropped, sblocks;
+	uint64_t nextseq;               /* segments and sBlocks created so far (their seq) */
 	int zero;                       /* what a request of 0 bytes gets */
 } stitch_pol;
 
@@ -481,6 +493,7 @@ static pblk *new_segment(stitch_pol *p, uint64_t alloc, int small, uint64_t stre
 	if ((p->dev->total_memory && alloc > p->dev->total_memory) || (p->dev->capacity && alloc > p->dev->capacity))
 		return NULL; /* no device holds it: refused before a handle array of its size is made */
 	pseg *sg = xcalloc(1, sizeof(*sg));
+	sg->seq = p->nextseq++;
 	sg->size = alloc;
 	sg->stream = stream;
 	sg->kind = small ? SEG_SMALL : p->c.stitch ? SEG_VMM : SEG_MALLOC;
@@ -556,8 +569,8 @@ static sblk *stitch(stitch_pol *p, int level, int small, uint64_t size, uint64_t
 {
 	if (small || !p->c.stitch || (uint64_t)level < p->c.defrag_level || size < p->c.frag_limit)
 		return NULL;
-	pblk lo = { .stream = stream, .size = 0, .addr = 0 };
-	pblk hi = { .stream = stream, .size = UINT64_MAX, .addr = UINT64_MAX };
+	pblk lo = { .stream = stream, .size = 0, .addr = 0, .seg = &key_first };
+	pblk hi = { .stream = stream, .size = UINT64_MAX, .addr = UINT64_MAX, .seg = &key_last };
 	pblk *first = RB_NFIND(ptree, &p->large, &lo);
 	if (!first || first->stream != stream)
 		return NULL;
@@ -611,6 +624,7 @@ static sblk *stitch(stitch_pol *p, int level, int small, uint64_t size, uint64_t
 	sblk *s = xcalloc(1, sizeof(*s));
 	s->tag = H_SBLOCK;
 	s->state = SB_ACTIVE;
+	s->seq = p->nextseq++;
 	s->addr = addr;
 	s->size = size;
 	s->stream = stream;
@@ -695,7 +709,7 @@ static int st_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 	struct ptree *pool = small ? &p->small : &p->large;
 
 	/* get_free_block */
-	pblk key = { .stream = stream, .size = size, .addr = 0 };
+	pblk key = { .stream = stream, .size = size, .addr = 0, .seg = &key_first };
 	pblk *b = RB_NFIND(ptree, pool, &key);
 	sblk *s = NULL;
 	if (b && b->stream == stream) {
