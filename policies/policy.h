@@ -170,7 +170,7 @@ typedef struct as_policy_ops {
 	void (*empty_cache)(as_policy *p);
 	/* optional: the program let go of private pool `pool` (EV_POOL_RELEASE); a policy without
 	 * private pools serves every pool's requests from its one pool and needs no such call */
-	void (*pool_release)(as_policy *p, uint32_t pool);
+	void (*pool_release)(as_policy *p, uint32_t pool, int empty); /* empty: and empty its cache (EVF_POOL_EMPTY) */
 	int (*check)(as_policy *p, as_err *err);            /* invariants; 0 ok */
 	/* optional: everything else (AS_Q_*); 0 answered, AS_Q_UNKNOWN not */
 	int (*query)(as_policy *p, int what, void *arg);

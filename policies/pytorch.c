@@ -676,12 +676,22 @@ static privpool *private_pool(ptpol *p, uint32_t pool)
 	return p->priv[i];
 }
 
-static void pt_pool_release(as_policy *pol, uint32_t pool)
+static void release_blocks(ptpol *p, ppool *pool);
+
+/* releasePool (use count 0); with empty, then emptyCache(the pool's id) as a MemPool's destructor
+ * does: that pool's free segments, small then large, and nothing else's. */
+static void pt_pool_release(as_policy *pol, uint32_t pool, int empty)
 {
 	ptpol *p = (ptpol *)pol;
 	size_t i = AS_POOL_INDEX(pool) - 1;
-	if (i < p->npriv && p->priv[i])
-		p->priv[i]->released = 1;
+	if (i >= p->npriv || !p->priv[i])
+		return;
+	p->priv[i]->released = 1;
+	if (empty) {
+		p->st.num_sync_all_streams++;
+		release_blocks(p, &p->priv[i]->small);
+		release_blocks(p, &p->priv[i]->large);
+	}
 }
 
 static void release_cached_blocks(ptpol *p)
@@ -792,7 +802,9 @@ static pblock *alloc_block(ptpol *p, ppool *pool, uint64_t stream, uint64_t s, u
 static int should_split(const ptpol *p, const pblock *b, uint64_t s)
 {
 	uint64_t rem = b->size - s;
-	if (b->pool->is_small || p->c.expandable)
+	/* the expandable rule for blocks of pools with expandable segments (not a custom-allocator
+	 * MemPool's: the H200 captures' mempool_custom__exp) */
+	if (b->pool->is_small || b->pool->expandable)
 		return rem >= PT_MIN_BLOCK;
 	return s < p->c.max_split_size && rem > PT_SMALL_SIZE;
 }
@@ -879,7 +891,9 @@ static int pt_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 		b = alloc_block(p, pool, stream, s, alloc_size, 0);
 		if (!b && release_available_cached_blocks(p, pool, stream, s))
 			b = alloc_block(p, pool, stream, s, alloc_size, 0);
-		if (!b) {
+		/* no flush while a capture or a MemPool routes requests (captures_underway is not empty):
+		 * a request into a private pool is made in one (mempool__p110_exp on the H200) */
+		if (!b && !AS_POOL_INDEX(rq->pool)) {
 			release_cached_blocks(p);
 			b = alloc_block(p, pool, stream, s, alloc_size, 1);
 		}

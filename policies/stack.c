@@ -223,11 +223,11 @@ static void st_free_from(as_policy *pol, void *h, const as_request *rq)
 }
 
 /* The program's pools are the top layer's (the layers below serve its device calls). */
-static void st_pool_release(as_policy *pol, uint32_t pool)
+static void st_pool_release(as_policy *pol, uint32_t pool, int empty)
 {
 	as_policy *top = ((stack_pol *)pol)->layer[0];
 	if (top->ops->pool_release)
-		top->ops->pool_release(top, pool);
+		top->ops->pool_release(top, pool, empty);
 }
 
 /* Every layer empties its cache, top first, so what the top gives back can reach the device. */

@@ -252,7 +252,7 @@ int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
 	case EV_POOL_RELEASE:
 		/* not counted as an event: a trace that names no pools replays the same */
 		if (e->pol->ops->pool_release)
-			e->pol->ops->pool_release(e->pol, ev->pool);
+			e->pol->ops->pool_release(e->pol, ev->pool, (ev->flags & EVF_POOL_EMPTY) != 0);
 		return 0;
 	default:
 		break;

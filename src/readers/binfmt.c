@@ -148,7 +148,8 @@ static inline const char *check_rec(const as_rec *x, const bhdr *hd, const char 
 		return hd->version < 2 ? "pool set in a version 1 file" : "pool not allowed for its event type, or invalid";
 	if (x->type == EV_POOL_RELEASE && (hd->version < 2 || !AS_POOL_INDEX(x->pool)))
 		return "pool_release without a private pool";
-	uint8_t allowed = x->type == EV_ALLOC ? EVF_OOM : x->type == EV_EMPTY_CACHE ? EVF_MAYBE : x->type == EV_FREE ? EVF_STREAM : 0;
+	uint8_t allowed = x->type == EV_ALLOC ? EVF_OOM : x->type == EV_EMPTY_CACHE ? EVF_MAYBE : x->type == EV_FREE ? EVF_STREAM
+		: x->type == EV_POOL_RELEASE ? EVF_POOL_EMPTY : 0;
 	if (x->flags & ~allowed)
 		return "flags not allowed for its event type";
 	if (x->type <= EV_FREE) {

@@ -131,6 +131,8 @@ static int native_next(as_reader *r, as_event *ev, as_err *err)
 				ev->flags |= EVF_OOM;
 			else if (!strcmp(tok[i], "maybe") && ev->type == EV_EMPTY_CACHE)
 				ev->flags |= EVF_MAYBE;
+			else if (!strcmp(tok[i], "empty") && ev->type == EV_POOL_RELEASE)
+				ev->flags |= EVF_POOL_EMPTY;
 			else if (!strncmp(tok[i], "t=", 2) && !as_parse_num(tok[i] + 2, &x) && x <= INT64_MAX)
 				ev->time_us = (int64_t)x;
 			else if (!strncmp(tok[i], "addr=", 5) && !as_parse_num(tok[i] + 5, &x))
@@ -325,7 +327,9 @@ int as_native_writer_event(as_writer *w, const as_event *ev, as_err *err)
 	case EV_FREE_REQ: wprintf(w, "r %" PRIu64 "%s\n", ev->id, extra); break;
 	case EV_FREE: wprintf(w, "f %" PRIu64 "%s\n", ev->id, extra); break;
 	case EV_EMPTY_CACHE: wprintf(w, "e%s%s\n", extra, (ev->flags & EVF_MAYBE) ? " maybe" : ""); break;
-	case EV_POOL_RELEASE: wprintf(w, "P %u%s\n", AS_POOL_INDEX(ev->pool), extra); break;
+	case EV_POOL_RELEASE:
+		wprintf(w, "P %u%s%s\n", AS_POOL_INDEX(ev->pool), extra, (ev->flags & EVF_POOL_EMPTY) ? " empty" : "");
+		break;
 	case EV_PHASE: wfield(w, "p ", ev->label && *ev->label ? ev->label : "-", 1); break;
 	case EV_SEG_ALLOC: case EV_SEG_FREE: case EV_SEG_MAP: case EV_SEG_UNMAP:
 		wprintf(w, "%c 0x%" PRIx64 " %" PRIu64 " %" PRIu64 "%s\n", "SXMU"[ev->type - EV_SEG_ALLOC],

@@ -445,7 +445,7 @@ static void range_forget(pk *p, const rec *x)
  * before that flush: the pool is released (EV_POOL_RELEASE) there, the latest moment consistent
  * with the recording.
  */
-static void release_pools(pk *p)
+static void release_pools(pk *p, int pool_only)
 {
 	for (size_t i = 0; i < p->nrun; i++) {
 		if (p->run[i].action != A_SEG_FREE && p->run[i].action != A_SEG_UNMAP)
@@ -453,12 +453,14 @@ static void release_pools(pk *p)
 		uint32_t pool = range_pool(p, &p->run[i]);
 		if (p->run[i].action == A_SEG_FREE)
 			range_forget(p, &p->run[i]);
+		/* a pool-only run empties each of its pools (released before or not); a global flush
+		 * only needs each pool released once */
 		for (size_t k = 0; pool && k < p->npools; k++)
-			if (p->pools[k].pool == pool && !p->pools[k].released) {
-				p->pools[k].released = 1;
-				rec x = p->run[i];
+			if (p->pools[k].pool == pool && (!p->pools[k].released || (pool_only && p->pools[k].released != 2))) {
+				p->pools[k].released = pool_only ? 2 : 1;
+				rec x = p->run[0]; /* before the flush, at its start */
 				x.pool = pool;
-				emit(p, EV_POOL_RELEASE, &x, 0, 0)->size = 0;
+				emit(p, EV_POOL_RELEASE, &x, 0, pool_only ? EVF_POOL_EMPTY : 0)->size = 0;
 			}
 	}
 }
@@ -467,10 +469,30 @@ static void flush_run(pk *p, int next_action, as_meta *meta)
 {
 	if (!p->nrun)
 		return;
-	if (p->npools)
-		release_pools(p);
+	int maybe = next_action == A_SEG_ALLOC || next_action == A_SEG_MAP;
+	if (p->npools) {
+		/* a definite empty_cache() whose releases are all private pools' memory was the pool's own
+		 * emptyCache (a MemPool's destructor): a global one would have released the default pool's
+		 * free segments too, and a simulation exact so far has none then */
+		int pool_only = next_action != A_OOM && !maybe;
+		for (size_t i = 0; pool_only && i < p->nrun; i++)
+			if ((p->run[i].action == A_SEG_FREE || p->run[i].action == A_SEG_UNMAP) && !range_pool(p, &p->run[i]))
+				pool_only = 0;
+		release_pools(p, pool_only);
+		for (size_t k = 0; k < p->npools; k++)
+			if (p->pools[k].released == 2)
+				p->pools[k].released = 1;
+		if (pool_only) {
+			for (size_t i = 0; i < p->nrun; i++)
+				if (p->run[i].action == A_FREE_DONE)
+					free_done(p, &p->run[i], meta);
+				else
+					emit_seg(p, &p->run[i]);
+			p->nrun = 0;
+			return;
+		}
+	}
 	if (next_action != A_OOM) {
-		int maybe = next_action == A_SEG_ALLOC || next_action == A_SEG_MAP;
 		emit(p, EV_EMPTY_CACHE, &p->run[0], 0, maybe ? EVF_MAYBE : 0);
 		if (!maybe)
 			meta->inferred_empty_cache++;
@@ -677,8 +699,10 @@ static int64_t pool_number(pk *p, uint64_t a, uint64_t b, int custom)
 	if (!a && !b)
 		return 0;
 	for (size_t i = 0; i < p->npools; i++)
-		if (p->pools[i].a == a && p->pools[i].b == b)
+		if (p->pools[i].a == a && p->pools[i].b == b) {
+			p->pools[i].released = 0; /* a new request: the pool is in use again */
 			return p->pools[i].pool;
+		}
 	if (p->npools == AS_POOL_MAX)
 		return -1;
 	p->pools = xrealloc(p->pools, (p->npools + 1) * sizeof(*p->pools));

@@ -25,6 +25,8 @@ extern const char *const as_ev_names[EV__COUNT];
 #define EVF_MAYBE 2u /* EV_EMPTY_CACHE: inferred, unless the next allocation's own fallback explains the release */
 #define EVF_STREAM 8u /* EV_FREE: the free names the stream it is made on (RMM logs' free lines, native s=); without it a
                       * free's stream is unknown (0) */
+#define EVF_POOL_EMPTY 16u /* EV_POOL_RELEASE: the pool's cache is emptied as it is released, and nothing else's (a
+                          * MemPool's destructor: releasePool, then emptyCache(its id)) */
 #define EVF_DEFER 4u /* EV_FREE, set by a stage: count the free, complete it later (as_engine_complete) */
 
 typedef struct as_event {
