@@ -46,6 +46,61 @@ class Marks:
         self.marks.append({"name": name, "trace_len": len(tr), "time_ns": time.time_ns(), "segments": segs})
 
 
+CUSTOM_POOLS = set()
+
+
+def annotate_pools(torch):
+    """Names the pool of every request in its trace entry's user_metadata ("allocsim.pool=A,B", with
+    "+custom" for a MemPool with its own allocator), which PyTorch 2.11 does not record (newer
+    releases write 'pool_id' on every entry): around graph capture (CUDAGraph.capture_begin/end,
+    which torch.cuda.graph and torch.compile's CUDA graph trees use) and around the thread's routing
+    to a pool (use_mem_pool, the graph trees' warm-up)."""
+    stack = []
+    mem = torch.cuda.memory
+
+    def setm():
+        if stack:
+            a, b = stack[-1]
+            mem._set_memory_metadata("allocsim.pool=%d,%d%s" % (a, b, "+custom" if (a, b) in CUSTOM_POOLS else ""))
+        else:
+            mem._set_memory_metadata("")
+
+    cg = torch.cuda.CUDAGraph
+    ob, oe = cg.capture_begin, cg.capture_end
+
+    def capture_begin(self, pool=None, *args, **kw):
+        # the graph's own pool is named before the capture (pool() answers only after it): a fresh
+        # handle, as capture_begin would make one
+        if pool is None:
+            pool = torch.cuda.graph_pool_handle()
+        ob(self, pool, *args, **kw)
+        stack.append(tuple(pool))
+        setm()
+
+    def capture_end(self):
+        oe(self)
+        if stack:
+            stack.pop()
+        setm()
+
+    cg.capture_begin, cg.capture_end = capture_begin, capture_end
+    tb, te = torch._C._cuda_beginAllocateCurrentThreadToPool, torch._C._cuda_endAllocateToPool
+
+    def begin(device, pool):
+        tb(device, pool)
+        stack.append(tuple(pool))
+        setm()
+
+    def end(device, pool):
+        te(device, pool)
+        if stack:
+            stack.pop()
+        setm()
+
+    torch._C._cuda_beginAllocateCurrentThreadToPool, torch._C._cuda_endAllocateToPool = begin, end
+    mem._cuda_beginAllocateCurrentThreadToPool, mem._cuda_endAllocateToPool = begin, end
+
+
 def mlp(torch, width, depth):
     layers = []
     for _ in range(depth):
@@ -148,6 +203,7 @@ def w_mempool(torch, mark, custom):
             subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", so, os.path.join(HERE, "pluggable_alloc.c"), "-ldl"], check=True)
         alloc = torch.cuda.memory.CUDAPluggableAllocator(so, "pa_alloc", "pa_free")
         pool = torch.cuda.MemPool(alloc.allocator())
+        CUSTOM_POOLS.add(tuple(pool.id))
     else:
         pool = torch.cuda.MemPool()
     with torch.cuda.use_mem_pool(pool):
@@ -245,6 +301,8 @@ def child(scen, name, out, fraction):
     if fraction:
         torch.cuda.set_per_process_memory_fraction(float(fraction))
     torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=3_000_000)
+    if os.environ.get("CAPTURE_ANNOTATE", "1") == "1":
+        annotate_pools(torch)
     mark, log, oom, err = Marks(torch), [], "", ""
     try:
         if scen == "graph_own":
@@ -277,6 +335,7 @@ def child(scen, name, out, fraction):
             "snapshot_keys": sorted(snap.keys()), "memory_stats": dict(stats), "host_memory_stats": hstats,
             "marks": mark.marks}
     json.dump(meta, open(os.path.join(out, name + ".meta.json"), "w"), indent=1)
+    open(os.path.join(out, name + ".summary.txt"), "w").write(torch.cuda.memory_summary())
     if log:
         with open(os.path.join(out, name + ".host.csv"), "w") as f:
             f.write("op,id,size,ptr\n")

@@ -104,4 +104,21 @@ if [ -n "$PYTHON" ]; then
 fi
 run "$A" advise "$TMP/empty"; is "$st" 66 "an empty directory: exit 66"
 contains "$errout" "holds no snapshots"; ok $? "and says so"
+# A program written to fragment (scripts/capture-fragmenter.py), run on the H200 under every setting of
+# the grid at one limit (traces/fragmenter/fragmenter.csv): from the unlimited run's snapshot alone,
+# advise says which settings fit exactly as the GPU ran them, and for those that fit, the peak reserved
+# bytes and cudaMalloc/map calls the GPU counted. The limit is set_per_process_memory_fraction(F) with
+# F = 178257920 / total: PyTorch's (size_t)(F x total) is 178257919 bytes (with 178257920, 30 MiB more
+# would fit exactly at 140 MiB reserved, and expandable+max_split:128 would wrongly fit).
+F="$srcdir/traces/fragmenter"
+adv=$("$A" advise --format csv --capacity 178257919 "$F/fragmenter__unlimited.pickle.gz" | csv_bars | awk -F'|' 'NR>1 {print $2 "|" $5 "|" $7 "|" $10}' | sort)
+gpu=$(csv_bars < "$F/fragmenter.csv" | awk -F'|' 'NR>2 {print ($1 == "current" ? "current" : $1) "|" ($5 == 0) "|" $6 "|" $8}' | sort)
+is "$(printf '%s\n' "$adv" | cut -d'|' -f1,2 | tr '\n' ' ')" "$(printf '%s\n' "$gpu" | cut -d'|' -f1,2 | tr '\n' ' ')" \
+	"fragmenter: advise's fits equals the H200's outcome for all 15 settings"
+is "$(printf '%s\n' "$adv" | awk -F'|' '$2 == 1' | tr '\n' ' ')" "$(printf '%s\n' "$gpu" | awk -F'|' '$2 == 1' | tr '\n' ' ')" \
+	"fragmenter: for the settings that fit, peak reserved and device calls equal the H200's"
+for t in limit_exp limit_expms128 limit_ms64 limit; do
+	run "$A" validate -c recorded --capacity 178257919 "$F/fragmenter__$t.pickle.gz"
+	contains "$out" ": exact ("; ok $? "fragmenter__$t (the GPU run at the limit) validates exact"
+done
 finish

@@ -34,6 +34,7 @@ void cli_version(void);
 /* Resolves -c: "recorded" takes the trace's own settings from its complete metadata m (path
  * names the trace in the error when it records none). */
 void cli_warn_recorded_ooms(const char *path, uint64_t ooms, const as_meta *m);
+void cli_warn_unnamed_pools(const char *path, const as_meta *m);
 int cli_fraction_capacity(const char *path, const as_meta *m, double fraction, uint64_t dev_total, uint64_t *capacity,
 	int *capacity_set, as_err *err);
 int cli_parse_fraction(const char *s, double *f);

@@ -103,6 +103,17 @@ void cli_warn_recorded_ooms(const char *path, uint64_t ooms, const as_meta *m)
 		as_progname, path, ooms, total);
 }
 
+/* A snapshot whose end state has private pools (CUDA graphs, MemPool) but whose entries name none
+ * (PyTorch <= 2.11 records no pool per entry): every request is replayed in the default pool. */
+void cli_warn_unnamed_pools(const char *path, const as_meta *m)
+{
+	if (m->private_segments && !m->named_pools)
+		fprintf(stderr, "%s: warning: %s: %" PRIu32 " segment(s) belong to private pools (CUDA graphs or "
+			"torch.cuda.MemPool), but the trace does not say which requests went to them (PyTorch 2.11 records no "
+			"pool per entry): they are replayed in the default pool; see doc/pytorch-policy.md, \"Private pools\"\n",
+			as_progname, path, m->private_segments);
+}
+
 /* garbage_collection_threshold acts only under a memory limit (PyTorch: set_per_process_memory_fraction) */
 void cli_warn_gc(const as_policy_ops *ops, const char *conf, uint64_t capacity)
 {
@@ -496,6 +507,8 @@ int cmd_replay(int argc, char **argv)
 	e.s.wall_seconds = no_timing ? 0.0 : (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
 	if (recorded_ooms && !capacity && !strncmp(ops->name, "pytorch", 7)) /* (other policies take limits in -c) */
 		cli_warn_recorded_ooms(path, recorded_ooms, meta);
+	if (!strncmp(ops->name, "pytorch", 7))
+		cli_warn_unnamed_pools(path, meta);
 	if (meta->history_truncated)
 		fprintf(stderr, "%s: warning: %s: the recorded history is truncated (%" PRIu64 " frees of allocations made "
 			"before it began were skipped); results cover the recorded part only\n", as_progname, r ? r->in.path : path,

@@ -306,6 +306,7 @@ int cmd_validate(int argc, char **argv)
 	if (v.diverged) {
 		if (recorded_ooms && !capacity)
 			cli_warn_recorded_ooms(path, recorded_ooms, &buf.meta);
+		cli_warn_unnamed_pools(path, &buf.meta);
 		printf("%s: %s%s\n", path, v.msg, buf.meta.history_truncated ?
 			" (the recorded history is truncated: segments PyTorch obtained before it began are not in the trace)" : "");
 	} else {

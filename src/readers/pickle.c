@@ -799,6 +799,7 @@ static int trace_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 			x.site = entry_site(p, frames->u.p);
 		if ((meta || pid) && entry_pool(p, &x, meta, pid))
 			return perr(r, d->pos, err, "trace entry %" PRIu64 ": more than %u memory pools", x.index, AS_POOL_MAX);
+		r->meta.named_pools = (uint32_t)p->npools;
 		return translate(r, p, &x, err);
 	case EF_SKIP:
 		return 0;
@@ -823,6 +824,10 @@ static int segment_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 {
 	as_meta *m = &r->meta;
 	uint64_t dev = 0;
+	const pv *spid = as_obj(dict_get(d, "segment_pool_id"), V_TUPLE);
+	uint64_t pa = 0, pb = 0;
+	if (spid && spid->n == 2 && !u64_of(&spid->items[0], &pa) && !u64_of(&spid->items[1], &pb) && (pa || pb))
+		m->private_segments++;
 	if (!p->want_segments)
 		return 0;
 	int sdev = get_u64(d, "device", &dev) ? -1 : dev > INT32_MAX ? INT32_MAX : (int)dev;
@@ -1650,6 +1655,7 @@ done:
 	/* the pool now, while the metadata string is held */
 	if (code == EF_OK && (have & (1u << K_META | 1u << K_POOL)))
 		poolerr = entry_pool(p, &x, have & 1u << K_META ? &f[K_META] : NULL, have & 1u << K_POOL ? &f[K_POOL] : NULL);
+	r->meta.named_pools = (uint32_t)p->npools;
 	if (first)
 		r->meta.pyfields |= pyf | AS_PF_SNAPSHOT | AS_PF_ENTRY;
 out:

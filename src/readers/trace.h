@@ -80,6 +80,8 @@ typedef struct as_meta {
 	size_t ndevices;        /* devices in the trace (snapshots: lists in 'device_traces') */
 	uint64_t *device_entries; /* history entries per device (NULL: one device, not counted) */
 	uint32_t pyfields;      /* snapshots: AS_PF_* bits, the fields that date the writer (pyversion.c) */
+	uint32_t private_segments; /* snapshots: end-state segments in private pools (segment_pool_id not (0, 0)) */
+	uint32_t named_pools;   /* private pools the events name (as_event.pool) */
 } as_meta;
 
 /* The fields of a PyTorch snapshot that tell which release wrote it (src/readers/pyversion.c). */
