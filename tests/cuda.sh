@@ -117,4 +117,21 @@ sleep 0.4; kill -INT $pid; wait $pid; s=$?
 is "$s" 130 "SIGINT ends the replay with status 130"
 ok "$([ "$s" = 130 ] && [ ! -e "$TMP/x.csv" ]; echo $?)" "and writes no output"
 is "$(used)" "$before" "and leaves no device memory behind"
+# The other device-backed policies on CUDA: each policy's real-GPU replay equals its simulation,
+# call for call (sizes, order, results), and leaves nothing behind.
+for pt in "bfc|" "rmm-pool|" "rmm-binning>rmm-pool|" "buddy|" "optimal|" "bestfit|"; do
+	p=${pt%%|*}; c=${pt#*|}
+	for t in "$T/resnet50_train__default.pickle.gz" "$T/bert_infer_varlen__p110_default.pickle.gz"; do
+		before=$(used)
+		rm -f "$TMP/dr.csv" "$TMP/ds.csv"
+		real=$("$A" replay --backend cuda -p "$p" -c "$c" --no-timing --device-log "$TMP/dr.csv" "$t")
+		sim=$("$A" replay -p "$p" -c "$c" --no-timing --device-log "$TMP/ds.csv" "$t")
+		is "$(col "$real" peak_reserved_bytes) $(col "$real" peak_allocated_bytes) $(col "$real" num_device_alloc) $(col "$real" num_device_free) $(col "$real" num_ooms) $(col "$real" device_calls)" \
+		   "$(col "$sim" peak_reserved_bytes) $(col "$sim" peak_allocated_bytes) $(col "$sim" num_device_alloc) $(col "$sim" num_device_free) $(col "$sim" num_ooms) $(col "$sim" device_calls)" \
+		   "$p: real GPU = simulation: peak reserved and allocated, device allocs and frees, OOMs, calls ($(basename "$t"))"
+		[ -s "$TMP/dr.csv" ] && [ "$(cut -d, -f2,4,6,8 "$TMP/dr.csv" | md5sum)" = "$(cut -d, -f2,4,6,8 "$TMP/ds.csv" | md5sum)" ]
+		ok $? "$p: the same device calls in the same order, sizes and results ($(basename "$t"))"
+		is "$(used)" "$before" "$p leaves no device memory behind ($(basename "$t"))"
+	done
+done
 finish
