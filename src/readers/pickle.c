@@ -347,7 +347,7 @@ static as_event *emit(pk *p, int type, const rec *x, uint64_t id, uint32_t flags
 	e->thread = 0;
 	e->label = NULL;
 	e->slot = 0;
-	e->pool = x->pool;
+	e->pool = type == EV_ALLOC || type == EV_POOL_RELEASE ? x->pool : 0; /* (segment entries' pools stay in the reader) */
 	return e;
 }
 
