@@ -102,6 +102,9 @@ enum {
 	AS_Q_PLAN,             /* as_q_plan *: every allocation's lifetime, before the first malloc */
 	AS_Q_ROUND,            /* as_q_round *: the size a request of n bytes is rounded to before it is placed
 	                        * (never above the block it gets: the engine checks this under --check) */
+	AS_Q_LEAN,             /* NULL: the caller will not ask AS_Q_STATS or AS_Q_SUMMARY: the policy may stop
+	                        * keeping what only they report (asked before the first event; a policy that
+	                        * answers then declines those two queries with AS_Q_UNKNOWN) */
 	AS_Q__COUNT
 };
 #define AS_Q_UNKNOWN 1

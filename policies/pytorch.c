@@ -90,6 +90,9 @@ typedef struct ptpol {
 	privpool **priv;                 /* private pool n at priv[n - 1] (AS_POOL_INDEX), made on first use */
 	size_t npriv;
 	pt_stats st;
+	int lean;                        /* AS_Q_LEAN: memory_stats() is not asked for; the per-request
+	                                  * counters (alloc_found_block, free_block, pt_free_requested) are
+	                                  * not kept (a tenth of a replay's time); the segment ones are */
 	uint64_t total_allocated;        /* total_allocated_memory */
 	pblock *all;                     /* every block, for segment views and checks */
 	expseg *segs;
@@ -383,6 +386,8 @@ static void free_block(ptpol *p, pblock *b)
 		nblocks += 1;
 		nbytes += (int64_t)b->size;
 	}
+	if (p->lean)
+		return;
 	int sm = pool->is_small;
 	if (!b->es) {
 		if (nblocks > 0)
@@ -843,13 +848,14 @@ static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, ui
 				RB_REMOVE(bset, &pool->blocks, rem);
 			insert_into_blocks(pool, rem);
 		}
-		if (already_split && !b->es) {
+		if (p->lean) {
+		} else if (already_split && !b->es) {
 			pt_dec2(p->st.inactive_split_bytes, sm, (int64_t)b->size);
 		} else if (!b->es) {
 			pt_inc2(p->st.inactive_split_bytes, sm, (int64_t)rem->size);
 			pt_inc2(p->st.inactive_split, sm, 1);
 		}
-	} else if (already_split && !b->es) {
+	} else if (already_split && !b->es && !p->lean) {
 		pt_dec2(p->st.inactive_split_bytes, sm, (int64_t)b->size);
 		pt_dec2(p->st.inactive_split, sm, 1);
 	}
@@ -858,6 +864,8 @@ static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, ui
 	b->requested = n;
 	b->rounded = s; /* pt_round_size(n) */
 	waste_in(p, b);
+	if (p->lean)
+		return b;
 	pt_inc2(p->st.allocation, sm, 1);
 	pt_inc2(p->st.allocated_bytes, sm, (int64_t)b->size);
 	pt_inc2(p->st.active, sm, 1);
@@ -918,6 +926,8 @@ static void pt_free_requested(as_policy *pol, void *h)
 	b->allocated = 0;
 	b->pending = 1;
 	waste_in(p, b);
+	if (p->lean)
+		return;
 	pt_dec2(p->st.allocation, sm, 1);
 	pt_dec2(p->st.allocated_bytes, sm, (int64_t)b->size);
 	if (b->size >= p->c.max_split_size)
@@ -1158,17 +1168,20 @@ static int pt_check(as_policy *pol, as_err *err)
 		if (b->allocated)
 			alloc_bytes += b->size;
 	}
-	if (mapped != p->total_allocated || (int64_t)mapped != p->st.reserved_bytes[PT_ALL].current)
+	if (mapped != p->total_allocated || (!p->lean && (int64_t)mapped != p->st.reserved_bytes[PT_ALL].current))
 		return as_fail(err, AS_EXIT_SOFTWARE, "pytorch: blocks cover %" PRIu64 " bytes but reserved_bytes is %" PRId64,
 			mapped, p->st.reserved_bytes[PT_ALL].current);
-	if ((int64_t)alloc_bytes != p->st.allocated_bytes[PT_ALL].current)
+	if (!p->lean && (int64_t)p->w.free_cached != p->st.reserved_bytes[PT_ALL].current - p->st.active_bytes[PT_ALL].current)
+		return as_fail(err, AS_EXIT_SOFTWARE, "pytorch: free cached bytes %" PRIu64 " differ from reserved - active %" PRId64,
+			p->w.free_cached, p->st.reserved_bytes[PT_ALL].current - p->st.active_bytes[PT_ALL].current);
+	if (!p->lean && (int64_t)alloc_bytes != p->st.allocated_bytes[PT_ALL].current)
 		return as_fail(err, AS_EXIT_SOFTWARE, "pytorch: allocated blocks sum to %" PRIu64 " but allocated_bytes is %" PRId64,
 			alloc_bytes, p->st.allocated_bytes[PT_ALL].current);
 	if (p->dev->reserved != p->total_allocated)
 		return as_fail(err, AS_EXIT_SOFTWARE, "pytorch: device holds %" PRIu64 " bytes, allocator counts %" PRIu64,
 			p->dev->reserved, p->total_allocated);
 #define X(n) \
-	if (p->st.n[PT_ALL].current != p->st.n[PT_SMALL].current + p->st.n[PT_LARGE].current) \
+	if (!p->lean && p->st.n[PT_ALL].current != p->st.n[PT_SMALL].current + p->st.n[PT_LARGE].current) \
 		return as_fail(err, AS_EXIT_SOFTWARE, "pytorch: %s.all differs from small_pool + large_pool", #n);
 	PT_STAT_ARRAYS(X)
 #undef X
@@ -1197,7 +1210,7 @@ static ppool *pt_pool_at(ptpol *p, size_t k)
 static void pt_free_stats(ptpol *p, uint64_t *largest, uint64_t *total)
 {
 	*largest = 0;
-	*total = (uint64_t)(p->st.reserved_bytes[PT_ALL].current - p->st.active_bytes[PT_ALL].current);
+	*total = p->w.free_cached; /* = reserved_bytes.all - active_bytes.all (pt_check), kept when lean too */
 	for (size_t k = 0; k < 2 + 2 * p->npriv; k++) {
 		ppool *pk = pt_pool_at(p, k);
 		if (!pk)
@@ -1246,8 +1259,13 @@ static int pt_query(as_policy *pol, int what, void *arg)
 {
 	ptpol *p = (ptpol *)pol;
 	switch (what) {
+	case AS_Q_LEAN:
+		p->lean = 1;
+		return 0;
 	case AS_Q_STATS: {
 		as_q_stats *q = arg;
+		if (p->lean)
+			return AS_Q_UNKNOWN;
 		pt_stats_emit(&p->st, q->cb, q->ctx);
 		return 0;
 	}
@@ -1265,6 +1283,8 @@ static int pt_query(as_policy *pol, int what, void *arg)
 		pt_waste(p, arg);
 		return 0;
 	case AS_Q_SUMMARY:
+		if (p->lean)
+			return AS_Q_UNKNOWN;
 		pt_memory_summary(&p->st, 0, arg);
 		return 0;
 	case AS_Q_FIT_VALUES: {
