@@ -90,6 +90,7 @@ typedef struct ptpol {
 	privpool **priv;                 /* private pool n at priv[n - 1] (AS_POOL_INDEX), made on first use */
 	size_t npriv;
 	pt_stats st;
+	uint64_t max_compared;           /* the largest size compared with max_split_size (AS_Q_SAME_RUN) */
 	int lean;                        /* AS_Q_LEAN: memory_stats() is not asked for; the per-request
 	                                  * counters (alloc_found_block, free_block, pt_free_requested) are
 	                                  * not kept (a tenth of a replay's time); the segment ones are */
@@ -891,6 +892,11 @@ static int pt_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 		pool = s <= PT_SMALL_SIZE ? &p->small : &p->large;
 	}
 	uint64_t alloc_size = pt_allocation_size(&p->c, s);
+	/* Every size compared with max_split_size is a request's s, a block's or a segment's size;
+	 * blocks lie within segments (expandable ones aside), and a segment is alloc_size of some
+	 * request, at least its s: this maximum bounds them all (pt_same_run). */
+	if (alloc_size > p->max_compared)
+		p->max_compared = alloc_size;
 	pblock *b = get_free_block(p, pool, stream, s);
 	int in_pool = b != NULL;
 	if (!b) {
@@ -1253,12 +1259,42 @@ static void waste_walk(ptpol *p, as_waste *w)
 	}
 }
 
+/*
+ * AS_Q_SAME_RUN: whether a replay with config would have been this one. max_split_size only ever
+ * enters a decision (or a summary column: the oversize waste) through comparisons with a request's
+ * rounded size or a block's or segment's size, and its absence (PT_NO_LIMIT) only through
+ * release_available_cached_blocks and predict, which then find no block at or above the limit and
+ * release nothing, as without one. So two configurations that differ in max_split_size alone, both
+ * above every size this replay compared (max_compared), take every decision alike. Expandable
+ * segments are left out (a mapped block can outgrow any one request's segment).
+ */
+static int pt_same_run(const ptpol *p, const char *config)
+{
+	pt_conf c;
+	as_err err = { 0, "" };
+	if (pt_conf_parse(&c, config, &err))
+		return 0;
+	const pt_conf *a = &p->c;
+	if (a->expandable || c.expandable || a->max_split_size <= p->max_compared || c.max_split_size <= p->max_compared)
+		return 0;
+	if (c.max_non_split_rounding != a->max_non_split_rounding || c.large_segment_size != a->large_segment_size ||
+	    c.gc_threshold != a->gc_threshold || c.fraction != a->fraction || c.version != a->version ||
+	    c.dummy_bool != a->dummy_bool || c.dummy_u64 != a->dummy_u64 || memcmp(c.divisions, a->divisions, sizeof c.divisions))
+		return 0;
+	return 1;
+}
+
 /* The optional queries (policy.h): statistics, segment map, fragmentation, waste, the
  * memory_summary() table, and what snapshot reconciliation asks (src/engine/reconcile.c). */
 static int pt_query(as_policy *pol, int what, void *arg)
 {
 	ptpol *p = (ptpol *)pol;
 	switch (what) {
+	case AS_Q_SAME_RUN: {
+		as_q_same *q = arg;
+		q->answer = pt_same_run(p, q->config);
+		return 0;
+	}
 	case AS_Q_LEAN:
 		p->lean = 1;
 		return 0;

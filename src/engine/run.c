@@ -91,6 +91,8 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 			as_engine_finish(&e);
 			*out = e.s;
 			rc = 0;
+			if (o->after)
+				o->after(e.pol, o->after_ctx);
 		}
 		as_engine_free(&e);
 	}
