@@ -1277,11 +1277,10 @@ static int pt_same_run(const ptpol *p, const char *config)
 	const pt_conf *a = &p->c;
 	if (a->expandable || c.expandable || a->max_split_size <= p->max_compared || c.max_split_size <= p->max_compared)
 		return 0;
-	if (c.max_non_split_rounding != a->max_non_split_rounding || c.large_segment_size != a->large_segment_size ||
-	    c.gc_threshold != a->gc_threshold || c.fraction != a->fraction || c.version != a->version ||
-	    c.dummy_bool != a->dummy_bool || c.dummy_u64 != a->dummy_u64 || memcmp(c.divisions, a->divisions, sizeof c.divisions))
-		return 0;
-	return 1;
+	/* every other setting equal, byte for byte (pt_conf_parse zeroes the struct first, so a key
+	 * added later is compared too, and its padding is equal) */
+	c.max_split_size = a->max_split_size;
+	return !memcmp(&c, a, sizeof c);
 }
 
 /* The optional queries (policy.h): statistics, segment map, fragmentation, waste, the
