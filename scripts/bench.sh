@@ -95,7 +95,8 @@ perf_snapshot_replay() {
 #                policy's creation, the summary row): a fixed cost per process, ~0.6 ms of it the
 #                kernel's exec on this machine (what CPython's own start-up is to pickle.load);
 #   simulation = one replay of the events, from sweeps over the same files with 1 and 21 identical
-#                runs per trace (CPU(21) - CPU(1) = 20 simulations);
+#                runs per trace (CPU(21) - CPU(1) = 20 simulations; --no-share: each run replayed,
+#                not taken from the first as identical);
 #   decode     = replay - start-up - simulation: mapping the file, validating every record once,
 #                reading the records in place, and what a fresh process pays on its first run
 #                that a warm simulation does not (first touch of its memory, cold caches).
@@ -114,8 +115,8 @@ perf_binary() {
 	for p in $POLICIES; do
 		tot=$(best_each 30 "$bins" "$A" replay -p "$p" -c "" --latency-model none --no-timing)
 		up=$(best_each 30 "$empties" "$A" replay -p "$p" -c "" --latency-model none --no-timing)
-		s1=$(best "$A" sweep -j 1 -p "$p" -t $bins --param capacity=1TiB)
-		s21=$(best "$A" sweep -j 1 -p "$p" -t $bins --param capacity=$caps)
+		s1=$(best "$A" sweep -j 1 --no-share -p "$p" -t $bins --param capacity=1TiB)
+		s21=$(best "$A" sweep -j 1 --no-share -p "$p" -t $bins --param capacity=$caps)
 		sim=$(calc "($s21 - $s1) / 20")
 		dec=$(calc "$tot - $up - $sim")
 		printf '  %-12s %12.1f %12.1f %12.1f %12.1f\n' "$p" "$(calc "$dec / $NEV * 1e9")" "$(calc "$sim / $NEV * 1e9")" \
@@ -130,8 +131,8 @@ perf_binary() {
 perf_binary_big() {
 	"$A" convert "$tmp/big.trace" -o "$tmp/big.asbin"
 	BIGTOT=$(best "$A" replay -p pytorch -c "" --latency-model none --no-timing "$tmp/big.asbin")
-	s1=$(best "$A" sweep -j 1 -p pytorch -t "$tmp/big.asbin" --param capacity=1TiB)
-	s2=$(best "$A" sweep -j 1 -p pytorch -t "$tmp/big.asbin" --param capacity=1TiB,1TiB)
+	s1=$(best "$A" sweep -j 1 --no-share -p pytorch -t "$tmp/big.asbin" --param capacity=1TiB)
+	s2=$(best "$A" sweep -j 1 --no-share -p pytorch -t "$tmp/big.asbin" --param capacity=1TiB,1TiB)
 	BIGSIM=$(calc "$s2 - $s1")
 	BIGN=$(events_of "$tmp/big.asbin")
 	rm -f "$tmp/big.asbin"
@@ -147,6 +148,7 @@ perf_sweeps() {
 	vals100="none,20..1000:+10"   # none and 99 values: 100 configurations
 	one=$(best "$A" sweep -j 1 -t $(snap_paths))
 	hundred=$(best "$A" sweep -j 1 -t $(snap_paths) --param max_split_size_mb=$vals100)
+	hundred_ns=$(best "$A" sweep -j 1 --no-share -t $(snap_paths) --param max_split_size_mb=$vals100)
 	rep=$(best_each 1 "$(snap_paths)" "$A" replay --no-timing)
 	rep_wall=$(best_wall sh -c 'A=$1; shift; for f; do "$A" replay --no-timing "$f" >/dev/null 2>&1 || exit 1; done' sh "$A" $(snap_paths))
 	hundred_wall=$(best_wall "$A" sweep -j "$JOBS" -t $(snap_paths) --param max_split_size_mb=$vals100)
@@ -215,6 +217,9 @@ line "sweep 100 configs x 10 snapshots (-j $JOBS) vs 1 replay of the 10 (wall)" 
 r=$(calc "$hundred / $rep")
 line "  the same in CPU time (sweep -j 1)" "$(printf '%.2fx' "$r")" "<= 10x" \
 	"$(verdict "$r" "<=" 10) ($(printf '%.2f' "$hundred") s vs $(printf '%.3f' "$rep") s CPU)"
+r=$(calc "$hundred_ns / $rep")
+line "  the same, every configuration replayed (--no-share)" "$(printf '%.2fx' "$r")" "" \
+	"($(printf '%.2f' "$hundred_ns") s CPU: sharing proven-identical runs saves $(printf '%.0f' "$(calc "100 * (1 - $hundred / $hundred_ns)")")%)"
 r=$(calc "$hundred / $one")
 line "  sweep 100 configs vs 1 config, both sweeps -j 1 (CPU)" "$(printf '%.2fx' "$r")" "" \
 	"(the baseline decodes each trace once too; $(printf '%.2f' "$hundred") s vs $(printf '%.3f' "$one") s CPU)"
