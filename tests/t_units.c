@@ -263,6 +263,12 @@ static void test_same_run(void)
 	e = run_script("bestfit", "", 0, b, 4, &dev);
 	is_int(same_run(e, ""), -1, "same run: a policy that cannot tell does not answer");
 	as_engine_free(e); as_device_destroy(dev);
+	e = run_script("pytorch>passthrough", "", 0, b, 4, &dev);
+	is_int(e ? same_run(e, "") : -2, -1, "same run: a stack does not pass the question to its top layer");
+	if (e) {
+		as_engine_free(e);
+		as_device_destroy(dev);
+	}
 }
 
 /* Random workloads under --check for every policy: invariants hold and accounting balances. */
