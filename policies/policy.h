@@ -102,6 +102,13 @@ enum {
 	AS_Q_PLAN,             /* as_q_plan *: every allocation's lifetime, before the first malloc */
 	AS_Q_ROUND,            /* as_q_round *: the size a request of n bytes is rounded to before it is placed
 	                        * (never above the block it gets: the engine checks this under --check) */
+	AS_Q_LEAN,             /* NULL: the caller will not ask AS_Q_STATS or AS_Q_SUMMARY: the policy may stop
+	                        * keeping what only they report (asked before the first event; a policy that
+	                        * answers then declines those two queries with AS_Q_UNKNOWN) */
+	AS_Q_SAME_RUN,         /* as_q_same *: asked after a whole replay: would a replay of the same events with
+	                        * this other configuration (same capacity, same reconciliation) have made the
+	                        * same decisions, so that its summary is this one's? Answered yes only when
+	                        * the policy proves it from what the replay compared (sweep shares the run) */
 	AS_Q__COUNT
 };
 #define AS_Q_UNKNOWN 1
@@ -148,6 +155,10 @@ typedef struct as_q_round {
 	uint64_t granule;      /* out, optional: nonzero when every size rounds up to a multiple of this
 	                        * power of two (0 to 0), so the caller may round without asking again */
 } as_q_round;
+typedef struct as_q_same {
+	const char *config;    /* in: the other configuration (-c string) */
+	int answer;            /* out: 1 the same run */
+} as_q_same;
 typedef struct as_q_hook {
 	void (*hook)(void *ctx);
 	void *ctx;

@@ -90,6 +90,10 @@ typedef struct ptpol {
 	privpool **priv;                 /* private pool n at priv[n - 1] (AS_POOL_INDEX), made on first use */
 	size_t npriv;
 	pt_stats st;
+	uint64_t max_compared;           /* the largest size compared with max_split_size (AS_Q_SAME_RUN) */
+	int lean;                        /* AS_Q_LEAN: memory_stats() is not asked for; the per-request
+	                                  * counters (alloc_found_block, free_block, pt_free_requested) are
+	                                  * not kept (a tenth of a replay's time); the segment ones are */
 	uint64_t total_allocated;        /* total_allocated_memory */
 	pblock *all;                     /* every block, for segment views and checks */
 	expseg *segs;
@@ -383,6 +387,8 @@ static void free_block(ptpol *p, pblock *b)
 		nblocks += 1;
 		nbytes += (int64_t)b->size;
 	}
+	if (p->lean)
+		return;
 	int sm = pool->is_small;
 	if (!b->es) {
 		if (nblocks > 0)
@@ -843,13 +849,14 @@ static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, ui
 				RB_REMOVE(bset, &pool->blocks, rem);
 			insert_into_blocks(pool, rem);
 		}
-		if (already_split && !b->es) {
+		if (p->lean) {
+		} else if (already_split && !b->es) {
 			pt_dec2(p->st.inactive_split_bytes, sm, (int64_t)b->size);
 		} else if (!b->es) {
 			pt_inc2(p->st.inactive_split_bytes, sm, (int64_t)rem->size);
 			pt_inc2(p->st.inactive_split, sm, 1);
 		}
-	} else if (already_split && !b->es) {
+	} else if (already_split && !b->es && !p->lean) {
 		pt_dec2(p->st.inactive_split_bytes, sm, (int64_t)b->size);
 		pt_dec2(p->st.inactive_split, sm, 1);
 	}
@@ -858,6 +865,8 @@ static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, ui
 	b->requested = n;
 	b->rounded = s; /* pt_round_size(n) */
 	waste_in(p, b);
+	if (p->lean)
+		return b;
 	pt_inc2(p->st.allocation, sm, 1);
 	pt_inc2(p->st.allocated_bytes, sm, (int64_t)b->size);
 	pt_inc2(p->st.active, sm, 1);
@@ -883,6 +892,11 @@ static int pt_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 		pool = s <= PT_SMALL_SIZE ? &p->small : &p->large;
 	}
 	uint64_t alloc_size = pt_allocation_size(&p->c, s);
+	/* Every size compared with max_split_size is a request's s, a block's or a segment's size;
+	 * blocks lie within segments (expandable ones aside), and a segment is alloc_size of some
+	 * request, at least its s: this maximum bounds them all (pt_same_run). */
+	if (alloc_size > p->max_compared)
+		p->max_compared = alloc_size;
 	pblock *b = get_free_block(p, pool, stream, s);
 	int in_pool = b != NULL;
 	if (!b) {
@@ -918,6 +932,8 @@ static void pt_free_requested(as_policy *pol, void *h)
 	b->allocated = 0;
 	b->pending = 1;
 	waste_in(p, b);
+	if (p->lean)
+		return;
 	pt_dec2(p->st.allocation, sm, 1);
 	pt_dec2(p->st.allocated_bytes, sm, (int64_t)b->size);
 	if (b->size >= p->c.max_split_size)
@@ -1158,17 +1174,20 @@ static int pt_check(as_policy *pol, as_err *err)
 		if (b->allocated)
 			alloc_bytes += b->size;
 	}
-	if (mapped != p->total_allocated || (int64_t)mapped != p->st.reserved_bytes[PT_ALL].current)
+	if (mapped != p->total_allocated || (!p->lean && (int64_t)mapped != p->st.reserved_bytes[PT_ALL].current))
 		return as_fail(err, AS_EXIT_SOFTWARE, "pytorch: blocks cover %" PRIu64 " bytes but reserved_bytes is %" PRId64,
 			mapped, p->st.reserved_bytes[PT_ALL].current);
-	if ((int64_t)alloc_bytes != p->st.allocated_bytes[PT_ALL].current)
+	if (!p->lean && (int64_t)p->w.free_cached != p->st.reserved_bytes[PT_ALL].current - p->st.active_bytes[PT_ALL].current)
+		return as_fail(err, AS_EXIT_SOFTWARE, "pytorch: free cached bytes %" PRIu64 " differ from reserved - active %" PRId64,
+			p->w.free_cached, p->st.reserved_bytes[PT_ALL].current - p->st.active_bytes[PT_ALL].current);
+	if (!p->lean && (int64_t)alloc_bytes != p->st.allocated_bytes[PT_ALL].current)
 		return as_fail(err, AS_EXIT_SOFTWARE, "pytorch: allocated blocks sum to %" PRIu64 " but allocated_bytes is %" PRId64,
 			alloc_bytes, p->st.allocated_bytes[PT_ALL].current);
 	if (p->dev->reserved != p->total_allocated)
 		return as_fail(err, AS_EXIT_SOFTWARE, "pytorch: device holds %" PRIu64 " bytes, allocator counts %" PRIu64,
 			p->dev->reserved, p->total_allocated);
 #define X(n) \
-	if (p->st.n[PT_ALL].current != p->st.n[PT_SMALL].current + p->st.n[PT_LARGE].current) \
+	if (!p->lean && p->st.n[PT_ALL].current != p->st.n[PT_SMALL].current + p->st.n[PT_LARGE].current) \
 		return as_fail(err, AS_EXIT_SOFTWARE, "pytorch: %s.all differs from small_pool + large_pool", #n);
 	PT_STAT_ARRAYS(X)
 #undef X
@@ -1197,7 +1216,7 @@ static ppool *pt_pool_at(ptpol *p, size_t k)
 static void pt_free_stats(ptpol *p, uint64_t *largest, uint64_t *total)
 {
 	*largest = 0;
-	*total = (uint64_t)(p->st.reserved_bytes[PT_ALL].current - p->st.active_bytes[PT_ALL].current);
+	*total = p->w.free_cached; /* = reserved_bytes.all - active_bytes.all (pt_check), kept when lean too */
 	for (size_t k = 0; k < 2 + 2 * p->npriv; k++) {
 		ppool *pk = pt_pool_at(p, k);
 		if (!pk)
@@ -1240,14 +1259,48 @@ static void waste_walk(ptpol *p, as_waste *w)
 	}
 }
 
+/*
+ * AS_Q_SAME_RUN: whether a replay with config would have been this one. max_split_size only ever
+ * enters a decision (or a summary column: the oversize waste) through comparisons with a request's
+ * rounded size or a block's or segment's size, and its absence (PT_NO_LIMIT) only through
+ * release_available_cached_blocks and predict, which then find no block at or above the limit and
+ * release nothing, as without one. So two configurations that differ in max_split_size alone, both
+ * above every size this replay compared (max_compared), take every decision alike. Expandable
+ * segments are left out (a mapped block can outgrow any one request's segment).
+ */
+static int pt_same_run(const ptpol *p, const char *config)
+{
+	pt_conf c;
+	as_err err = { 0, "" };
+	if (pt_conf_parse(&c, config, &err))
+		return 0;
+	const pt_conf *a = &p->c;
+	if (a->expandable || c.expandable || a->max_split_size <= p->max_compared || c.max_split_size <= p->max_compared)
+		return 0;
+	/* every other setting equal, byte for byte (pt_conf_parse zeroes the struct first, so a key
+	 * added later is compared too, and its padding is equal) */
+	c.max_split_size = a->max_split_size;
+	return !memcmp(&c, a, sizeof c);
+}
+
 /* The optional queries (policy.h): statistics, segment map, fragmentation, waste, the
  * memory_summary() table, and what snapshot reconciliation asks (src/engine/reconcile.c). */
 static int pt_query(as_policy *pol, int what, void *arg)
 {
 	ptpol *p = (ptpol *)pol;
 	switch (what) {
+	case AS_Q_SAME_RUN: {
+		as_q_same *q = arg;
+		q->answer = pt_same_run(p, q->config);
+		return 0;
+	}
+	case AS_Q_LEAN:
+		p->lean = 1;
+		return 0;
 	case AS_Q_STATS: {
 		as_q_stats *q = arg;
+		if (p->lean)
+			return AS_Q_UNKNOWN;
 		pt_stats_emit(&p->st, q->cb, q->ctx);
 		return 0;
 	}
@@ -1265,6 +1318,8 @@ static int pt_query(as_policy *pol, int what, void *arg)
 		pt_waste(p, arg);
 		return 0;
 	case AS_Q_SUMMARY:
+		if (p->lean)
+			return AS_Q_UNKNOWN;
 		pt_memory_summary(&p->st, 0, arg);
 		return 0;
 	case AS_Q_FIT_VALUES: {

@@ -253,10 +253,13 @@ static int st_check(as_policy *pol, as_err *err)
 	return 0;
 }
 
-/* The plan goes to every layer that plans; every other query to the top. */
+/* The plan goes to every layer that plans; every other query to the top, but AS_Q_SAME_RUN, which
+ * the top layer cannot answer for the layers below (another stack's settings are not its own). */
 static int st_query(as_policy *pol, int what, void *arg)
 {
 	stack_pol *p = (stack_pol *)pol;
+	if (what == AS_Q_SAME_RUN)
+		return AS_Q_UNKNOWN;
 	if (what != AS_Q_PLAN)
 		return as_policy_query(p->layer[0], what, arg);
 	int rc = AS_Q_UNKNOWN;

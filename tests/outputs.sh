@@ -110,8 +110,9 @@ run "$A" convert "$TMP/copy.pickle.gz" -o "$TMP/copy.pickle.gz"; is "$st" 64 "co
 
 # ---- 4. Ctrl-C / SIGTERM during sweep and fit ----
 # (a grid of 1000 replays of a few ms each: the trace is decoded once, so it takes that many to
-# outlast 0.4 s; interrupted after 0.4 s; the rest with -j 2)
-grid="--param max_split_size_mb=20..20000:+20"
+# outlast 0.4 s; interrupted after 0.4 s; the rest with -j 2; --no-share: every run replayed, none
+# taken from an identical one)
+grid="--no-share --param max_split_size_mb=20..20000:+20"
 "$A" sweep -j 2 -t "$mid" $grid -o "$TMP/full.csv"
 run timeout --foreground -k 10 --preserve-status -s INT 0.4 "$A" sweep -t "$mid" $grid -o "$TMP/part.csv"
 is "$st" 130 "sweep interrupted by SIGINT: exit 130"
@@ -127,7 +128,7 @@ fi
 run "$A" sweep -j 2 -t "$mid" $grid --resume -o "$TMP/part.csv"
 ok "$([ "$st" = 0 ] && cmp -s "$TMP/part.csv" "$TMP/full.csv"; echo $?)" "--resume completes it to the byte-identical file"
 # (two workers finish the 1000 runs in under 0.4 s on an idle machine: three times as many)
-grid2="--param max_split_size_mb=20..60000:+20"
+grid2="--no-share --param max_split_size_mb=20..60000:+20"
 "$A" sweep -j 2 -t "$mid" $grid2 -o "$TMP/full2.csv"
 run timeout --foreground -k 10 --preserve-status -s TERM 0.4 "$A" sweep -j 2 -t "$mid" $grid2 -o "$TMP/part2.csv"
 is "$st" 130 "sweep -j2 stopped by SIGTERM: exit 130"

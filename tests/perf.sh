@@ -36,6 +36,20 @@ cmp -s "$TMP/stdin.trace" "$TMP/file.trace"; ok $? "convert from standard input 
 is "$(wc -l < "$TMP/j1.csv")" 13 "sweep of 2 traces x 2 policies x 3 capacities: 12 rows"
 cmp -s "$TMP/j1.csv" "$TMP/j5.csv"; ok $? "sweep rows are byte-identical with -j 1 and -j 5 (threads share the decoded traces)"
 
+# --- a sweep replays once the configurations the policy proves identical (AS_Q_SAME_RUN) ---
+# BERT's largest segment is between 330 and 360 MiB: max_split_size_mb values above it share the
+# run of 'none', those at or below it replay; a capacity of 3 GiB makes the runs flush and retry.
+grid="--param max_split_size_mb=none,20,200,330,340,350,360,1000 --param garbage_collection_threshold=none,0.5 --param capacity=none,3GiB"
+"$A" sweep -t "$snap" "$snap2" $grid -j 1 --no-share > "$TMP/share-no.csv"
+"$A" sweep -t "$snap" "$snap2" $grid -j 1 > "$TMP/share-1.csv"
+"$A" sweep -t "$snap" "$snap2" $grid -j 3 > "$TMP/share-3.csv"
+is "$(wc -l < "$TMP/share-no.csv")" 65 "sweep of 2 traces x 8 limits x 2 thresholds x 2 capacities: 64 rows"
+cmp -s "$TMP/share-no.csv" "$TMP/share-1.csv"; ok $? "rows of shared runs are the rows their own replays write (-j 1)"
+cmp -s "$TMP/share-no.csv" "$TMP/share-3.csv"; ok $? "rows of shared runs are the rows their own replays write (-j 3)"
+nshared=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "num_alloc_retries") c = i; next }
+	$2 >= 340 && $2 != "none" && $3 == "none" && $5 ~ /bert/ && $c > 0' "$TMP/share-no.csv" | wc -l) # (a config without a comma)
+is "$nshared" 4 "the shared limits (340 MiB and up) meet the fallback's oversize release and flush at 3 GiB (retries in 4 rows)"
+
 # --- the binary event format (doc/trace-format.md) ---
 "$A" sweep -t "$snap" "$snap2" -p pytorch --param expandable_segments=True --param max_split_size_mb=none,64 | cut -d, -f1-3,5- > "$TMP/rt-src.csv"
 "$A" convert "$snap2" -o "$TMP/s2.asbin"

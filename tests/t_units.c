@@ -228,6 +228,49 @@ static void test_pytorch_examples(void)
 	as_engine_free(e); as_device_destroy(dev);
 }
 
+/* AS_Q_SAME_RUN (sweep's sharing): yes only for max_split_size alone, above every size compared. */
+static int same_run(as_engine *e, const char *conf)
+{
+	as_q_same q = { conf, -1 };
+	return as_policy_query(e->pol, AS_Q_SAME_RUN, &q) == 0 ? q.answer : -1;
+}
+
+static void test_same_run(void)
+{
+	as_device *dev;
+	/* segments of 300 and 290 MiB and a 100 MiB request: 300 MiB is the largest size compared */
+	ev_script b[] = { { EV_ALLOC, 1, 300 * MiB, 0 }, { EV_FREE, 1, 0, 0 }, { EV_ALLOC, 2, 100 * MiB, 0 },
+		{ EV_ALLOC, 3, 290 * MiB, 0 } };
+	as_engine *e = run_script("pytorch", "", 0, b, 4, &dev);
+	is_int(same_run(e, "max_split_size_mb:301"), 1, "same run: no limit and a limit above every block (301 MiB) decide alike");
+	is_int(same_run(e, "max_split_size_mb:300"), 0, "same run: not with a limit equal to the 300 MiB block");
+	is_int(same_run(e, "max_split_size_mb:128"), 0, "same run: not with a limit below it");
+	is_int(same_run(e, "max_split_size_mb:301,garbage_collection_threshold:0.5"), 0, "same run: not when another key differs");
+	is_int(same_run(e, "max_split_size_mb:301,roundup_power2_divisions:4"), 0, "same run: not when the rounding differs");
+	is_int(same_run(e, "max_split_size_mb:301,expandable_segments:True"), 0, "same run: never with expandable segments");
+	is_int(same_run(e, "max_split_size_mb:x"), 0, "same run: not for a configuration that does not parse");
+	as_summary none = e->s;
+	as_engine_free(e); as_device_destroy(dev);
+	e = run_script("pytorch", "max_split_size_mb:301", 0, b, 4, &dev);
+	ok(none.peak_reserved_bytes == e->s.peak_reserved_bytes && none.peak_allocated_bytes == e->s.peak_allocated_bytes &&
+		none.num_device_alloc == e->s.num_device_alloc && none.waste_unsplit == e->s.waste_unsplit &&
+		none.waste_oversize == e->s.waste_oversize, "same run: max_split_size_mb:301 replays as no limit does");
+	is_int(same_run(e, ""), 1, "same run: the other way round too");
+	as_engine_free(e); as_device_destroy(dev);
+	e = run_script("pytorch", "max_split_size_mb:128", 0, b, 4, &dev);
+	is_int(same_run(e, ""), 0, "same run: a run whose own limit is below a block proves nothing");
+	as_engine_free(e); as_device_destroy(dev);
+	e = run_script("bestfit", "", 0, b, 4, &dev);
+	is_int(same_run(e, ""), -1, "same run: a policy that cannot tell does not answer");
+	as_engine_free(e); as_device_destroy(dev);
+	e = run_script("pytorch>passthrough", "", 0, b, 4, &dev);
+	is_int(e ? same_run(e, "") : -2, -1, "same run: a stack does not pass the question to its top layer");
+	if (e) {
+		as_engine_free(e);
+		as_device_destroy(dev);
+	}
+}
+
 /* Random workloads under --check for every policy: invariants hold and accounting balances. */
 static void test_random(const char *policy, const char *conf)
 {
@@ -534,6 +577,7 @@ int main(void)
 	test_placement();
 	test_rounding();
 	test_pytorch_examples();
+	test_same_run();
 	test_random("pytorch", "");
 	test_random("pytorch", "max_split_size_mb:40");
 	test_random("pytorch", "expandable_segments:True");

@@ -9,5 +9,7 @@ static int tap_n, tap_fail;
 	printf(__VA_ARGS__); printf("\n"); } while (0)
 #define is_u64(a, b, ...) do { uint64_t _a = (a), _b = (b); ok(_a == _b, __VA_ARGS__); \
 	if (_a != _b) printf("#   got %" PRIu64 ", expected %" PRIu64 "\n", _a, _b); } while (0)
+#define is_int(a, b, ...) do { long long _a = (a), _b = (b); ok(_a == _b, __VA_ARGS__); \
+	if (_a != _b) printf("#   got %lld, expected %lld\n", _a, _b); } while (0)
 #define done_testing() (printf("1..%d\n", tap_n), tap_fail ? 1 : 0)
 #endif

@@ -467,6 +467,8 @@ int cmd_replay(int argc, char **argv)
 	if (have_buf ? as_plan_from_events(&e, &lt, &buf, &err) : as_plan_from_trace(&e, &lt, path, &err))
 		goto done; /* an offline policy takes the whole trace first (from memory when decoded) */
 	e.check = check;
+	if (!stats && !summary && !check)
+		as_policy_query(e.pol, AS_Q_LEAN, NULL); /* nothing will ask for memory_stats() */
 	e.every = every;
 	if (timeline) {
 		e.timeline = tl.fp;

@@ -31,6 +31,8 @@ static const char sweep_usage[] =
 	"      --stop-at-oom       end each replay at its first out-of-memory\n"
 	"      --device N          the device of multi-GPU snapshots (default: the one with history)\n"
 	"      --timing            fill wall_seconds and events_per_second\n"
+	"      --no-share          replay every configuration, even one that a finished replay proves\n"
+	"                          would give its own summary (see doc/sweeps.md)\n"
 	"  -h, --help              show this help\n";
 
 typedef struct param {
@@ -56,7 +58,8 @@ typedef struct sweep {
 	job *jobs;
 	size_t njobs, next, done, torun, active;
 	pthread_mutex_t mu;
-	int timing, stop_at_oom;
+	int timing, stop_at_oom, no_share;
+	size_t shared;       /* rows given by another run of the same trace (AS_Q_SAME_RUN) */
 	as_reader_opts ro;   /* --device */
 	size_t nparams;
 	as_err err;
@@ -82,6 +85,82 @@ static void free_params(param *params, size_t npar)
 	free(params);
 }
 
+/* A job's row (index, parameter values, summary), without the newline. */
+static char *job_row(const sweep *sw, const job *j, uint64_t capacity, const as_summary *s)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	fprintf(f, "%zu", j->index);
+	for (size_t k = 0; k < sw->nparams; k++)
+		fprintf(f, ",%s", j->pvals[k]);
+	fputc(',', f);
+	as_summary_row(f, j->trace, j->ops->name, j->config, capacity, s);
+	fclose(f);
+	if (len && buf[len - 1] == '\n')
+		buf[len - 1] = 0;
+	return buf;
+}
+
+/* Whether the replay runs the trace's recorded settings (as as_run decides for the reconciliation). */
+static int job_resolves(const job *j)
+{
+	return j->recorded && !strcmp(j->recorded, j->config);
+}
+
+typedef struct share_ctx {
+	sweep *sw;
+	const job *j;
+	const as_summary *s;
+} share_ctx;
+
+/* After job j's replay (as_run_opts.after): the jobs not yet started with the same trace, policy,
+ * capacity and reconciliation that the policy proves would replay identically (AS_Q_SAME_RUN) get
+ * j's summary as their row instead of a replay of their own. The rows are the ones those replays
+ * would write, so the output is the same bytes with or without this (--no-share) and for any -j;
+ * only the work differs. Jobs of one trace and policy are contiguous in the grid. */
+static void share_run(as_policy *pol, void *ctx)
+{
+	share_ctx *c = ctx;
+	sweep *sw = c->sw;
+	const job *a = c->j;
+	size_t *cand = NULL, n = 0, cap = 0;
+	pthread_mutex_lock(&sw->mu);
+	for (size_t i = a->index + 1; i < sw->njobs; i++) {
+		const job *b = &sw->jobs[i];
+		if (b->trace != a->trace || b->ops != a->ops)
+			break;
+		if (i < sw->next || b->row || b->capacity != a->capacity || job_resolves(b) != job_resolves(a))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			cand = xrealloc(cand, cap * sizeof(*cand));
+		}
+		cand[n++] = i;
+	}
+	pthread_mutex_unlock(&sw->mu);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) { /* (the policy is this thread's) */
+		as_q_same q = { sw->jobs[cand[i]].config, 0 };
+		if (as_policy_query(pol, AS_Q_SAME_RUN, &q) == 0 && q.answer)
+			cand[k++] = cand[i];
+	}
+	for (size_t i = 0; i < k; i++) {
+		job *b = &sw->jobs[cand[i]];
+		char *row = job_row(sw, b, b->capacity, c->s);
+		pthread_mutex_lock(&sw->mu);
+		if (cand[i] >= sw->next && !b->row) { /* not started meanwhile */
+			b->row = row;
+			row = NULL;
+			sw->done++;
+			sw->shared++;
+		}
+		pthread_mutex_unlock(&sw->mu);
+		free(row);
+	}
+	free(cand);
+}
+
 static void *worker(void *arg)
 {
 	sweep *sw = arg;
@@ -101,23 +180,19 @@ static void *worker(void *arg)
 			.addr_mode = ADDR_AUTO, .stop_at_oom = sw->stop_at_oom, .recorded = j->recorded, .reader = &sw->ro };
 		as_summary s;
 		as_err err = { 0, "" };
+		share_ctx sc = { sw, j, &s };
+		if (!sw->no_share && !sw->timing) { /* (a shared row would carry another run's time) */
+			o.after = share_run;
+			o.after_ctx = &sc;
+		}
 		struct timespec t0, t1;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		int rc = as_run(&o, &s, &err);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		char *buf = NULL;
-		size_t len = 0;
 		if (!rc) {
 			s.wall_seconds = sw->timing ? (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9 : 0.0;
-			FILE *f = open_memstream(&buf, &len);
-			fprintf(f, "%zu", j->index);
-			for (size_t k = 0; k < sw->nparams; k++)
-				fprintf(f, ",%s", j->pvals[k]);
-			fputc(',', f);
-			as_summary_row(f, j->trace, j->ops->name, j->config, o.capacity, &s);
-			fclose(f);
-			if (len && buf[len - 1] == '\n')
-				buf[len - 1] = 0;
+			buf = job_row(sw, j, o.capacity, &s);
 		}
 		pthread_mutex_lock(&sw->mu);
 		if (rc && !sw->err.code && !cli_interrupted)
@@ -246,6 +321,7 @@ int cmd_sweep(int argc, char **argv)
 		{ "output", required_argument, 0, 'o' }, { "resume", no_argument, 0, 'R' },
 		{ "shard", required_argument, 0, 'S' }, { "timing", no_argument, 0, 'T' },
 		{ "stop-at-oom", no_argument, 0, 'O' }, { "device", required_argument, 0, 'D' },
+		{ "no-share", no_argument, 0, 'N' },
 		{ "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
 	as_reader_opts ro = { 0 };
@@ -255,7 +331,7 @@ int cmd_sweep(int argc, char **argv)
 	size_t ntr = 0, npol = 0, npar = 0;
 	const char *base = "", *out = NULL;
 	uint64_t capacity = 0, jobs = 1, shard_k = 1, shard_n = 1;
-	int resume = 0, timing = 0, stop_at_oom = 0, c, rc = 0;
+	int resume = 0, timing = 0, stop_at_oom = 0, no_share = 0, c, rc = 0;
 	char m[256];
 	optind = 1;
 	cli_catch_signals(); /* every replay under way stops at its next event */
@@ -309,6 +385,7 @@ int cmd_sweep(int argc, char **argv)
 			break;
 		case 'T': timing = 1; break;
 		case 'O': stop_at_oom = 1; break;
+		case 'N': no_share = 1; break;
 		case 'D':
 			if (as_reader_opts_device(&ro, optarg)) {
 				rc = cli_usage_error("sweep", "--device: '%s' is not a device number (0 .. 4095)", optarg);
@@ -352,6 +429,7 @@ args_out:
 	pthread_mutex_init(&sw.mu, NULL);
 	sw.timing = timing;
 	sw.stop_at_oom = stop_at_oom;
+	sw.no_share = no_share;
 	sw.ro = ro;
 	sw.nparams = npar;
 	size_t ncomb = 1;

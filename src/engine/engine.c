@@ -174,34 +174,40 @@ int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
 	switch (ev->type) {
 	case EV_ALLOC: {
 		e->s.allocs++;
-		/* The slot is written after the malloc: a flush inside it may complete deferred frees. */
-		as_live n = { NULL, ev->size, 0, 0, 0, 1 };
-		uint64_t addr;
+		/* The slot is written after the malloc: a flush inside it may complete deferred frees.
+		 * Field by field, from scalars: a struct built on the stack from the policy's separate
+		 * 8-byte stores and copied with 16-byte moves stalls on store forwarding (measured). */
+		void *handle = NULL;
+		uint64_t bsize = 0, r = 0, addr;
 		double t0 = op_begin(e);
 		as_request rq = as_event_request(ev);
-		int failed = e->pol->ops->malloc(e->pol, &rq, &n.handle, &n.block_size, &addr);
+		int failed = e->pol->ops->malloc(e->pol, &rq, &handle, &bsize, &addr);
 		op_end(e, t0, 1, ev->size);
 		if (failed) {
-			n.handle = NULL;
-			n.block_size = 0;
+			handle = NULL;
+			bsize = 0;
 			if (!e->s.num_ooms)
 				e->s.first_oom_event = (int64_t)e->s.events;
 			e->s.num_ooms++;
 		} else {
-			uint64_t r = rounded(e, ev->size);
-			if (e->check && r > n.block_size)
+			r = rounded(e, ev->size);
+			if (e->check && r > bsize)
 				return as_fail(err, AS_EXIT_SOFTWARE, "invariant check failed after event %" PRIu64 " (alloc, trace record %" PRIu64
 					"): %s rounds %" PRIu64 " bytes to %" PRIu64 " but hands out a block of %" PRIu64, e->s.events, ev->index,
-					e->pol->ops->name, ev->size, r, n.block_size);
+					e->pol->ops->name, ev->size, r, bsize);
 			e->requested += ev->size;
-			e->allocated += n.block_size;
+			e->allocated += bsize;
 			e->held += r;
-			n.rounded = r;
 		}
 		l = slot_at(e, ev->slot);
 		if (l->used)
 			return as_fail(err, AS_EXIT_SOFTWARE, "internal: allocation into live slot %" PRIu32, ev->slot);
-		*l = n;
+		l->handle = handle;
+		l->size = ev->size;
+		l->block_size = bsize;
+		l->rounded = r;
+		l->free_requested = 0;
+		l->used = 1;
 		break;
 	}
 	case EV_FREE_REQ:

@@ -72,6 +72,7 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 		ok = 0;
 	}
 	if (ok) {
+		as_policy_query(e.pol, AS_Q_LEAN, NULL); /* a run's summary needs no memory_stats() */
 		as_reconcile_attach(&e, o->recorded ? !strcmp(o->recorded, o->config) : o->resolve_maybe);
 		as_event ev;
 		int st;
@@ -90,6 +91,8 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 			as_engine_finish(&e);
 			*out = e.s;
 			rc = 0;
+			if (o->after)
+				o->after(e.pol, o->after_ctx);
 		}
 		as_engine_free(&e);
 	}

@@ -21,6 +21,8 @@ typedef struct as_run_opts {
 	void *hook_ctx;
 	const as_reader_opts *reader; /* optional: which device of a snapshot (--device) */
 	const struct as_lat_model *model; /* optional: the device-call latency model (read-only, shared) */
+	void (*after)(as_policy *pol, void *ctx); /* optional: sees the policy after a whole replay */
+	void *after_ctx;
 } as_run_opts;
 
 /* Replays a trace; fills *out (timing columns left 0). */
