@@ -10,7 +10,8 @@ for t in "$T"/*.pickle.gz "$srcdir"/traces/captured/*.pickle.gz "$srcdir"/traces
 	"$A" convert "$t" -o "$TMP/b$((k + 1)).asbin" 2>/dev/null || { refused="$refused $(basename "$t")"; continue; }
 	k=$((k + 1)); src_list="$src_list $t"; bin_list="$bin_list $TMP/b$k.asbin"
 done
-is "$k:$refused" "47: no-history.pickle.gz" "every bundled trace but the one without history converts to the binary format"
+all=$(ls "$T"/*.pickle.gz "$srcdir"/traces/captured/*.pickle.gz "$srcdir"/traces/fixtures/*.pickle.gz | wc -l)
+is "$k:$refused" "$((all - 1)): no-history.pickle.gz" "every bundled trace but the one without history converts to the binary format ($((all - 1)) of $all)"
 "$A" sweep -t $src_list -p pytorch -p bestfit -p passthrough -p cuda-async -j 2 | cut -d, -f1,3- > "$TMP/rt-src.csv"
 "$A" sweep -t $bin_list -p pytorch -p bestfit -p passthrough -p cuda-async -j 2 | cut -d, -f1,3- > "$TMP/rt-bin.csv"
 is "$(wc -l < "$TMP/rt-bin.csv")" $((4 * k + 1)) "binary round trip: one row per trace and policy ($k traces, 4 policies)"
