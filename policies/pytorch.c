@@ -1331,12 +1331,13 @@ static int pt_query(as_policy *pol, int what, void *arg)
 	}
 	case AS_Q_EXPLAINS_RELEASE: {
 		as_q_release *q = arg;
-		q->answer = pt_explains_release(p, q->rq->size, q->rq->stream, q->sizes, q->n);
+		/* a private pool's request never flushes (no flush while a capture routes requests) */
+		q->answer = !AS_POOL_INDEX(q->rq->pool) && pt_explains_release(p, q->rq->size, q->rq->stream, q->sizes, q->n);
 		return 0;
 	}
 	case AS_Q_NEEDS_FLUSH: {
 		as_q_flush *q = arg;
-		q->answer = pt_needs_flush(p, q->rq->size, q->rq->stream);
+		q->answer = !AS_POOL_INDEX(q->rq->pool) && pt_needs_flush(p, q->rq->size, q->rq->stream);
 		return 0;
 	}
 	case AS_Q_FLUSH_HOOK: {
