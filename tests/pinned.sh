@@ -70,4 +70,19 @@ for t in "$H" "$TMP/loader.host.csv"; do
 	miss=$(printf '%s\n' "$out" | while IFS= read -r l; do grep -qxF "$l" "$D" || echo "$l"; done)
 	is "$st:$(printf '%s\n' "$out" | wc -l):${miss:-none}" "0:3:none" "doc/policies.md shows what 'transfer $(basename "$t")' prints"
 done
+
+# real captures (scripts/capture-beyond.py's pinned scenario; traces/captured/NAME.host.csv beside
+# NAME.meta.json): every host_memory_stats() key the policy keeps equals PyTorch's (the timings are
+# wall-clock and only their counts are kept); t_pinned checks their addresses
+for h in "$srcdir"/traces/captured/*.host.csv; do
+	[ -f "$h" ] || continue
+	m=${h%.host.csv}.meta.json
+	run "$A" replay -p pytorch-pinned --no-timing --stats "$TMP/hs.csv" -o /dev/null "$h"
+	# the meta's "host_memory_stats": { "key": value, ... } block (json.dump, indent 1)
+	awk '/"host_memory_stats": *\{/ { f = 1; next } f && /^ *\}/ { exit } f { gsub(/[ ",]/, ""); sub(/:/, ","); print }' "$m" | sort > "$TMP/want"
+	grep -v '^summary\.\|^key,' "$TMP/hs.csv" | sort > "$TMP/got"
+	join -t, "$TMP/got" "$TMP/want" | awk -F, '$2 != $3' > "$TMP/diff"
+	k=$(join -t, "$TMP/got" "$TMP/want" | wc -l)
+	is "$st:$k:$(tr '\n' ' ' < "$TMP/diff")" "0:20:" "$(basename "$h"): all 20 host_memory_stats() keys equal PyTorch's"
+done
 finish

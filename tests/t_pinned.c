@@ -9,6 +9,7 @@
 #include "engine/engine.h"
 #include <stdlib.h>
 #include <unistd.h>
+#include <glob.h>
 
 #define KiB 1024ULL
 #define MiB (1024ULL * 1024)
@@ -404,6 +405,29 @@ static void test_synthetic_log(void)
 	pool_close(&t, "mismatch log");
 }
 
+/* Real captures (the .host.csv files in traces/captured, scripts/capture-beyond.py's pinned scenario): a reuse in
+ * the recorded ptr column is a reuse in the simulation and the other way round. Their statistics are
+ * compared with PyTorch's host_memory_stats() by tests/pinned.sh. */
+static void test_captures(void)
+{
+	glob_t g;
+	if (glob(ALLOCSIM_SRCDIR "/traces/captured/*.host.csv", 0, NULL, &g))
+		return; /* none bundled (yet) */
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		pool t;
+		pool_open(&t, "", 0, NULL, 0);
+		reuse r;
+		char why[512] = "";
+		const char *name = strrchr(g.gl_pathv[i], '/') + 1;
+		int rc = replay_log(g.gl_pathv[i], &t, &r, why, sizeof why);
+		ok(rc == 0 && r.mismatches == 0, "%s: %" PRIu64 " reuses, every one at the recorded ptr, no new block at a cached block's ptr "
+			"(%" PRIu64 " mismatches%s%s)", name, r.reuses, r.mismatches, *why ? "; " : "", why);
+		ok(r.reuses > 0, "%s: the capture reuses blocks (%" PRIu64 ")", name, r.reuses);
+		pool_close(&t, name);
+	}
+	globfree(&g);
+}
+
 int main(void)
 {
 	test_rounding();
@@ -415,5 +439,6 @@ int main(void)
 	test_options();
 	test_oom();
 	test_synthetic_log();
+	test_captures();
 	return done_testing();
 }
