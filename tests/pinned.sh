@@ -61,11 +61,11 @@ is "$st|$errout" "64|allocsim: error: Number of register threads has to be power
 run "$A" transfer --table "$TMP/t.csv"
 is "$st" 64 "--table without a trace is a usage error"
 
-# doc/policies.md's two examples print what the page shows
+# doc/policies.md's three examples print what the page shows
 D="$srcdir/doc/policies.md"
 awk 'BEGIN { print "op,id,size,ptr"; for (i = 1; i <= 100; i++) { print "a," i ",25165824,0";
     if (i > 2) { print "f," i-2 ",0,0"; print "d," i-2 ",0,0" } } }' > "$TMP/loader.host.csv"
-for t in "$H" "$TMP/loader.host.csv"; do
+for t in "$H" "$TMP/loader.host.csv" "$srcdir/traces/captured/pinned__default.host.csv"; do
 	run "$A" transfer "$t"
 	miss=$(printf '%s\n' "$out" | while IFS= read -r l; do grep -qxF "$l" "$D" || echo "$l"; done)
 	is "$st:$(printf '%s\n' "$out" | wc -l):${miss:-none}" "0:3:none" "doc/policies.md shows what 'transfer $(basename "$t")' prints"
