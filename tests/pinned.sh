@@ -53,13 +53,13 @@ printf 'size_bytes,host_memory,operation,median_us,gb_per_s\n8192,pinned,H2D,1,\
 run "$A" transfer --table "$TMP/ord.csv" "$H"
 is "$st|$errout" "65|allocsim: error: $TMP/ord.csv:3: sizes of pinned H2D must increase" "sizes out of order: 65"
 run "$A" transfer --table "$TMP/t.csv" --direction sideways "$H"
-is "$st" 64 "a bad direction is a usage error"
+is "$st|$(head -1 "$TMP/err")" "64|allocsim: error: transfer: --direction: 'sideways' is not H2D or D2H" "a bad direction is a usage error"
 run "$A" transfer --table "$TMP/nonexistent.csv" "$H"
 is "$st" 66 "a missing table: 66"
 run "$A" transfer --table "$TMP/t.csv" -c pinned_num_register_threads:3 "$H"
 is "$st|$errout" "64|allocsim: error: Number of register threads has to be power of 2, got 3" "a bad pinned option: PyTorch's message, 64"
 run "$A" transfer --table "$TMP/t.csv"
-is "$st" 64 "--table without a trace is a usage error"
+is "$st|$(head -1 "$TMP/err")" "64|allocsim: error: transfer: --table, -c and --direction take one HOSTTRACE" "--table without a trace is a usage error"
 
 # doc/policies.md's three examples print what the page shows
 D="$srcdir/doc/policies.md"
