@@ -13,6 +13,7 @@ extern const as_policy_ops as_policy_rmm_pool, as_policy_rmm_arena, as_policy_rm
 extern const as_policy_ops as_policy_optimal;
 extern const as_policy_ops as_policy_buddy;
 extern const as_policy_ops as_policy_stitch;
+extern const as_policy_ops as_policy_pytorch_pinned;
 
 const as_policy_ops *const as_policies[] = {
 	&as_policy_pytorch,
@@ -25,6 +26,7 @@ const as_policy_ops *const as_policies[] = {
 	&as_policy_optimal,
 	&as_policy_buddy,
 	&as_policy_stitch,
+	&as_policy_pytorch_pinned,
 	NULL,
 };
 

@@ -13,7 +13,7 @@ run() {
 		-artifact_prefix=fuzz/findings/$t/ -print_final_stats=1 fuzz/corpus-$t fuzz/seeds/$t > fuzz/findings/$t.log 2>&1
 	echo "$t: exit $?; $(grep -E 'stat::number_of_executed_units|cov:' fuzz/findings/$t.log | tail -2 | tr '\n' ' ')"
 }
-set -- ${FUZZ_TARGETS:-pickle native rmm config size model binfmt}
+set -- ${FUZZ_TARGETS:-pickle native rmm host config size model binfmt}
 while [ $# -gt 0 ]; do
 	n=0; pids=
 	while [ $# -gt 0 ] && [ $n -lt "$jobs" ]; do run "$1" & pids="$pids $!"; shift; n=$((n + 1)); done

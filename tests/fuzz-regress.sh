@@ -15,6 +15,7 @@ for f in "$srcdir"/tests/fuzz-findings/*/*; do
 		if [ "$(head -c 15 "$f")" = "#allocsim-trace" ] || [ "$(head -c 2 "$f" | od -An -tx1 | tr -d ' ')" = 1f8b ]; then cp "$f" "$in"
 		else { printf '#allocsim-trace 1\n'; cat "$f"; } > "$in"; fi ;;
 	rmm) if [ "$(head -c 6 "$f")" = "Thread" ]; then cp "$f" "$in"; else { printf 'Thread,Time,Action,Pointer,Size,Stream\n'; cat "$f"; } > "$in"; fi ;;
+	host) if [ "$(head -c 14 "$f")" = "op,id,size,ptr" ]; then cp "$f" "$in"; else { printf 'op,id,size,ptr\n'; cat "$f"; } > "$in"; fi ;;
 	pickle) case "$(head -c 1 "$f" | od -An -tx1 | tr -d ' ')" in # whole pickles, plain or gzip'd (fuzz_pickle.c)
 		80|1f) cp "$f" "$in" ;;
 		*) { printf '\200\004'; cat "$f"; } > "$in" ;;

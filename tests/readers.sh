@@ -291,6 +291,37 @@ is "$b" "$a" "a converted snapshot replays to the identical summary row"
 b=$(gzip -dc "$TMP/rt.trace.gz" | "$A" replay -c "" --no-timing - | tail -1 | cut -d, -f2-)
 is "$b" "$a" "replay reads a native trace from standard input"
 gzip -dc "$TMP/rt.trace.gz" | head -6 > "$TMP/head.txt"
+# --- pinned host logs (op,id,size,ptr: scripts/capture-beyond.py's pinned scenario) ---
+printf 'op,id,size,ptr\na,1,10,4096\na,2,5000,0x20000\nf,1,0,0\nd,1,0,0\nf,2,0,0\ne,0,0,0\n' > "$TMP/h.host.csv"
+run "$A" convert "$TMP/h.host.csv" -o "$TMP/h.trace"
+is "$st $(grep -v '^#' "$TMP/h.trace" | tr '\n' '|')" "0 a 1 10 0 addr=0x1000|a 2 5000 0 addr=0x20000|r 1|f 1|r 2|e|" \
+	"host log: a becomes an alloc at its ptr, f a free request, d the completed free, e empty_cache"
+run "$A" replay -p pytorch-pinned --no-timing "$TMP/h.host.csv"
+is "$st $(col "$out" peak_reserved_bytes) $(col "$out" final_reserved_bytes) $(col "$out" num_device_alloc)" "0 8208 8192 2" \
+	"host log: pytorch-pinned holds 16 + 8192 pinned bytes; empty_cache frees the 16 B block, the 8 KiB one waits for its event"
+# PyTorch saw an event complete before the capture's own poll did: a request at the ptr of a block whose
+# d has not come yet reused it, so its free (and every one before it) completes there; the late d goes
+printf 'op,id,size,ptr\na,1,100,4096\nf,1,0,0\na,2,4000,8192\nf,2,0,0\na,3,100,4096\nd,2,0,0\nd,1,0,0\n' > "$TMP/early1.csv"
+run "$A" convert "$TMP/early1.csv" -o "$TMP/early1.trace"
+is "$st $(grep -v '^#' "$TMP/early1.trace" | tr '\n' '|')" "0 a 1 100 0 addr=0x1000|r 1|a 2 4000 0 addr=0x2000|r 2|f 1|a 3 100 0 addr=0x1000|f 2|" \
+	"host log: a request at a pending block's ptr completes that free first; its later d line is dropped"
+printf 'op,id,size,ptr\na,1,100,4096\na,2,4000,8192\nf,1,0,0\nf,2,0,0\na,3,4000,8192\nd,1,0,0\nd,2,0,0\n' > "$TMP/early2.csv"
+run "$A" convert "$TMP/early2.csv" -o "$TMP/early2.trace"
+is "$st $(grep -v '^#' "$TMP/early2.trace" | tr '\n' '|')" "0 a 1 100 0 addr=0x1000|a 2 4000 0 addr=0x2000|r 1|r 2|f 1|f 2|a 3 4000 0 addr=0x2000|" \
+	"host log: and every free before it (events complete in order on the copy stream)"
+printf 'op,id,size,ptr\na,1,100,4096\nf,1,0,0\na,2,100,4096\na,1,100,65536\n' > "$TMP/hre.csv"; expect_bad "$TMP/hre.csv" "hre.csv:5: id 1 allocated again before the d line of its earlier allocation" "host log id reused before its late d"
+printf 'op,id,size,ptr\na,1,10,4096\nx,1,0,0\n' > "$TMP/hop.csv";         expect_bad "$TMP/hop.csv" "hop.csv:3: unknown op (expected a, f, d or e) 'x'" "host log unknown op"
+printf 'op,id,size,ptr\na,1,10,4096\nd,1,0,0\n' > "$TMP/hd.csv";          expect_bad "$TMP/hd.csv" "hd.csv:3: event of id 1 completed (op d) before the program freed it (op f)" "host log d before f"
+printf 'op,id,size,ptr\nf,3,0,0\n' > "$TMP/hf.csv";                        expect_bad "$TMP/hf.csv" "hf.csv:2: free of unknown id 3" "host log free of unknown id"
+printf 'op,id,size,ptr\na,1,10,4096\nf,1,0,0\nf,1,0,0\n' > "$TMP/hff.csv"; expect_bad "$TMP/hff.csv" "hff.csv:4: free of id 1 requested twice" "host log freed twice"
+printf 'op,id,size,ptr\na,1,1z,4096\n' > "$TMP/hn.csv";                    expect_bad "$TMP/hn.csv" "hn.csv:2: invalid size '1z'" "host log bad number"
+printf 'op,id,size,ptr\na,1,10\n' > "$TMP/hs.csv";                         expect_bad "$TMP/hs.csv" "hs.csv:2: expected 4 fields (op,id,size,ptr)" "host log short line"
+printf 'op,id,size,ptr\na,1,10,4096,7\n' > "$TMP/hl.csv";                  expect_bad "$TMP/hl.csv" "hl.csv:2: too many fields" "host log long line"
+printf 'op,id,size,ptr\ne,0,5,0\n' > "$TMP/he.csv";                        expect_bad "$TMP/he.csv" "he.csv:2: size and ptr must be 0 but for an allocation (op a)" "host log size on an empty_cache"
+printf 'op,id,size,ptr\na,1,0,4096\n' > "$TMP/hz.csv";                     expect_bad "$TMP/hz.csv" "hz.csv:2: allocation 1 has size 0" "host log size 0"
+printf 'op,id,size,ptr\na,1,4096,4096\na,2,16,8000\n' > "$TMP/ho.csv";     expect_bad "$TMP/ho.csv" "ho.csv:3:" "host log overlapping live blocks"
+printf 'op,id,size,ptr,x\n' > "$TMP/hh.csv";                                expect_bad "$TMP/hh.csv" "hh.csv:1: bad pinned host log header" "host log bad header"
+
 contains "$(cat "$TMP/head.txt")" "#allocsim-trace 1"; ok $? "converted trace starts with the versioned header"
 contains "$(cat "$TMP/head.txt")" "#allocator_settings: "; ok $? "converted trace carries the recorded allocator settings"
 run "$A" convert "$TMP/unk.trace" -o "$TMP/never.trace"

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char calibrate_usage[] =
 	"usage: allocsim calibrate [-n N] [-o MODEL] [--raw FILE]\n"
@@ -379,34 +380,69 @@ int cmd_calibrate(int argc, char **argv)
 
 static const char transfer_usage[] =
 	"usage: allocsim transfer [-n N] [-o FILE]\n"
+	"       allocsim transfer [--table FILE] [-c CONFIG] [--direction H2D|D2H] [-o FILE] HOSTTRACE\n"
 	"\n"
 	"On the real GPU: host-to-device and device-to-host copy time and bandwidth from pageable (malloc)\n"
 	"and pinned (cudaHostAlloc) host memory, and the cost of cudaHostAlloc/cudaFreeHost, for sizes from\n"
 	"4 KiB to 1 GiB (median of N, default 10). CSV: size_bytes,host_memory,operation,median_us,gb_per_s;\n"
-	"scripts/plot_transfer.py draws it.\n";
+	"scripts/plot_transfer.py draws it.\n"
+	"\n"
+	"With a HOSTTRACE (a pinned host log, or any trace of host buffers), no GPU: what pinning those\n"
+	"buffers costs and gains, modelled from such a table. The trace is replayed with the pytorch-pinned\n"
+	"policy (PyTorch's pinned host cache; -c its options); each of its cudaHostAlloc/cudaFreeHost calls\n"
+	"costs the table's time for its size, and every allocation is one copy of its bytes in the given\n"
+	"direction, timed from pinned and from pageable memory. Two CSV rows, pageable and pinned:\n"
+	"host_memory,host_bytes_peak,host_bytes_final,host_alloc_calls,host_alloc_us,host_free_calls,\n"
+	"host_free_us,copies,direction,copy_bytes,copy_us,copy_gb_per_s,total_us (doc/policies.md).\n"
+	"\n"
+	"  -n N               repetitions per measurement (default 10)\n"
+	"      --table FILE   the measured table (default: the bundled H200 one, h200-transfer.csv)\n"
+	"  -c, --config S     pytorch-pinned options, e.g. pinned_reserve_segment_size_mb:64\n"
+	"      --direction D  H2D (default) or D2H\n"
+	"  -o, --output FILE  the CSV (default standard output)\n";
 
 int cmd_transfer(int argc, char **argv)
 {
 	static const struct option lo[] = { { "output", required_argument, 0, 'o' }, { "help", no_argument, 0, 'h' },
-		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
-	const char *out = NULL;
+		{ "version", no_argument, 0, 'V' }, { "table", required_argument, 0, 't' }, { "config", required_argument, 0, 'c' },
+		{ "direction", required_argument, 0, 'd' }, { 0, 0, 0, 0 } };
+	const char *out = NULL, *table = NULL, *conf = "";
 	uint64_t reps = 10;
-	int c;
+	int c, d2h = 0, modelled = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "n:o:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:o:hc:", lo, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			if (as_parse_u64(optarg, &reps) || !reps || reps > 10000)
 				return cli_usage_error("transfer", "-n: '%s' is not a number of repetitions", optarg);
 			break;
 		case 'o': out = optarg; break;
+		case 't': table = optarg; modelled = 1; break;
+		case 'c': conf = optarg; modelled = 1; break;
+		case 'd':
+			if (strcmp(optarg, "H2D") && strcmp(optarg, "D2H"))
+				return cli_usage_error("transfer", "--direction: '%s' is not H2D or D2H", optarg);
+			d2h = !strcmp(optarg, "D2H");
+			modelled = 1;
+			break;
 		case 'h': fputs(transfer_usage, stdout); return 0;
 		case 'V': cli_version(); return 0;
 		default: return cli_usage_error("transfer", "invalid option");
 		}
 	}
-	if (optind != argc)
-		return cli_usage_error("transfer", "takes no arguments");
+	if (optind < argc || modelled) {
+		if (optind != argc - 1)
+			return cli_usage_error("transfer", "--table, -c and --direction take one HOSTTRACE");
+		if (!table) {
+			static const char *const where[] = { ALLOCSIM_PKGDATADIR "/h200-transfer.csv", ALLOCSIM_SRCDIR "/traces/h200-transfer.csv" };
+			for (size_t i = 0; i < 2 && !table; i++)
+				if (access(where[i], R_OK) == 0)
+					table = where[i];
+			if (!table)
+				return cli_usage_error("transfer", "no bundled transfer table found: give --table FILE");
+		}
+		return cli_transfer_weigh(table, argv[optind], conf, d2h, out);
+	}
 	as_err err = { 0, "" };
 	as_outfile of;
 	if (as_outfile_open(&of, out, &err))

@@ -19,6 +19,11 @@ int cmd_policies(int argc, char **argv)
 	}
 	if (argc > 1)
 		return cli_usage_error("policies", "takes no arguments");
+	/* the whole list in one buffer, written at the end: a write that fails part-way leaves glibc's
+	 * stream with its error flag but, depending on where the buffer boundaries fall, without the
+	 * errno (a full device then read as "Input/output error"); one final write reports it exactly */
+	static char buf[1 << 16];
+	setvbuf(stdout, buf, _IOFBF, sizeof buf);
 	for (size_t i = 0; as_policies[i]; i++) {
 		const as_policy_ops *p = as_policies[i];
 		printf("%s\n    %s\n", p->name, p->summary);

@@ -86,10 +86,13 @@ static int reader_start(as_reader *r, as_reader **out, const as_reader_opts *opt
 		rc = as_native_open(r, opts, err);
 	else if (n >= 6 && !memcmp(b, "Thread", 6))
 		rc = as_rmm_open(r, opts, err);
+	else if (n >= 14 && !memcmp(b, "op,id,size,ptr", 14))
+		rc = as_hostlog_open(r, opts, err);
 	else {
 		as_fail(err, AS_EXIT_DATAERR,
 			"%s: byte offset 0: unknown trace format (expected a PyTorch memory snapshot pickle, "
-			"an allocsim trace starting with '#allocsim-trace', an allocsim binary trace, or an RMM log CSV starting with 'Thread,')",
+			"an allocsim trace starting with '#allocsim-trace', an allocsim binary trace, an RMM log CSV starting with 'Thread,' "
+			"or a pinned host log starting with 'op,id,size,ptr')",
 			r->in.path);
 		goto fail;
 	}

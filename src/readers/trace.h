@@ -63,7 +63,7 @@ typedef struct as_snap_segment {
 } as_snap_segment;
 
 typedef struct as_meta {
-	char format[16];        /* native, pytorch, rmm */
+	char format[16];        /* native, pytorch, rmm, host */
 	char source[64];
 	char device[64];
 	uint64_t device_total;  /* 0 = unknown */
@@ -172,6 +172,7 @@ void as_meta_free(as_meta *m);
 int as_native_open(as_reader *r, const as_reader_opts *o, as_err *err);
 int as_pickle_open(as_reader *r, const as_reader_opts *o, as_err *err);
 int as_rmm_open(as_reader *r, const as_reader_opts *o, as_err *err);
+int as_hostlog_open(as_reader *r, const as_reader_opts *o, as_err *err);
 
 /* Native writer (convert). */
 typedef struct as_writer as_writer;
