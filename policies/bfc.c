@@ -50,14 +50,24 @@ typedef struct bchunk {
 
 typedef struct bregion {
 	uint64_t ptr, size;
+	uint64_t seq;                /* creation order (see chunk_cmp) */
 	bchunk *first;
 	struct bregion *next;        /* sorted by address */
 } bregion;
 
+/* Bins order chunks by size, then address (TF's ChunkComparator). Across regions allocsim takes the
+ * region made first, then the address within it: the same order where regions come in ascending
+ * addresses, as the driver placed JAX's (the default --addresses ascending), and one that does not
+ * depend on where a real cudaMalloc put them, so that --backend cuda decides as the simulation
+ * (tests/cuda.sh: resnet50's peak allocated bytes differed on the H200 before). A lookup key has no
+ * region and sorts first. */
 static int chunk_cmp(const bchunk *a, const bchunk *b)
 {
 	if (a->size != b->size)
 		return a->size < b->size ? -1 : 1;
+	uint64_t sa = a->region ? a->region->seq : 0, sb = b->region ? b->region->seq : 0;
+	if (sa != sb)
+		return sa < sb ? -1 : 1;
 	return a->ptr < b->ptr ? -1 : a->ptr > b->ptr;
 }
 RB_HEAD(bin_tree, bchunk);
@@ -75,6 +85,7 @@ typedef struct bfc {
 	/* AllocatorStats */
 	uint64_t num_allocs, bytes_in_use, peak_bytes_in_use, largest_alloc_size, pool_bytes, peak_pool_bytes;
 	uint64_t num_regions, regions_freed;
+	uint64_t num_regions_made;       /* regions ever made (their seq) */
 	as_waste w;   /* the waste of chunks in use, kept as chunks are taken and freed (a walk made each new peak O(chunks)) */
 } bfc;
 
@@ -205,6 +216,7 @@ static bchunk *take_chunk(bfc *p, bchunk *c, uint64_t rounded, uint64_t n)
 static void add_region(bfc *p, uint64_t ptr, uint64_t size)
 {
 	bregion *r = xcalloc(1, sizeof(*r)), **at = &p->regions;
+	r->seq = p->num_regions_made++;
 	r->ptr = ptr;
 	r->size = size;
 	while (*at && (*at)->ptr < ptr)
