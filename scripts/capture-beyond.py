@@ -294,6 +294,71 @@ def w_pinned(torch, mark, log):
     poll()
 
 
+def w_pinned_loader(torch, mark, log):
+    """A real DataLoader with pin_memory=True (num_workers=0: it pins in this thread, so the log's order
+    is the allocator's), batches copied with non_blocking=True and dropped. Every pinned storage is
+    logged when DataLoader's pin_memory makes it (a) and when it dies (f, with our event recorded then
+    on the copying stream; d when that event is seen complete before the next pinning)."""
+    import weakref
+    import torch.utils.data._utils.pin_memory as pm
+    from torch.utils.data import DataLoader, Dataset
+
+    class Images(Dataset):
+        def __len__(self):
+            return 160
+
+        def __getitem__(self, i):
+            g = torch.Generator().manual_seed(i)
+            h = (64, 96, 128, 224)[i % 4]
+            return torch.rand(3, h, h, generator=g), torch.tensor(i % 10)
+
+    pending, nid = [], [0]
+
+    def poll():
+        for p in list(pending):
+            if p[1].query():
+                log.append(("d", p[0], 0, 0))
+                pending.remove(p)
+
+    def on_free(i):
+        log.append(("f", i, 0, 0))
+        ev = torch.cuda.Event()
+        ev.record(torch.cuda.current_stream())
+        pending.append((i, ev))
+
+    orig = pm.pin_memory
+
+    def logged(data, device=None):
+        poll()
+        out = orig(data, device)
+        for t in (out if isinstance(out, (list, tuple)) else [out]):
+            if torch.is_tensor(t) and t.is_pinned():
+                nid[0] += 1
+                log.append(("a", nid[0], t.untyped_storage().nbytes(), t.data_ptr()))
+                weakref.finalize(t, on_free, nid[0])
+        return out
+
+    pm.pin_memory = logged
+    import torch.utils.data.dataloader as dl
+    if getattr(dl, "_utils", None) is not None:
+        dl._utils.pin_memory.pin_memory = logged
+    # batch sizes vary with the image size (a sampler of one size per batch: 4 sizes, 8 per batch)
+    sampler = [list(range(k, k + 32, 4)) for k in range(0, 128, 32)] + [list(range(k, k + 32, 4)) for k in range(1, 128, 32)]
+    loader = DataLoader(Images(), batch_sampler=sampler * 6, pin_memory=True, num_workers=0)
+    acc = torch.zeros((), device="cuda")
+    for step, (x, y) in enumerate(loader):
+        xb = x.to("cuda", non_blocking=True)
+        yb = y.to("cuda", non_blocking=True)
+        acc += xb.mean() + yb.float().mean()
+        del x, y, xb, yb
+        if step % 10 == 9:
+            torch.cuda.synchronize()
+            poll()
+    torch.cuda.synchronize()
+    poll()
+    mark("end")
+
+
 def child(scen, name, out, fraction):
     import torch
     torch.cuda.init()
@@ -317,6 +382,8 @@ def child(scen, name, out, fraction):
             w_mempool(torch, mark, True)
         elif scen == "pinned":
             w_pinned(torch, mark, log)
+        elif scen == "pinned_loader":
+            w_pinned_loader(torch, mark, log)
     except torch.OutOfMemoryError as e:
         oom = str(e)
     except Exception as e:  # noqa: BLE001 - recorded, the snapshot is still written
@@ -377,7 +444,7 @@ def main():
                 jobs1.append(([cap, "--child", "multistream", "streams__s%d__unlimited" % seed, out, ""], "", {"CAPTURE_SEED": str(seed)}))
             continue
         for tag, conf in CONFS.items():
-            if s == "pinned" and tag != "default":
+            if s in ("pinned", "pinned_loader") and tag != "default":
                 continue
             jobs1.append(([me, "--child", s, "%s__%s" % (s, tag), out, ""], conf, None))
     log = open(os.path.join(out, "capture-beyond.log"), "a")
@@ -395,7 +462,7 @@ def main():
                                       "expandable_segments:True", {"CAPTURE_SEED": str(seed)}))
             continue
         base = os.path.join(out, "%s__default.meta.json" % s)
-        if s != "pinned" and os.path.exists(base):
+        if s not in ("pinned", "pinned_loader") and os.path.exists(base):
             jobs2.append(([me, "--child", s, "%s__p110_default" % s, out, peak_fraction(base, 110)], "", None))
             jobs2.append(([me, "--child", s, "%s__p110_exp" % s, out, peak_fraction(base, 110)], "expandable_segments:True", None))
     with cf.ThreadPoolExecutor(max_workers=10) as ex:

@@ -482,21 +482,15 @@ static void flush_run(pk *p, int next_action, as_meta *meta)
 		for (size_t k = 0; k < p->npools; k++)
 			if (p->pools[k].released == 2)
 				p->pools[k].released = 1;
-		if (pool_only) {
-			for (size_t i = 0; i < p->nrun; i++)
-				if (p->run[i].action == A_FREE_DONE)
-					free_done(p, &p->run[i], meta);
-				else
-					emit_seg(p, &p->run[i]);
-			p->nrun = 0;
-			return;
-		}
+		if (pool_only)
+			goto entries;
 	}
 	if (next_action != A_OOM) {
 		emit(p, EV_EMPTY_CACHE, &p->run[0], 0, maybe ? EVF_MAYBE : 0);
 		if (!maybe)
 			meta->inferred_empty_cache++;
 	}
+entries:
 	for (size_t i = 0; i < p->nrun; i++) {
 		if (p->run[i].action == A_FREE_DONE)
 			free_done(p, &p->run[i], meta);
