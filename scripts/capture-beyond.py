@@ -329,14 +329,19 @@ def w_pinned_loader(torch, mark, log):
     orig = pm.pin_memory
 
     def logged(data, device=None):
+        # pin_memory recurses into lists through this same name: a tensor is logged at its own call
+        # only (the bundled pinned_loader capture was made logging the list's call too, and every
+        # tensor twice; traces/captured/pinned_loader__default.host.csv is the log without the second
+        # record of each, .raw the log as it came)
+        if not torch.is_tensor(data):
+            return orig(data, device)
         poll()
-        out = orig(data, device)
-        for t in (out if isinstance(out, (list, tuple)) else [out]):
-            if torch.is_tensor(t) and t.is_pinned():
-                nid[0] += 1
-                log.append(("a", nid[0], t.untyped_storage().nbytes(), t.data_ptr()))
-                weakref.finalize(t, on_free, nid[0])
-        return out
+        t = orig(data, device)
+        if t.is_pinned():
+            nid[0] += 1
+            log.append(("a", nid[0], t.untyped_storage().nbytes(), t.data_ptr()))
+            weakref.finalize(t, on_free, nid[0])
+        return t
 
     pm.pin_memory = logged
     import torch.utils.data.dataloader as dl

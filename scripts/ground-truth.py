@@ -25,7 +25,7 @@ def row(name, m):
 def main():
     folder = sys.argv[1]
     # (pinned host-memory captures have tests of their own: tests/pinned*)
-    metas = [p for p in sorted(glob.glob(os.path.join(folder, "*.meta.json"))) if json.load(open(p)).get("scenario") != "pinned"]
+    metas = [p for p in sorted(glob.glob(os.path.join(folder, "*.meta.json"))) if json.load(open(p)).get("scenario") not in ("pinned", "pinned_loader")]
     with open(os.path.join(folder, "ground-truth.csv"), "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(COLS)
