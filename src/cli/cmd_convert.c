@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 #include "readers/evbuf.h"
 #include "readers/binfmt.h"
+#include "util/strtab.h"
 #include <getopt.h>
 #include <string.h>
 
@@ -11,9 +12,28 @@ static const char convert_usage[] =
 	"Rewrites TRACE (any readable format, '-' for standard input) in allocsim's native text format\n"
 	"(doc/trace-format.md); OUT is gzip-compressed when its name ends in .gz, '-' is standard output.\n"
 	"An OUT ending in .asbin gets the binary event format instead (fixed-size records, mapped in place\n"
-	"when read; doc/trace-format.md).\n"
+	"when read; doc/trace-format.md). Allocation sites (a snapshot's frames, native site=) are kept in\n"
+	"the native format; the binary format has no field for them.\n"
 	"The output appears only when the whole input was read without error. --device N picks the\n"
 	"device of a multi-device snapshot (default: the one device with history).\n";
+
+/* The allocation sites of a decoded trace, by record (native output keeps them; the binary format
+ * has no field for them): each record's site as a number in one table of interned strings. */
+typedef struct site_keep {
+	as_strtab tab;
+	uint32_t *ids;       /* ids[record]: 0 none */
+	size_t n, cap;
+} site_keep;
+
+static void keep_site(void *ctx, const as_event *ev)
+{
+	site_keep *k = ctx;
+	if (k->n == k->cap) {
+		k->cap = k->cap ? 2 * k->cap : 4096;
+		k->ids = xrealloc(k->ids, k->cap * sizeof(*k->ids));
+	}
+	k->ids[k->n++] = ev->site && *ev->site ? as_strtab_id(&k->tab, ev->site, 0) : 0;
+}
 
 /* After Ctrl-C/SIGTERM a read cut short by the signal is no data error: report the interruption. */
 static int convert_report(as_err *err)
@@ -59,14 +79,22 @@ int cmd_convert(int argc, char **argv)
 	 * once into memory, then written. */
 	as_reader *r;
 	as_evbuf buf;
+	site_keep sk = { 0 };
+	int native = !as_binfmt_path(out);
+	ro.keep_sites = native;
 	if (as_reader_open(&r, path, &ro, &err))
 		return convert_report(&err);
-	int rc = as_evbuf_from_reader(&buf, r, 1, &err);
+	int rc = native ? as_evbuf_from_reader_observed(&buf, r, 1, keep_site, &sk, &err) : as_evbuf_from_reader(&buf, r, 1, &err);
 	as_reader_close(r);
-	if (rc)
+	if (rc) {
+		free(sk.ids);
+		as_strtab_free(&sk.tab);
 		return convert_report(&err);
+	}
 	if (cli_interrupted) {
 		as_evbuf_free(&buf);
+		free(sk.ids);
+		as_strtab_free(&sk.tab);
 		as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; nothing was written");
 		return convert_report(&err);
 	}
@@ -85,11 +113,14 @@ int cmd_convert(int argc, char **argv)
 				break;
 			}
 			as_evbuf_event(&buf, i, &ev);
+			ev.site = i < sk.n && sk.ids[i] ? as_strtab_str(&sk.tab, sk.ids[i]) : NULL;
 			if (as_native_writer_event(w, &ev, &err))
 				break;
 		}
 		as_native_writer_close(w, !err.code, &err);
 	}
 	as_evbuf_free(&buf);
+	free(sk.ids);
+	as_strtab_free(&sk.tab);
 	return err.code ? convert_report(&err) : 0;
 }

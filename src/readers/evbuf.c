@@ -53,6 +53,11 @@ int as_evbuf_from_reader(as_evbuf *b, as_reader *r, int keep_ids, as_err *err)
 	return from_reader(b, r, keep_ids, NULL, NULL, err);
 }
 
+int as_evbuf_from_reader_observed(as_evbuf *b, as_reader *r, int keep_ids, as_ev_observer observe, void *ctx, as_err *err)
+{
+	return from_reader(b, r, keep_ids, observe, ctx, err);
+}
+
 static int from_reader(as_evbuf *b, as_reader *r, int keep_ids, as_ev_observer observe, void *ctx, as_err *err)
 {
 	as_event ev;

@@ -52,9 +52,11 @@ int as_evbuf_load(as_evbuf *b, const char *path, const as_reader_opts *ro, as_er
 /* Decodes the rest of an open reader (it is left at its end; the caller closes it); with keep_ids,
  * the events keep the trace's own ids (otherwise an event's id is its slot + 1). */
 int as_evbuf_from_reader(as_evbuf *b, as_reader *r, int keep_ids, as_err *err);
+/* The same, showing each event to observe(ctx, ev) after it is added (record b->n - 1). */
+typedef void (*as_ev_observer)(void *ctx, const as_event *ev);
+int as_evbuf_from_reader_observed(as_evbuf *b, as_reader *r, int keep_ids, as_ev_observer observe, void *ctx, as_err *err);
 /* The same, showing every event to observe(ctx, ev) as it is decoded (with the reader's options:
  * ro->keep_sites gives sites); a mapped binary trace's events are shown after the mapping. */
-typedef void (*as_ev_observer)(void *ctx, const as_event *ev);
 int as_evbuf_load_observed(as_evbuf *b, const char *path, const as_reader_opts *ro, as_ev_observer observe, void *ctx,
 	as_err *err);
 /* Decodes paths[0..n) into bufs[0..n) (zeroed) with up to jobs threads, each trace once (with one,
