@@ -68,4 +68,11 @@ for s in 0 1 2 3 64 65 66 69 70 74 75 130; do
 done
 is "$st:$(for s in 0 1 2 3 64 65 66 69 70 74 75 130; do grep -qx "\.B $s" "$srcdir/doc/allocsim.1" || printf ' %s' $s; done)" "2:" \
 	"doc/allocsim.1 lists every exit status (0 1 2 3 64 65 66 69 70 74 75 130)"
+# sweep warns as replay does: a limited recording swept without a capacity, gc without one (once each)
+run "$ALLOCSIM" sweep -t "$T/bert_infer_varlen__p110_default.pickle.gz" -t "$T/resnet50_train__default.pickle.gz" \
+	--param garbage_collection_threshold=0.6,none -o "$TMP/sw.csv"
+is "$st $(printf '%s\n' "$errout" | grep -c 'warning: garbage_collection_threshold does nothing without a capacity') $(printf '%s\n' "$errout" | grep -c 'bert_infer_varlen__p110_default.pickle.gz: the recorded run ran out of memory 1 time(s)')" "0 1 1" \
+	"sweep warns once about gc without a capacity and once about the limited recording"
+run "$ALLOCSIM" sweep -t "$T/bert_infer_varlen__p110_default.pickle.gz" --capacity 2GiB --param garbage_collection_threshold=0.6 -o "$TMP/sw.csv"
+is "$st:$errout" "0:" "... and says nothing with a capacity"
 finish

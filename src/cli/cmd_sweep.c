@@ -86,6 +86,33 @@ static void free_params(param *params, size_t npar)
 }
 
 /* A job's row (index, parameter values, summary), without the newline. */
+/* replay's warnings, where a run would get them: a trace whose recording ran out of memory replayed
+ * by pytorch without a capacity (once per trace), garbage_collection_threshold without a capacity
+ * (once) */
+static void sweep_warnings(const sweep *sw)
+{
+	int gc = 0;
+	for (size_t t = 0; t < sw->ntraces; t++) {
+		uint64_t ooms = 0;
+		for (size_t i = 0; i < sw->bufs[t].n; i++)
+			ooms += sw->bufs[t].recs[i].type == EV_ALLOC && (sw->bufs[t].recs[i].flags & EVF_OOM);
+		for (size_t i = 0; i < sw->njobs; i++) {
+			const job *j = &sw->jobs[i];
+			if (j->events != &sw->bufs[t] || j->capacity || strncmp(j->ops->name, "pytorch", 7))
+				continue;
+			const char *conf = !strcmp(j->config, "recorded") && j->recorded ? j->recorded : j->config;
+			if (!gc && strstr(conf, "garbage_collection_threshold")) {
+				cli_warn_gc(j->ops, conf, 0);
+				gc = 1;
+			}
+			if (ooms) {
+				cli_warn_recorded_ooms(sw->traces[t], ooms, &sw->bufs[t].meta);
+				ooms = 0;
+			}
+		}
+	}
+}
+
 static char *job_row(const sweep *sw, const job *j, uint64_t capacity, const as_summary *s)
 {
 	char *buf = NULL;
@@ -508,6 +535,7 @@ args_out:
 				if ((idx % shard_n) != shard_k - 1)
 					j->row = xstrdup(""); /* another shard's */
 			}
+	sweep_warnings(&sw);
 	if (resume && sweep_resume(&sw, &of, header, sample, npar, timing, &err)) {
 		rc = cli_report(&err);
 		goto done;
