@@ -62,6 +62,7 @@ struct ppool {
 	struct uset untouched;
 	int is_small;
 	int expandable;      /* new segments are expandable (the setting, unless a MemPool with its own allocator) */
+	int nosplit;         /* a MemPool(no_split=True)'s: blocks are handed out whole */
 	uint64_t gc_calls;
 };
 
@@ -69,6 +70,7 @@ struct ppool {
 typedef struct privpool {
 	ppool large, small;
 	int released;        /* use count 0: the program let go of it (EV_POOL_RELEASE) */
+	int use_on_oom;      /* a MemPool(use_on_oom=True): its free blocks serve requests that ran out of memory */
 } privpool;
 
 struct expseg {
@@ -677,6 +679,8 @@ static privpool *private_pool(ptpol *p, uint32_t pool)
 	if (!p->priv[i]) {
 		p->priv[i] = xcalloc(1, sizeof(privpool));
 		pool_init(&p->priv[i]->large, &p->priv[i]->small, p->c.expandable && !(pool & AS_POOL_CUSTOM));
+		p->priv[i]->large.nosplit = p->priv[i]->small.nosplit = (pool & AS_POOL_NOSPLIT) != 0;
+		p->priv[i]->use_on_oom = (pool & AS_POOL_ONOOM) != 0;
 	}
 	p->priv[i]->released = 0;
 	return p->priv[i];
@@ -808,9 +812,12 @@ static pblock *alloc_block(ptpol *p, ppool *pool, uint64_t stream, uint64_t s, u
 static int should_split(const ptpol *p, const pblock *b, uint64_t s)
 {
 	uint64_t rem = b->size - s;
-	/* the expandable rule for blocks of pools with expandable segments (not a custom-allocator
-	 * MemPool's: the H200 captures' mempool_custom__exp) */
-	if (b->pool->is_small || b->pool->expandable)
+	if (b->pool->nosplit)
+		return 0;
+	/* the expandable rule for blocks of expandable segments: AllocParams' is_expandable_segments_active,
+	 * false for a custom-allocator MemPool (the H200 captures' mempool_custom__exp) and for the
+	 * use_on_oom fallback, which takes only plain blocks */
+	if (b->pool->is_small || b->es)
 		return rem >= PT_MIN_BLOCK;
 	return s < p->c.max_split_size && rem > PT_SMALL_SIZE;
 }
@@ -877,6 +884,31 @@ static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, ui
 	return b;
 }
 
+/* try_mempool_fallback: an ordinary request that found no new device memory takes a cached block
+ * of a MemPool made with use_on_oom=True (in the order the pools came), never a new segment there.
+ * Its lookup runs with expandable segments inactive (AllocParams(..., false)), so get_free_block
+ * passes over blocks of expandable segments: under expandable_segments:True such a pool serves
+ * nothing (mempool_flags__p110_exp on the H200 ran out of memory with 280 MiB free in it). */
+static pblock *mempool_fallback(ptpol *p, uint64_t s, uint64_t stream)
+{
+	uint64_t ms = p->c.max_split_size;
+	for (size_t i = 0; i < p->npriv; i++) {
+		privpool *pp = p->priv[i];
+		if (!pp || !pp->use_on_oom)
+			continue;
+		ppool *pool = s <= PT_SMALL_SIZE ? &pp->small : &pp->large;
+		if (gc_enabled(p))
+			pool->gc_calls++;
+		pblock *b = bset_nfind(&pool->blocks, stream, s);
+		while (b && b->stream == stream && b->es)
+			b = RB_NEXT(bset, &pool->blocks, b);
+		if (!b || b->stream != stream || (s < ms && b->size >= ms) || (s >= ms && b->size >= s + p->c.max_non_split_rounding))
+			continue;
+		return b;
+	}
+	return NULL;
+}
+
 /* ---- policy interface ------------------------------------------------------------------- */
 
 static int pt_malloc(as_policy *pol, const as_request *rq, void **handle, uint64_t *bsize, uint64_t *addr)
@@ -903,6 +935,8 @@ static int pt_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 		if (gc_enabled(p))
 			garbage_collect(p);
 		b = alloc_block(p, pool, stream, s, alloc_size, 0);
+		if (!b && !AS_POOL_INDEX(rq->pool) && (b = mempool_fallback(p, s, stream)))
+			in_pool = 1;
 		if (!b && release_available_cached_blocks(p, pool, stream, s))
 			b = alloc_block(p, pool, stream, s, alloc_size, 0);
 		/* no flush while a capture or a MemPool routes requests (captures_underway is not empty):

@@ -47,6 +47,7 @@ class Marks:
 
 
 CUSTOM_POOLS = set()
+POOL_FLAGS = {}  # pool id -> "+nosplit", "+oom": MemPool(no_split=True), MemPool(use_on_oom=True)
 
 
 def annotate_pools(torch):
@@ -61,7 +62,8 @@ def annotate_pools(torch):
     def setm():
         if stack:
             a, b = stack[-1]
-            mem._set_memory_metadata("allocsim.pool=%d,%d%s" % (a, b, "+custom" if (a, b) in CUSTOM_POOLS else ""))
+            mem._set_memory_metadata("allocsim.pool=%d,%d%s%s" % (a, b, "+custom" if (a, b) in CUSTOM_POOLS else "",
+                                                                   POOL_FLAGS.get((a, b), "")))
         else:
             mem._set_memory_metadata("")
 
@@ -233,6 +235,37 @@ def w_mempool(torch, mark, custom):
     torch.cuda.synchronize()
 
 
+def w_mempool_flags(torch, mark):
+    """MemPool(no_split=True): a pool's blocks are handed out whole; MemPool(use_on_oom=True): its free
+    blocks serve ordinary requests that run out of memory (at the limit)."""
+    g = torch.Generator().manual_seed(15)
+    live = []
+    eager(torch, g, 10, live)
+    ns = torch.cuda.MemPool(no_split=True)
+    POOL_FLAGS[tuple(ns.id)] = "+nosplit"
+    oomp = torch.cuda.MemPool(use_on_oom=True)
+    POOL_FLAGS[tuple(oomp.id)] = "+oom"
+    keep = []
+    with torch.cuda.use_mem_pool(ns):
+        a = [torch.empty(n, dtype=torch.uint8, device="cuda") for n in (30 * MiB, 8 * MiB, 3 * MiB, 500 * 1024, 100 * 1024)]
+        del a[0], a[1]
+        for n in (10 * MiB, 2 * MiB, 200 * 1024, 40 * 1024, 12 * MiB):
+            keep.append(torch.empty(n, dtype=torch.uint8, device="cuda"))
+        del a
+    with torch.cuda.use_mem_pool(oomp):
+        b = [torch.empty(64 * MiB, dtype=torch.uint8, device="cuda") for _ in range(4)]
+        c = [torch.empty(n, dtype=torch.uint8, device="cuda") for n in (5 * MiB, 600 * 1024)]
+        del b, c
+    mark("pools ready")
+    for i in range(60):
+        sz = int(torch.randint(1, 96 * MiB, (1,), generator=g)) if i % 3 else int(torch.randint(1, 1 * MiB, (1,), generator=g))
+        live.append(torch.empty(sz, dtype=torch.uint8, device="cuda"))
+        if len(live) > 14:
+            live.pop(int(torch.randint(0, len(live), (1,), generator=g)))
+    mark("end")
+    torch.cuda.synchronize()
+
+
 def w_pinned(torch, mark, log):
     g = torch.Generator().manual_seed(14)
     copy = torch.cuda.Stream()
@@ -387,6 +420,8 @@ def child(scen, name, out, fraction):
             w_mempool(torch, mark, True)
         elif scen == "pinned":
             w_pinned(torch, mark, log)
+        elif scen == "mempool_flags":
+            w_mempool_flags(torch, mark)
         elif scen == "pinned_loader":
             w_pinned_loader(torch, mark, log)
     except torch.OutOfMemoryError as e:

@@ -53,6 +53,25 @@ is "$st" 0 "expandable_segments with a custom-allocator pool replays"
 is "$(stat num_device_alloc) $(stat reserved_bytes.all.current)" "3 115343360" \
 	"custom pool: one 30 MiB cudaMalloc; pool 2 and the default pool: two 20 MiB pages each (30 + 40 + 40 MiB)"
 
+# MemPool(no_split=True): blocks are handed out whole; MemPool(use_on_oom=True): an ordinary request
+# that finds no new device memory takes the pool's cached block (plain segments only)
+mk "a 1 $((30 * M)) 0 pool=1 nosplit" "f 1" "a 2 $((10 * M)) 0 pool=1 nosplit"
+rep
+is "$(stat allocated_bytes.all.current) $(stat num_device_alloc)" "31457280 1" "no_split: a 10 MiB request takes the free 30 MiB block whole"
+mk "a 1 $((30 * M)) 0 pool=1" "f 1" "a 2 $((10 * M)) 0 pool=1"
+rep
+is "$(stat allocated_bytes.all.current) $(stat num_device_alloc)" "10485760 1" "... without no_split it is split"
+mk "a 1 $((30 * M)) 0 pool=1 use_on_oom" "f 1" "a 2 $((30 * M)) 0"
+rep --capacity 40MiB
+is "$(col "$out" num_ooms) $(col "$out" num_device_alloc) $(col "$out" num_alloc_retries)" "0 1 0" \
+	"use_on_oom: at the limit a default-pool request takes the pool's free block, before any flush"
+mk "a 1 $((30 * M)) 0 pool=1" "f 1" "a 2 $((30 * M)) 0"
+rep --capacity 40MiB
+is "$(col "$out" num_ooms) $(col "$out" num_alloc_retries)" "1 1" "... a pool without use_on_oom serves no one else: flush, retry, out of memory"
+rep -c expandable_segments:True --capacity 40MiB
+mk "a 1 $((30 * M)) 0 pool=1 use_on_oom" "f 1" "a 2 $((30 * M)) 0"
+rep -c expandable_segments:True --capacity 40MiB
+is "$(col "$out" num_ooms)" 1 "use_on_oom under expandable segments: the fallback passes over expandable blocks (mempool_flags__p110_exp)"
 # conversions keep pools, in both formats; a trace with pools is binary version 2
 mk "a 1 $M 0 pool=3 custom" "f 1" "a 2 $M 0" "P 3" "e"
 "$A" convert -o "$TMP/p.asbin" "$TMP/p.trace"
@@ -64,7 +83,7 @@ mk "a 1 $M 0" "f 1"
 is "$(od -An -tu4 -j8 -N4 "$TMP/q.asbin" | tr -d ' ')" 1 "a trace without pools stays binary version 1"
 
 # bad pool fields are data errors with the line
-for bad in "a 1 $M 0 pool=0|invalid pool in 'pool=0'" "a 1 $M 0 pool=16384|invalid pool in 'pool=16384'" \
+for bad in "a 1 $M 0 pool=0|invalid pool in 'pool=0'" "a 1 $M 0 pool=4096|invalid pool in 'pool=4096'" \
 	"a 1 $M 0 pool=x|invalid pool in 'pool=x'" "P 0|pool_release of pool '0'" "a 1 $M 0 custom|invalid field 'custom'" \
 	"f 1 pool=1|invalid field 'pool=1'"; do
 	rec=${bad%%|*}; msg=${bad#*|}

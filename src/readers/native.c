@@ -114,7 +114,7 @@ static int native_next(as_reader *r, as_event *ev, as_err *err)
 		}
 		if (ev->type == EV_POOL_RELEASE) {
 			if (!v[0] || v[0] > AS_POOL_MAX)
-				return nerr(r, s->lineno, err, "pool_release of pool '%s' (private pools are 1 .. 16383)", tok[1]);
+				return nerr(r, s->lineno, err, "pool_release of pool '%s' (private pools are 1 .. 4095)", tok[1]);
 			ev->pool = (uint32_t)v[0];
 		} else if (ev->type >= EV_SEG_ALLOC) {
 			ev->addr = v[0];
@@ -139,10 +139,14 @@ static int native_next(as_reader *r, as_event *ev, as_err *err)
 				ev->addr = x;
 			else if (!strncmp(tok[i], "pool=", 5) && ev->type == EV_ALLOC) {
 				if (as_parse_u64(tok[i] + 5, &x) || !x || x > AS_POOL_MAX)
-					return nerr(r, s->lineno, err, "invalid pool in '%s' (private pools are 1 .. 16383)", tok[i]);
-				ev->pool = (ev->pool & AS_POOL_CUSTOM) | (uint32_t)x;
+					return nerr(r, s->lineno, err, "invalid pool in '%s' (private pools are 1 .. 4095)", tok[i]);
+				ev->pool = (ev->pool & AS_POOL_FLAGS) | (uint32_t)x;
 			} else if (!strcmp(tok[i], "custom") && ev->type == EV_ALLOC && ev->pool)
 				ev->pool |= AS_POOL_CUSTOM;
+			else if (!strcmp(tok[i], "nosplit") && ev->type == EV_ALLOC && ev->pool)
+				ev->pool |= AS_POOL_NOSPLIT;
+			else if (!strcmp(tok[i], "use_on_oom") && ev->type == EV_ALLOC && ev->pool)
+				ev->pool |= AS_POOL_ONOOM;
 			else if (!strncmp(tok[i], "th=", 3) && ev->type <= EV_FREE && !as_parse_u64(tok[i] + 3, &x))
 				ev->thread = x;
 			else if (!strncmp(tok[i], "s=", 2) && ev->type == EV_FREE && !as_parse_num(tok[i] + 2, &x)) {
@@ -315,8 +319,9 @@ int as_native_writer_event(as_writer *w, const as_event *ev, as_err *err)
 		if (ev->addr)
 			n += snprintf(extra + n, sizeof extra - (size_t)n, " addr=0x%" PRIx64, ev->addr);
 		if (AS_POOL_INDEX(ev->pool))
-			n += snprintf(extra + n, sizeof extra - (size_t)n, " pool=%u%s", AS_POOL_INDEX(ev->pool),
-				(ev->pool & AS_POOL_CUSTOM) ? " custom" : "");
+			n += snprintf(extra + n, sizeof extra - (size_t)n, " pool=%u%s%s%s", AS_POOL_INDEX(ev->pool),
+				(ev->pool & AS_POOL_CUSTOM) ? " custom" : "", (ev->pool & AS_POOL_NOSPLIT) ? " nosplit" : "",
+				(ev->pool & AS_POOL_ONOOM) ? " use_on_oom" : "");
 		wprintf(w, "a %" PRIu64 " %" PRIu64 " %" PRIu64 "%s%s", ev->id, ev->size, ev->stream, extra,
 			(ev->flags & EVF_OOM) ? " oom" : "");
 		if (ev->site && *ev->site)

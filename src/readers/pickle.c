@@ -688,7 +688,7 @@ static int entry_fields(const val *a, const val *size, const val *addr, const va
 
 /* The dense number of the pool (a, b) (0 for the default pool (0, 0)), or -1 when the trace names
  * more pools than AS_POOL_MAX. */
-static int64_t pool_number(pk *p, uint64_t a, uint64_t b, int custom)
+static int64_t pool_number(pk *p, uint64_t a, uint64_t b, uint32_t flags)
 {
 	if (!a && !b)
 		return 0;
@@ -700,7 +700,7 @@ static int64_t pool_number(pk *p, uint64_t a, uint64_t b, int custom)
 	if (p->npools == AS_POOL_MAX)
 		return -1;
 	p->pools = xrealloc(p->pools, (p->npools + 1) * sizeof(*p->pools));
-	uint32_t n = (uint32_t)(p->npools + 1) | (custom ? AS_POOL_CUSTOM : 0);
+	uint32_t n = (uint32_t)(p->npools + 1) | flags;
 	p->pools[p->npools++] = (struct pkpool){ a, b, n, 0 };
 	return n;
 }
@@ -709,14 +709,15 @@ static int64_t pool_number(pk *p, uint64_t a, uint64_t b, int custom)
  * The memory pool of an allocation or segment entry. PyTorch newer than 2.11 records it
  * ('pool_id': (int, int), (0, 0) the default pool); 2.11 does not, so a capture can name it in the
  * entry's 'user_metadata' (torch.cuda.memory._set_memory_metadata) as "allocsim.pool=A,B", with
- * "+custom" after it for a MemPool with its own allocator (scripts/capture-beyond.py does this
+ * "+custom" after it for a MemPool with its own allocator, "+nosplit" for no_split=True, "+oom" for
+ * use_on_oom=True (scripts/capture-beyond.py does this
  * around graph capture and use_mem_pool). Without either, the entry is the default pool's
  * (doc/pytorch-policy.md says what that misses). 0 or -1 when the trace names too many pools.
  */
 static int entry_pool(pk *p, rec *x, const val *meta, const val *pool_id)
 {
 	uint64_t a = 0, b = 0;
-	int custom = 0;
+	uint32_t flags = 0;
 	if (x->action != A_ALLOC && x->action != A_OOM && x->action != A_SEG_ALLOC && x->action != A_SEG_MAP &&
 	    x->action != A_SEG_FREE && x->action != A_SEG_UNMAP)
 		return 0;
@@ -734,7 +735,16 @@ static int entry_pool(pk *p, rec *x, const val *meta, const val *pool_id)
 		if (*end != ',')
 			return 0;
 		b = strtoull(end + 1, &end, 10);
-		custom = !strncmp(end, "+custom", 7);
+		for (;;) { /* "+custom", "+nosplit", "+oom", in any order */
+			if (!strncmp(end, "+custom", 7))
+				flags |= AS_POOL_CUSTOM, end += 7;
+			else if (!strncmp(end, "+nosplit", 8))
+				flags |= AS_POOL_NOSPLIT, end += 8;
+			else if (!strncmp(end, "+oom", 4))
+				flags |= AS_POOL_ONOOM, end += 4;
+			else
+				break;
+		}
 	}
 	if (x->action == A_SEG_FREE || x->action == A_SEG_UNMAP) {
 		/* only the recorded pool_id names the pool of a release (metadata is the moment's, not the segment's) */
@@ -745,7 +755,7 @@ static int entry_pool(pk *p, rec *x, const val *meta, const val *pool_id)
 				x->pool = p->pools[i].pool;
 		return 0;
 	}
-	int64_t n = pool_number(p, a, b, custom);
+	int64_t n = pool_number(p, a, b, flags);
 	if (n < 0)
 		return -1;
 	x->pool = (uint32_t)n;

@@ -77,14 +77,18 @@ static inline double as_gib(uint64_t bytes) { return (double)bytes / (double)AS_
 
 /* Memory pools (as_event.pool): 0 is the allocator's default pool; a private pool (a CUDA graph's
  * or a torch.cuda.MemPool's) is a number 1 .. AS_POOL_MAX, in the order the trace first names it,
- * with AS_POOL_CUSTOM set when its segments come from a custom allocator (a MemPool made with a
- * CUDAPluggableAllocator: PyTorch gives it no expandable segments). */
-#define AS_POOL_MAX 0x3fffu
+ * with flags of the MemPool it is: AS_POOL_CUSTOM when its segments come from a custom allocator
+ * (a CUDAPluggableAllocator: PyTorch gives it no expandable segments), AS_POOL_NOSPLIT for
+ * MemPool(no_split=True), AS_POOL_ONOOM for MemPool(use_on_oom=True). */
+#define AS_POOL_MAX 0x0fffu
 #define AS_POOL_CUSTOM 0x8000u
+#define AS_POOL_NOSPLIT 0x4000u
+#define AS_POOL_ONOOM 0x2000u
+#define AS_POOL_FLAGS (AS_POOL_CUSTOM | AS_POOL_NOSPLIT | AS_POOL_ONOOM)
 #define AS_POOL_INDEX(p) ((p) & AS_POOL_MAX)
 static inline int as_pool_valid(uint64_t p)
 {
-	return p <= 0xffff && !(p & 0x4000u) && (AS_POOL_INDEX(p) || !(p & AS_POOL_CUSTOM));
+	return p <= 0xffff && !(p & 0x1000u) && (AS_POOL_INDEX(p) || !(p & AS_POOL_FLAGS));
 }
 
 #endif
