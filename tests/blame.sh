@@ -77,5 +77,5 @@ F="$srcdir/traces/fixtures/default-history-frames.pickle.gz"
 "$A" convert -o "$TMP/frames.trace" "$F"
 # (309 of the fixture's 313 allocations have frames; the other 4 are blame's "(no stack)")
 is "$(grep -c ' site=' "$TMP/frames.trace") $(grep -c '^a ' "$TMP/frames.trace")" "309 313" "convert writes the site of every allocation that has frames"
-is "$("$A" blame "$TMP/frames.trace" | md5sum)" "$("$A" blame "$F" | md5sum)" "blame on the converted trace equals blame on the snapshot"
+is "$("$A" blame "$TMP/frames.trace" | tail -n +2)" "$("$A" blame "$F" | tail -n +2)" "blame on the converted trace equals blame on the snapshot"
 finish
