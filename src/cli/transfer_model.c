@@ -62,21 +62,8 @@ static int tx_load(const char *path, series *sv, as_err *err)
 		}
 		if (!line[0])
 			continue;
-		char *fld[5], *p = line;
-		int nf = 0;
-		for (;;) {
-			if (nf == 5) {
-				nf = 6;
-				break;
-			}
-			fld[nf++] = p;
-			char *c = strchr(p, ',');
-			if (!c)
-				break;
-			*c = 0;
-			p = c + 1;
-		}
-		if (nf != 5) {
+		char *fld[5];
+		if (as_split_csv(line, fld, 5) != 5) {
 			rc = as_fail(err, AS_EXIT_DATAERR, "%s:%" PRIu64 ": expected 5 fields (%s)", path, ln, TX_HEADER);
 			break;
 		}

@@ -91,17 +91,9 @@ static int host_next(as_reader *r, as_event *ev, as_err *err)
 		if (!s->line[0])
 			continue;
 		char *f[4];
-		int nf = 0;
-		for (char *p = s->line;;) {
-			if (nf == 4)
-				return herr(r, s->lineno, err, "too many fields (expected op,id,size,ptr)", NULL);
-			f[nf++] = p;
-			char *c = strchr(p, ',');
-			if (!c)
-				break;
-			*c = 0;
-			p = c + 1;
-		}
+		int nf = as_split_csv(s->line, f, 4);
+		if (nf > 4)
+			return herr(r, s->lineno, err, "too many fields (expected op,id,size,ptr)", NULL);
 		if (nf != 4)
 			return herr(r, s->lineno, err, "expected 4 fields (op,id,size,ptr)", NULL);
 		uint64_t id, size, ptr;

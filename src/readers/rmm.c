@@ -67,18 +67,9 @@ static int rmm_next(as_reader *r, as_event *ev, as_err *err)
 		if (!s->line[0])
 			continue;
 		char *f[6];
-		int nf = 0;
-		char *p = s->line;
-		for (;;) {
-			if (nf == 6)
-				return rerr(r, s->lineno, err, "too many fields (expected Thread,Time,Action,Pointer,Size,Stream)", NULL);
-			f[nf++] = p;
-			char *c = strchr(p, ',');
-			if (!c)
-				break;
-			*c = 0;
-			p = c + 1;
-		}
+		int nf = as_split_csv(s->line, f, 6);
+		if (nf > 6)
+			return rerr(r, s->lineno, err, "too many fields (expected Thread,Time,Action,Pointer,Size,Stream)", NULL);
 		if (nf != 6)
 			return rerr(r, s->lineno, err, "expected 6 fields (Thread,Time,Action,Pointer,Size,Stream)", NULL);
 		memset(ev, 0, sizeof(*ev));

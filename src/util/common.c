@@ -313,3 +313,18 @@ void as_run_threads(uint64_t n, void *(*fn)(void *), void *arg)
 		pthread_join(th[w], NULL);
 	free(th);
 }
+
+int as_split_csv(char *line, char **f, int max)
+{
+	int nf = 0;
+	for (char *p = line;;) {
+		if (nf == max)
+			return max + 1;
+		f[nf++] = p;
+		char *c = strchr(p, ',');
+		if (!c)
+			return nf;
+		*c = 0;
+		p = c + 1;
+	}
+}

@@ -60,6 +60,9 @@ const char *as_size_paren(uint64_t b, char *buf, size_t len);
  * 0x-prefixed hex where a format documents it (native traces, RMM pointers and streams). */
 int as_parse_u64(const char *s, uint64_t *out);
 int as_parse_num(const char *s, uint64_t *out);
+/* Splits line in place at each ',' into f[0..max): the number of fields, or max + 1 when there
+ * are more than max (the CSV logs' readers: no quoting in them). */
+int as_split_csv(char *line, char **f, int max);
 
 /* Runs fn(arg) in n threads and waits for them; with n <= 1 in this thread (where Ctrl-C/SIGTERM
  * interrupt a blocking read). fn takes its work from arg (a locked counter). */
