@@ -4,6 +4,7 @@
  * best fit by (size, address), and what one device_put of n bytes allocated in JAX 0.11.2 on the H200
  * (scripts/replay_jax.py --probe). */
 #include "tap.h"
+#include "polstat.h"
 #include "util/common.h"
 #include "device/device.h"
 #include "policies/policy.h"
@@ -38,26 +39,7 @@ static void close_bfc(bfc_t *t)
 	as_device_destroy(t->dev);
 }
 
-typedef struct stat_q {
-	const char *key;
-	int64_t v;
-} stat_q;
-
-static void stat_cb(void *ctx, const char *key, int64_t v)
-{
-	stat_q *q = ctx;
-	if (!strcmp(q->key, key))
-		q->v = v;
-}
-
-static uint64_t st(bfc_t *t, const char *key)
-{
-	stat_q q = { key, -1 };
-	as_q_stats qs = { stat_cb, &q };
-	if (t->pol->ops->query(t->pol, AS_Q_STATS, &qs))
-		return UINT64_MAX;
-	return (uint64_t)q.v;
-}
+static uint64_t st(bfc_t *t, const char *key) { return policy_stat_u64(t->pol, key); }
 
 /* malloc; returns the handle, NULL on OOM; block size and address through the pointers */
 static void *al(bfc_t *t, uint64_t n, uint64_t *bs, uint64_t *addr)

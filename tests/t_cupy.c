@@ -2,6 +2,7 @@
  * at v14.2.0, TestSingleDeviceMemoryPool), driven through the policy interface, plus random
  * workloads under the invariant check. */
 #include "tap.h"
+#include "polstat.h"
 #include "util/common.h"
 #include "engine/engine.h"
 #include <gsl/gsl_rng.h>
@@ -52,24 +53,7 @@ static void pfree(pool *t, void *h)
 	t->p->ops->free(t->p, h);
 }
 
-struct stat_ctx {
-	const char *key;
-	int64_t v;
-};
-static void stat_cb(void *ctx, const char *key, int64_t value)
-{
-	struct stat_ctx *c = ctx;
-	if (!strcmp(key, c->key))
-		c->v = value;
-}
-static uint64_t pstat(pool *t, const char *key)
-{
-	struct stat_ctx c = { key, -1 };
-	as_q_stats q = { stat_cb, &c };
-	if (as_policy_query(t->p, AS_Q_STATS, &q))
-		return UINT64_MAX;
-	return (uint64_t)c.v;
-}
+static uint64_t pstat(pool *t, const char *key) { return policy_stat_u64(t->p, key); }
 
 static void test_round_size(void)
 {

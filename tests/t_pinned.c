@@ -4,6 +4,7 @@
  * the hand-made host log traces/fixtures/pinned-synthetic.host.csv read through the host log reader,
  * with its host_memory_stats() worked out by hand (doc/policies.md) and its address reuse checked. */
 #include "tap.h"
+#include "polstat.h"
 #include "util/common.h"
 #include "util/idmap.h"
 #include "engine/engine.h"
@@ -62,24 +63,10 @@ static void done(pool *t, void *h) { t->p->ops->free(t->p, h); }
 /* A free of a block no stream used: straight back to its free list. */
 static void plain_free(pool *t, void *h) { t->p->ops->free(t->p, h); }
 
-struct stat_ctx {
-	const char *key;
-	int64_t v;
-	int found;
-};
-static void stat_cb(void *ctx, const char *key, int64_t value)
-{
-	struct stat_ctx *c = ctx;
-	if (!strcmp(key, c->key))
-		c->v = value, c->found = 1;
-}
 static int64_t st(as_policy *p, const char *key)
 {
-	struct stat_ctx c = { key, 0, 0 };
-	as_q_stats q = { stat_cb, &c };
-	if (as_policy_query(p, AS_Q_STATS, &q) || !c.found)
-		return INT64_MIN;
-	return c.v;
+	int64_t v;
+	return policy_stat(p, key, &v) ? v : INT64_MIN;
 }
 #define is_i64(a, b, ...) do { int64_t _a = (a), _b = (b); ok(_a == _b, __VA_ARGS__); \
 	if (_a != _b) printf("#   got %" PRId64 ", expected %" PRId64 "\n", _a, _b); } while (0)

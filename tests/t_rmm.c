@@ -3,6 +3,7 @@
  * through the policy interface, with the exact addresses, sizes and device bytes that RMM's code
  * gives (the source lines are named at each test), plus random workloads under the invariant check. */
 #include "tap.h"
+#include "polstat.h"
 #include "util/common.h"
 #include "engine/engine.h"
 #include <gsl/gsl_rng.h>
@@ -72,24 +73,7 @@ static int checked(mr *t)
 	return t->p->ops->check(t->p, &err) == 0;
 }
 
-struct stat_ctx {
-	const char *key;
-	int64_t v;
-};
-static void stat_cb(void *ctx, const char *key, int64_t value)
-{
-	struct stat_ctx *c = ctx;
-	if (!strcmp(key, c->key))
-		c->v = value;
-}
-static uint64_t st(mr *t, const char *key)
-{
-	struct stat_ctx c = { key, -1 };
-	as_q_stats q = { stat_cb, &c };
-	if (as_policy_query(t->p, AS_Q_STATS, &q))
-		return UINT64_MAX;
-	return (uint64_t)c.v;
-}
+static uint64_t st(mr *t, const char *key) { return policy_stat_u64(t->p, key); }
 
 /* ---- rmm-pool ---- */
 

@@ -4,6 +4,7 @@
  * garbage_collect_fused_blocks in GMLake/src/CUDACachingAllocator.cpp), the same sequence under
  * the pytorch policy for comparison, and random workloads with small limits under check(). */
 #include "tap.h"
+#include "polstat.h"
 #include "util/common.h"
 #include "device/device.h"
 #include "policies/policy.h"
@@ -74,26 +75,7 @@ static void fr(tp *t, blk b)
 	t->pol->ops->free(t->pol, b.h);
 }
 
-typedef struct stat_q {
-	const char *key;
-	int64_t v;
-} stat_q;
-
-static void stat_cb(void *ctx, const char *key, int64_t v)
-{
-	stat_q *q = ctx;
-	if (!strcmp(q->key, key))
-		q->v = v;
-}
-
-static uint64_t st(tp *t, const char *key)
-{
-	stat_q q = { key, -1 };
-	as_q_stats qs = { stat_cb, &q };
-	if (as_policy_query(t->pol, AS_Q_STATS, &qs))
-		return UINT64_MAX;
-	return (uint64_t)q.v;
-}
+static uint64_t st(tp *t, const char *key) { return policy_stat_u64(t->pol, key); }
 
 /*
  * The fragmentation pattern: three 40 MiB segments, the first and the last freed, then 80 MiB.
