@@ -704,9 +704,7 @@ int cmd_advise(int argc, char **argv)
 		a->bufp = &a->buf;
 		a->recorded = as_recorded_settings(&a->buf.meta);
 		a->current = xstrdup(config ? config : a->recorded ? a->recorded : "");
-		for (size_t i = 0; i < a->buf.n; i++)
-			if (a->buf.recs[i].type == EV_ALLOC && (a->buf.recs[i].flags & EVF_OOM))
-				a->recorded_ooms++;
+		a->recorded_ooms = as_evbuf_recorded_ooms(&a->buf);
 	}
 	if (g) {
 		capacity = g->bytes ? g->bytes : (uint64_t)llround(g->gib * (double)AS_GiB);

@@ -93,9 +93,7 @@ static void sweep_warnings(const sweep *sw)
 {
 	int gc = 0;
 	for (size_t t = 0; t < sw->ntraces; t++) {
-		uint64_t ooms = 0;
-		for (size_t i = 0; i < sw->bufs[t].n; i++)
-			ooms += sw->bufs[t].recs[i].type == EV_ALLOC && (sw->bufs[t].recs[i].flags & EVF_OOM);
+		uint64_t ooms = as_evbuf_recorded_ooms(&sw->bufs[t]);
 		for (size_t i = 0; i < sw->njobs; i++) {
 			const job *j = &sw->jobs[i];
 			if (j->events != &sw->bufs[t] || j->capacity || strncmp(j->ops->name, "pytorch", 7))

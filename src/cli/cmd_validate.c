@@ -260,9 +260,7 @@ int cmd_validate(int argc, char **argv)
 	}
 	if (cli_fraction_capacity(path, &buf.meta, fraction, dev_total, &capacity, &capacity_set, &err))
 		goto done;
-	for (size_t i = 0; i < buf.n; i++)
-		if (buf.recs[i].type == EV_ALLOC && (buf.recs[i].flags & EVF_OOM))
-			recorded_ooms++;
+	recorded_ooms = as_evbuf_recorded_ooms(&buf);
 	cli_default_version("pytorch", &buf.meta, &conf);
 	dev = as_sim_device_new(capacity, addr_mode);
 	dev->observer = observe;

@@ -170,3 +170,11 @@ void as_evbuf_free(as_evbuf *b)
 	as_meta_free(&b->meta);
 	memset(b, 0, sizeof(*b));
 }
+
+uint64_t as_evbuf_recorded_ooms(const as_evbuf *b)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < b->n; i++)
+		n += b->recs[i].type == EV_ALLOC && (b->recs[i].flags & EVF_OOM);
+	return n;
+}

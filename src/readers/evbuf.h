@@ -65,6 +65,8 @@ int as_evbuf_load_observed(as_evbuf *b, const char *path, const as_reader_opts *
 int as_evbuf_load_many(as_evbuf *bufs, const char *const *paths, size_t n, const as_reader_opts *ro, uint64_t jobs,
 	as_err *err);
 void as_evbuf_free(as_evbuf *b);
+/* Requests that failed with out-of-memory in the recording (EVF_OOM). */
+uint64_t as_evbuf_recorded_ooms(const as_evbuf *b);
 /* Appends one decoded event (readers, tests). */
 void as_evbuf_add(as_evbuf *b, const as_event *ev);
 
