@@ -144,7 +144,13 @@ typedef struct pk {
 	int want_segments;
 	int keep_sites;      /* give allocations their site from the entry's frames */
 	/* private pools: the trace's pool ids, numbered 1.. in order of appearance (see entry_pool) */
-	struct pkpool { uint64_t a, b; uint32_t pool; int released; } *pools;
+	struct pkpool {
+		uint64_t a, b;
+		uint32_t pool;
+		int released;          /* its release is out (EV_POOL_RELEASE), and no request came since */
+		uint64_t emptied_run;  /* the release run (nruns, counted from 1) whose pool-only release emptied it */
+	} *pools;
+	uint64_t nruns;      /* release runs flushed so far */
 	size_t npools;
 	/* the device memory of private pools (segment_alloc/segment_map of a pool's request), so a
 	 * release of it names its pool (see flush_run) */
@@ -456,8 +462,10 @@ static void release_pools(pk *p, int pool_only)
 		/* a pool-only run empties each of its pools (released before or not); a global flush
 		 * only needs each pool released once */
 		for (size_t k = 0; pool && k < p->npools; k++)
-			if (p->pools[k].pool == pool && (!p->pools[k].released || (pool_only && p->pools[k].released != 2))) {
-				p->pools[k].released = pool_only ? 2 : 1;
+			if (p->pools[k].pool == pool && (!p->pools[k].released || (pool_only && p->pools[k].emptied_run != p->nruns))) {
+				p->pools[k].released = 1;
+				if (pool_only)
+					p->pools[k].emptied_run = p->nruns;
 				rec x = p->run[0]; /* before the flush, at its start */
 				x.pool = pool;
 				emit(p, EV_POOL_RELEASE, &x, 0, pool_only ? EVF_POOL_EMPTY : 0)->size = 0;
@@ -478,10 +486,8 @@ static void flush_run(pk *p, int next_action, as_meta *meta)
 		for (size_t i = 0; pool_only && i < p->nrun; i++)
 			if ((p->run[i].action == A_SEG_FREE || p->run[i].action == A_SEG_UNMAP) && !range_pool(p, &p->run[i]))
 				pool_only = 0;
+		p->nruns++;
 		release_pools(p, pool_only);
-		for (size_t k = 0; k < p->npools; k++)
-			if (p->pools[k].released == 2)
-				p->pools[k].released = 1;
 		if (pool_only)
 			goto entries;
 	}
@@ -701,7 +707,7 @@ static int64_t pool_number(pk *p, uint64_t a, uint64_t b, uint32_t flags)
 		return -1;
 	p->pools = xrealloc(p->pools, (p->npools + 1) * sizeof(*p->pools));
 	uint32_t n = (uint32_t)(p->npools + 1) | flags;
-	p->pools[p->npools++] = (struct pkpool){ a, b, n, 0 };
+	p->pools[p->npools++] = (struct pkpool){ a, b, n, 0, 0 };
 	return n;
 }
 
