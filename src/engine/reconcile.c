@@ -27,7 +27,8 @@ typedef struct as_reconcile {
 	size_t nrun, caprun;
 	uint64_t *held;        /* completions of cross-stream frees held back */
 	size_t nheld, capheld;
-	int seg_since_alloc;   /* the recording obtained device memory since the last allocation */
+	int seg_since_alloc;   /* the recording obtained device memory since completions were held (a malloc's
+	                        * segment_alloc/map comes right before its alloc, so: since the last allocation) */
 } as_reconcile;
 
 /*
@@ -47,6 +48,7 @@ static void release_held(void *ctx)
 	for (size_t i = 0; i < r->nheld; i++)
 		as_engine_complete(r->e, r->held[i]);
 	r->nheld = 0;
+	r->seg_since_alloc = 0;
 }
 
 static void push(uint64_t **v, size_t *n, size_t *cap, uint64_t x)
@@ -76,6 +78,7 @@ static void rc_pending(as_reconcile *r, as_engine *e, const as_event *ev)
 			r->maybe_empty = 0; /* the flush explains the releases */
 		else
 			release_held(r);
+		r->seg_since_alloc = 0;
 	}
 	if (r->maybe_empty && ev->type < EV_SEG_ALLOC && ev->type != EV_EMPTY_CACHE &&
 	    !(ev->type == EV_FREE && r->resolve > 0)) {
@@ -97,10 +100,6 @@ static int rc_event(as_stage *st, as_engine *e, const as_event *ev, as_err *err)
 	as_reconcile *r = (as_reconcile *)st;
 	if (r->nheld || r->maybe_empty)
 		rc_pending(r, e, ev);
-	if (ev->type == EV_SEG_ALLOC || ev->type == EV_SEG_MAP)
-		r->seg_since_alloc = 1;
-	else if (ev->type == EV_ALLOC)
-		r->seg_since_alloc = 0;
 	switch (ev->type) {
 	case EV_FREE:
 		/* resolve 0: nothing is ever held (and no lookup on the hot path) */
@@ -127,6 +126,10 @@ static int rc_event(as_stage *st, as_engine *e, const as_event *ev, as_err *err)
 	case EV_SEG_ALLOC:
 		/* the simulated device hands out the recorded address while its calls agree */
 		as_sim_device_hint(e->dev, ev->addr, ev->size);
+		r->seg_since_alloc = r->nheld != 0;
+		return 0;
+	case EV_SEG_MAP:
+		r->seg_since_alloc = r->nheld != 0;
 		return 0;
 	case EV_SEG_FREE: case EV_SEG_UNMAP:
 		if (r->maybe_empty)
