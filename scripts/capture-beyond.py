@@ -509,6 +509,7 @@ def main():
         for args, rc, dt, err in ex.map(lambda j: spawn(*j), jobs2):
             log.write("%s rc=%d %.1fs\n%s\n" % (args[3], rc, dt, err))
             log.flush()
+    subprocess.run([sys.executable, os.path.join(HERE, "ground-truth.py"), out], check=True)
 
 
 if __name__ == "__main__":

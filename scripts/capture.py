@@ -5,13 +5,13 @@ For each (workload, PYTORCH_CUDA_ALLOC_CONF, memory fraction) it runs a fresh Py
 that records the allocator history (torch.cuda.memory._record_memory_history(context=None)),
 runs the workload, and writes NAME.pickle.gz (the snapshot, as _dump_snapshot would), NAME.meta.json
 (settings, fraction, device total, OOM message, full torch.cuda.memory_stats()) and
-NAME.summary.txt (torch.cuda.memory_summary()), plus ground-truth.csv in the layout of the
-shared traces. Limited runs use a fraction giving 1.10 x the peak allocated bytes of the
+NAME.summary.txt (torch.cuda.memory_summary()), plus ground-truth.csv and memory-stats.csv in the
+layout of the shared traces (scripts/ground-truth.py). Limited runs use a fraction giving 1.10 x the peak allocated bytes of the
 unlimited default run, as the shared p110_* traces do.
 
 usage: capture.py OUTDIR [WORKLOAD ...]
 """
-import csv, gzip, json, os, pickle, subprocess, sys
+import gzip, json, os, pickle, subprocess, sys
 
 CONFS = {
     "default": "",
@@ -134,21 +134,8 @@ def main():
         frac = "%.6f" % (1.10 * m["memory_stats"]["allocated_bytes.all.peak"] / m["total_memory"])
         for tag, conf in LIMITED.items():
             names.append(run(w, tag, conf, frac, out))
-    rows = []
-    for n in names:
-        m = json.load(open(os.path.join(out, n + ".meta.json")))
-        s = m["memory_stats"]
-        cap = str(int(float(m["fraction"]) * m["total_memory"])) if m["fraction"] else ""
-        rows.append([n, m["workload"], n.split("__")[1], m["alloc_conf"], m["fraction"] or "", cap, m["total_memory"], m["torch"],
-                     int(bool(m["oom"])), m["n_trace_entries"], s.get("allocated_bytes.all.peak", 0), s.get("reserved_bytes.all.peak", 0),
-                     s.get("active_bytes.all.peak", 0), s.get("requested_bytes.all.peak", 0), s.get("reserved_bytes.all.current", 0),
-                     s.get("allocated_bytes.all.current", 0), s.get("num_device_alloc", 0), s.get("num_device_free", 0),
-                     s.get("num_alloc_retries", 0), s.get("num_ooms", 0), s.get("num_sync_all_streams", 0),
-                     s.get("oversize_allocations.peak", 0), s.get("oversize_segments.peak", 0), s.get("inactive_split_bytes.all.peak", 0)])
-    with open(os.path.join(out, "ground-truth.csv"), "w", newline="") as f:
-        wr = csv.writer(f, lineterminator="\n")
-        wr.writerow("name,workload,tag,alloc_conf,fraction,capacity_bytes,device_total_bytes,torch,oom,trace_entries,peak_allocated,peak_reserved,peak_active,peak_requested,final_reserved,final_allocated,num_device_alloc,num_device_free,num_alloc_retries,num_ooms,num_sync_all_streams,oversize_allocations_peak,oversize_segments_peak,inactive_split_bytes_peak".split(","))
-        wr.writerows(rows)
+    # ground-truth.csv and memory-stats.csv from every NAME.meta.json of the folder
+    subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "ground-truth.py"), out], check=True)
 
 
 if __name__ == "__main__":
