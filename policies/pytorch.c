@@ -256,6 +256,14 @@ static inline pblock *bset_nfind(struct bset *t, uint64_t stream, uint64_t size)
 	return res;
 }
 
+/* get_free_block's max_split_size rules: a request under the limit takes no oversize block, and one
+ * above it only a block less than max_non_split_rounding larger. */
+static inline int oversize_refuses(const ptpol *p, const pblock *b, uint64_t s)
+{
+	uint64_t ms = p->c.max_split_size;
+	return (s < ms && b->size >= ms) || (s >= ms && b->size >= s + p->c.max_non_split_rounding);
+}
+
 /* The block get_free_block would take, without taking it: the first block at or after
  * (stream, s, 0) on the same stream, with the expandable descent and the oversize rules. */
 static pblock *lookup(ptpol *p, ppool *pool, uint64_t stream, uint64_t s)
@@ -271,12 +279,7 @@ static pblock *lookup(ptpol *p, ppool *pool, uint64_t stream, uint64_t s)
 			next = RB_NEXT(bset, &pool->blocks, next);
 		}
 	}
-	uint64_t ms = p->c.max_split_size;
-	if (s < ms && it->size >= ms)
-		return NULL;
-	if (s >= ms && it->size >= s + p->c.max_non_split_rounding)
-		return NULL;
-	return it;
+	return oversize_refuses(p, it, s) ? NULL : it;
 }
 
 /* PyTorch's get_free_block: the block found stays in pool->blocks here; alloc_found_block takes it
@@ -856,12 +859,13 @@ static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, ui
 				RB_REMOVE(bset, &pool->blocks, rem);
 			insert_into_blocks(pool, rem);
 		}
-		if (p->lean) {
-		} else if (already_split && !b->es) {
-			pt_dec2(p->st.inactive_split_bytes, sm, (int64_t)b->size);
-		} else if (!b->es) {
-			pt_inc2(p->st.inactive_split_bytes, sm, (int64_t)rem->size);
-			pt_inc2(p->st.inactive_split, sm, 1);
+		if (!p->lean && !b->es) {
+			if (already_split) {
+				pt_dec2(p->st.inactive_split_bytes, sm, (int64_t)b->size);
+			} else {
+				pt_inc2(p->st.inactive_split_bytes, sm, (int64_t)rem->size);
+				pt_inc2(p->st.inactive_split, sm, 1);
+			}
 		}
 	} else if (already_split && !b->es && !p->lean) {
 		pt_dec2(p->st.inactive_split_bytes, sm, (int64_t)b->size);
@@ -891,7 +895,6 @@ static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, ui
  * nothing (mempool_flags__p110_exp on the H200 ran out of memory with 280 MiB free in it). */
 static pblock *mempool_fallback(ptpol *p, uint64_t s, uint64_t stream)
 {
-	uint64_t ms = p->c.max_split_size;
 	for (size_t i = 0; i < p->npriv; i++) {
 		privpool *pp = p->priv[i];
 		if (!pp || !pp->use_on_oom)
@@ -902,9 +905,8 @@ static pblock *mempool_fallback(ptpol *p, uint64_t s, uint64_t stream)
 		pblock *b = bset_nfind(&pool->blocks, stream, s);
 		while (b && b->stream == stream && b->es)
 			b = RB_NEXT(bset, &pool->blocks, b);
-		if (!b || b->stream != stream || (s < ms && b->size >= ms) || (s >= ms && b->size >= s + p->c.max_non_split_rounding))
-			continue;
-		return b;
+		if (b && b->stream == stream && !oversize_refuses(p, b, s))
+			return b;
 	}
 	return NULL;
 }
