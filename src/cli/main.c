@@ -1,5 +1,6 @@
 /* main.c - git-style subcommand dispatch. */
 #include "cli/cli.h"
+#include "util/heap.h"
 #include "config.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,5 +92,6 @@ static int dispatch(int argc, char **argv)
  * whatever a command printed, a lost write is an error (doc/reliability.md, "Outputs"). */
 int main(int argc, char **argv)
 {
+	as_heap_init();
 	return as_stdout_finish(dispatch(argc, argv));
 }
