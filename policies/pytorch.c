@@ -93,6 +93,8 @@ typedef struct ptpol {
 	size_t npriv;
 	pt_stats st;
 	uint64_t max_compared;           /* the largest size compared with max_split_size (AS_Q_SAME_RUN) */
+	uint64_t ms_lo, ms_hi;           /* every limit in (ms_lo, ms_hi] answers each comparison with
+	                                  * max_split_size this replay made alike (at_limit) */
 	int lean;                        /* AS_Q_LEAN: memory_stats() is not asked for; the per-request
 	                                  * counters (alloc_found_block, free_block, pt_free_requested) are
 	                                  * not kept (a tenth of a replay's time); the segment ones are */
@@ -116,6 +118,29 @@ typedef struct ptpol {
  * state takes its share out first (waste_out) and puts it back after (waste_in), so that pt_waste
  * reads sums instead of walking every block at each new reserved peak. */
 /* Inline (always: it runs several times per event, and sign is a constant at each call). */
+/* x >= max_split_size, the one way the limit enters a decision or a number (see pt_same_run): the
+ * answer is noted as the range of limits that would have given it. */
+static inline int at_limit(ptpol *p, uint64_t x)
+{
+	if (x >= p->c.max_split_size) {
+		p->ms_hi = x < p->ms_hi ? x : p->ms_hi;
+		return 1;
+	}
+	p->ms_lo = x > p->ms_lo ? x : p->ms_lo;
+	return 0;
+}
+
+/* What RB_NFIND(bset, (stream, max_split_size, 0)) found, as answers of at_limit: it (when on the
+ * stream) is at or above the limit, the block before it (when on the stream) below. */
+static void note_limit_search(ptpol *p, ppool *pool, uint64_t stream, pblock *it)
+{
+	pblock *before = it ? RB_PREV(bset, &pool->blocks, it) : RB_MAX(bset, &pool->blocks);
+	if (it && it->stream == stream)
+		(void)at_limit(p, it->size);
+	if (before && before->stream == stream)
+		(void)at_limit(p, before->size);
+}
+
 static inline __attribute__((always_inline)) void waste_share(ptpol *p, const pblock *b, uint64_t sign)
 {
 	as_waste *w = &p->w;
@@ -128,7 +153,7 @@ static inline __attribute__((always_inline)) void waste_share(ptpol *p, const pb
 	} else {
 		uint64_t r = b->rounded;
 		w->rounding += sign * (r - b->requested);
-		if (b->size >= p->c.max_split_size)
+		if (at_limit(p, b->size))
 			w->oversize += sign * (b->size - r);
 		else
 			w->unsplit += sign * (b->size - r);
@@ -258,10 +283,11 @@ static inline pblock *bset_nfind(struct bset *t, uint64_t stream, uint64_t size)
 
 /* get_free_block's max_split_size rules: a request under the limit takes no oversize block, and one
  * above it only a block less than max_non_split_rounding larger. */
-static inline int oversize_refuses(const ptpol *p, const pblock *b, uint64_t s)
+static inline int oversize_refuses(ptpol *p, const pblock *b, uint64_t s)
 {
-	uint64_t ms = p->c.max_split_size;
-	return (s < ms && b->size >= ms) || (s >= ms && b->size >= s + p->c.max_non_split_rounding);
+	if (!at_limit(p, s))
+		return at_limit(p, b->size);
+	return b->size >= s + p->c.max_non_split_rounding;
 }
 
 /* The block get_free_block would take, without taking it: the first block at or after
@@ -420,7 +446,7 @@ static void release_block(ptpol *p, pblock *b)
 	pt_dec2(p->st.segment, pool->is_small, 1);
 	pt_dec2(p->st.reserved_bytes, pool->is_small, (int64_t)b->size);
 	p->st.num_device_free++;
-	if (b->size >= p->c.max_split_size)
+	if (at_limit(p, b->size))
 		pt_dec(&p->st.oversize_segments, 1);
 	RB_REMOVE(bset, &pool->blocks, b);
 	block_delete(p, b);
@@ -732,14 +758,18 @@ static int release_available_cached_blocks(ptpol *p, ppool *pool, uint64_t strea
 	uint64_t ms = p->c.max_split_size;
 	if (ms == PT_NO_LIMIT)
 		return 0;
-	pblock key = { .stream = stream, .size = s < ms ? ms : s, .ptr = 0 };
+	int by_limit = !at_limit(p, s); /* the key is the limit itself */
+	pblock key = { .stream = stream, .size = by_limit ? ms : s, .ptr = 0 };
 	pblock *it = RB_NFIND(bset, &pool->blocks, &key);
+	if (by_limit)
+		note_limit_search(p, pool, stream, it);
 	if (!it || it->stream != stream || it->es) {
 		pblock *cur = it ? RB_PREV(bset, &pool->blocks, it) : RB_MAX(bset, &pool->blocks);
 		if (!cur)
 			return 0;
 		uint64_t released = 0;
-		while (cur && released < key.size && cur->size >= ms && cur->stream == stream) {
+		while (cur && (by_limit ? !at_limit(p, released) : released < key.size) && at_limit(p, cur->size) &&
+		       cur->stream == stream) {
 			pblock *prev = RB_PREV(bset, &pool->blocks, cur);
 			if (!cur->es) {
 				released += cur->size;
@@ -747,7 +777,7 @@ static int release_available_cached_blocks(ptpol *p, ppool *pool, uint64_t strea
 			}
 			cur = prev;
 		}
-		return released >= key.size;
+		return by_limit ? at_limit(p, released) : released >= key.size;
 	}
 	release_block(p, it);
 	return 1;
@@ -806,13 +836,13 @@ static pblock *alloc_block(ptpol *p, ppool *pool, uint64_t stream, uint64_t s, u
 	p->total_allocated += alloc_size;
 	pt_inc2(p->st.segment, pool->is_small, 1);
 	pt_inc2(p->st.reserved_bytes, pool->is_small, (int64_t)alloc_size);
-	if (alloc_size >= p->c.max_split_size)
+	if (at_limit(p, alloc_size))
 		pt_inc(&p->st.oversize_segments, 1);
 	p->st.num_device_alloc++;
 	return b;
 }
 
-static int should_split(const ptpol *p, const pblock *b, uint64_t s)
+static int should_split(ptpol *p, const pblock *b, uint64_t s)
 {
 	uint64_t rem = b->size - s;
 	if (b->pool->nosplit)
@@ -822,7 +852,7 @@ static int should_split(const ptpol *p, const pblock *b, uint64_t s)
 	 * use_on_oom fallback, which takes only plain blocks */
 	if (b->pool->is_small || b->es)
 		return rem >= PT_MIN_BLOCK;
-	return s < p->c.max_split_size && rem > PT_SMALL_SIZE;
+	return !at_limit(p, s) && rem > PT_SMALL_SIZE;
 }
 
 /* Allocates s bytes (the rounded size of the request n) from block b: a cached block still in
@@ -883,7 +913,7 @@ static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, ui
 	pt_inc2(p->st.active, sm, 1);
 	pt_inc2(p->st.active_bytes, sm, (int64_t)b->size);
 	pt_inc2(p->st.requested_bytes, sm, (int64_t)n);
-	if (b->size >= p->c.max_split_size)
+	if (at_limit(p, b->size))
 		pt_inc(&p->st.oversize_allocations, 1);
 	return b;
 }
@@ -972,7 +1002,7 @@ static void pt_free_requested(as_policy *pol, void *h)
 		return;
 	pt_dec2(p->st.allocation, sm, 1);
 	pt_dec2(p->st.allocated_bytes, sm, (int64_t)b->size);
-	if (b->size >= p->c.max_split_size)
+	if (at_limit(p, b->size))
 		pt_dec(&p->st.oversize_allocations, 1);
 }
 
@@ -1070,22 +1100,27 @@ static int predict(ptpol *p, uint64_t n, uint64_t stream, pred *r)
 		int fits = !cap || total + alloc_size <= cap;
 		if (!fits && p->c.max_split_size != PT_NO_LIMIT) {
 			/* the oversize release, as release_available_cached_blocks walks the pool */
-			uint64_t ms = p->c.max_split_size, k = s < ms ? ms : s, released = 0;
+			uint64_t ms = p->c.max_split_size, released = 0;
+			int by_limit = !at_limit(p, s);
+			uint64_t k = by_limit ? ms : s;
 			pblock key = { .stream = stream, .size = k, .ptr = 0 };
 			pblock *it = RB_NFIND(bset, &pool->blocks, &key);
+			if (by_limit)
+				note_limit_search(p, pool, stream, it);
 			while (it && pred_gone(r, it))
 				it = RB_NEXT(bset, &pool->blocks, it);
 			int done = 0;
 			if (!it || it->stream != stream || it->es) {
 				pblock *cur = it ? RB_PREV(bset, &pool->blocks, it) : RB_MAX(bset, &pool->blocks);
-				while (cur && released < k && cur->size >= ms && cur->stream == stream) {
+				while (cur && (by_limit ? !at_limit(p, released) : released < k) && at_limit(p, cur->size) &&
+				       cur->stream == stream) {
 					if (!cur->es && !pred_gone(r, cur)) {
 						released += cur->size;
 						pred_add(r, cur, cur->size);
 					}
 					cur = RB_PREV(bset, &pool->blocks, cur);
 				}
-				done = released >= k;
+				done = by_limit ? at_limit(p, released) : released >= k;
 			} else {
 				released = it->size;
 				pred_add(r, it, it->size);
@@ -1287,7 +1322,7 @@ static void waste_walk(ptpol *p, as_waste *w)
 		} else {
 			uint64_t r = pt_round_size(&p->c, b->requested);
 			w->rounding += r - b->requested;
-			if (b->size >= p->c.max_split_size)
+			if (at_limit(p, b->size))
 				w->oversize += b->size - r;
 			else
 				w->unsplit += b->size - r;
@@ -1296,13 +1331,18 @@ static void waste_walk(ptpol *p, as_waste *w)
 }
 
 /*
- * AS_Q_SAME_RUN: whether a replay with config would have been this one. max_split_size only ever
- * enters a decision (or a summary column: the oversize waste) through comparisons with a request's
- * rounded size or a block's or segment's size, and its absence (PT_NO_LIMIT) only through
- * release_available_cached_blocks and predict, which then find no block at or above the limit and
- * release nothing, as without one. So two configurations that differ in max_split_size alone, both
- * above every size this replay compared (max_compared), take every decision alike. Expandable
- * segments are left out (a mapped block can outgrow any one request's segment).
+ * AS_Q_SAME_RUN: whether a replay with config would have been this one. max_split_size enters a
+ * decision or a number (the oversize counters and waste, the summary's columns) only as the answer
+ * of x >= max_split_size for a request's rounded size, a block's or segment's size, or the bytes
+ * release_available_cached_blocks has freed so far (at_limit), and as the key of that function's
+ * search, whose result is the same answers for the blocks on both sides of it (note_limit_search).
+ * So, by induction over the events, a replay with any limit that answers every comparison this one
+ * made alike, one in (ms_lo, ms_hi], makes the same decisions and the same comparisons: it is this
+ * replay. Without a limit (PT_NO_LIMIT) release_available_cached_blocks and predict's copy of it do
+ * not run at all; with one above every size this replay compared (max_compared) they find no block
+ * at or above the limit and release nothing, as without one: so a run without a limit and one with
+ * a limit above max_compared are alike too (expandable segments left out there: a mapped block can
+ * outgrow any one request's segment).
  */
 static int pt_same_run(const ptpol *p, const char *config)
 {
@@ -1311,8 +1351,13 @@ static int pt_same_run(const ptpol *p, const char *config)
 	if (pt_conf_parse(&c, config, &err))
 		return 0;
 	const pt_conf *a = &p->c;
-	if (a->expandable || c.expandable || a->max_split_size <= p->max_compared || c.max_split_size <= p->max_compared)
+	if (a->max_split_size != PT_NO_LIMIT && c.max_split_size != PT_NO_LIMIT) {
+		if (c.max_split_size <= p->ms_lo || c.max_split_size > p->ms_hi)
+			return 0;
+	} else if (a->expandable || c.expandable || a->max_split_size <= p->max_compared ||
+		   c.max_split_size <= p->max_compared) {
 		return 0;
+	}
 	/* every other setting equal, byte for byte (pt_conf_parse zeroes the struct first, so a key
 	 * added later is compared too, and its padding is equal) */
 	c.max_split_size = a->max_split_size;
@@ -1425,6 +1470,7 @@ static int pt_create(as_policy **out, const char *config, as_device *dev, as_cou
 	p->base.ops = &as_policy_pytorch;
 	p->dev = dev;
 	p->ctr = ctr;
+	p->ms_hi = UINT64_MAX;
 	dev->capacity_by_policy = 1; /* alloc_block's fraction check, as PyTorch's */
 	pool_init(&p->large, &p->small, p->c.expandable);
 	p->device_total = dev->total_memory ? dev->total_memory : AS_H200_TOTAL_MEMORY; /* sizes the VA reservation */

@@ -228,7 +228,8 @@ static void test_pytorch_examples(void)
 	as_engine_free(e); as_device_destroy(dev);
 }
 
-/* AS_Q_SAME_RUN (sweep's sharing): yes only for max_split_size alone, above every size compared. */
+/* AS_Q_SAME_RUN (sweep's sharing): yes only for max_split_size alone: without a limit, above every
+ * size compared; between two limits, when both answer every comparison the run made alike. */
 static int same_run(as_engine *e, const char *conf)
 {
 	as_q_same q = { conf, -1 };
@@ -258,7 +259,29 @@ static void test_same_run(void)
 	is_int(same_run(e, ""), 1, "same run: the other way round too");
 	as_engine_free(e); as_device_destroy(dev);
 	e = run_script("pytorch", "max_split_size_mb:128", 0, b, 4, &dev);
-	is_int(same_run(e, ""), 0, "same run: a run whose own limit is below a block proves nothing");
+	is_int(same_run(e, ""), 0, "same run: a run whose own limit is below a block proves nothing of no limit");
+	/* Between two limits: the run compared the 100 MiB request (below 128: 100 MiB < limit) and the
+	 * 300 and 290 MiB sizes (at or above it), so every limit in (100, 290] MiB answers alike. */
+	is_int(same_run(e, "max_split_size_mb:101"), 1, "same run: limits 128 and 101 MiB answer every comparison alike");
+	is_int(same_run(e, "max_split_size_mb:290"), 1, "same run: and 290 MiB (the smallest size at or above the limit)");
+	is_int(same_run(e, "max_split_size_mb:100"), 0, "same run: not 100 MiB (the request would be at the limit)");
+	is_int(same_run(e, "max_split_size_mb:291"), 0, "same run: not 291 MiB (the 290 MiB segment would be below it)");
+	is_int(same_run(e, "max_split_size_mb:200,garbage_collection_threshold:0.5"), 0, "same run: between limits, not when another key differs");
+	as_summary l128 = e->s;
+	as_engine_free(e); as_device_destroy(dev);
+	const char *alike[] = { "max_split_size_mb:101", "max_split_size_mb:290" };
+	for (int k = 0; k < 2; k++) {
+		e = run_script("pytorch", alike[k], 0, b, 4, &dev);
+		ok(l128.peak_reserved_bytes == e->s.peak_reserved_bytes && l128.num_device_alloc == e->s.num_device_alloc &&
+			l128.waste_unsplit == e->s.waste_unsplit && l128.waste_oversize == e->s.waste_oversize &&
+			l128.peak_allocated_bytes == e->s.peak_allocated_bytes,
+			"same run: %s replays as max_split_size_mb:128 does", alike[k]);
+		is_int(same_run(e, "max_split_size_mb:128"), 1, "same run: and proves it the other way round (%s)", alike[k]);
+		as_engine_free(e); as_device_destroy(dev);
+	}
+	e = run_script("pytorch", "max_split_size_mb:291", 0, b, 4, &dev);
+	is_u64(e->s.num_device_alloc, l128.num_device_alloc + 1,
+		"same run: max_split_size_mb:291, outside the range, replays otherwise (the 290 MiB request refuses the oversize 300 MiB block)");
 	as_engine_free(e); as_device_destroy(dev);
 	e = run_script("bestfit", "", 0, b, 4, &dev);
 	is_int(same_run(e, ""), -1, "same run: a policy that cannot tell does not answer");
