@@ -86,6 +86,8 @@ perf_snapshot_replay() {
 	NEV=0
 	for f in $(snap_paths); do NEV=$((NEV + $(events_of "$f"))); done
 	S=$(best_each 1 "$(snap_paths)" "$A" replay -c recorded --no-timing)
+	# the same with the heap on 4 KiB pages (src/util/heap.c), for the A/B line below
+	S4K=$(export ALLOCSIM_SMALL_PAGES=1; best_each 1 "$(snap_paths)" "$A" replay -c recorded --no-timing)
 }
 
 # perf_binary: the snapshots as binary traces, replayed per policy (whole processes, settings
@@ -190,6 +192,8 @@ if [ -n "$P" ]; then
 	r=$(calc "$P / $S")
 	line "snapshot replay -c recorded vs pickle.load (whole process)" "$(printf '%.2fx' "$r")" ">= 2x (goal 4x)" \
 		"$(verdict "$r" ">=" 2) (pickle.load $(printf '%.0f' "$(calc "$P / $NEV * 1e9")") ns/event, replay $(printf '%.0f' "$(calc "$S / $NEV * 1e9")") ns/event)"
+	line "  the same with the heap on 4 KiB pages (ALLOCSIM_SMALL_PAGES=1)" "$(printf '%.2fx' "$(calc "$P / $S4K")")" "" \
+		"(replay $(printf '%.0f' "$(calc "$S4K / $NEV * 1e9")") ns/event: huge pages save $(printf '%.0f' "$(calc "100 * (1 - $S / $S4K)")")%)"
 fi
 perf_binary
 if [ -n "$P" ]; then
