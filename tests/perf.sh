@@ -34,7 +34,8 @@ cmp -s "$TMP/stdin.trace" "$TMP/file.trace"; ok $? "convert from standard input 
 "$A" replay -c recorded --no-timing --stats "$TMP/huge-stats.csv" "$snap" > "$TMP/huge.csv"
 ALLOCSIM_SMALL_PAGES=1 "$A" replay -c recorded --no-timing --stats "$TMP/small-stats.csv" "$snap" > "$TMP/small.csv"
 grep -q '^num_alloc_retries,' "$TMP/huge-stats.csv" && cmp -s "$TMP/huge-stats.csv" "$TMP/small-stats.csv"; ok $? "replay --stats: the same memory_stats() with the heap on huge pages and on 4 KiB pages"
-is "$(tail -1 "$TMP/small.csv" | rows)" "$(tail -1 "$TMP/huge.csv" | rows)" "and the same summary row"
+a=$(tail -1 "$TMP/huge.csv" | rows); b=$(tail -1 "$TMP/small.csv" | rows)
+[ -n "$a" ] && [ "$a" = "$b" ]; ok $? "and the same summary row"
 
 # --- sweep output does not depend on -j ---
 "$A" sweep -t "$snap" "$snap2" -p pytorch -p bestfit --param capacity=1GiB,2GiB,4GiB -j 1 > "$TMP/j1.csv"
