@@ -7,6 +7,9 @@
 . "${srcdir:-.}/tests/lib.sh"
 G="$srcdir/traces/jax-h200.csv"
 stat() { grep "^$1," "$TMP/s.csv" | cut -d, -f2; }
+# stats KEY...: those keys of the --stats file, comma-separated (one process for them all)
+stats() { awk -F, -v want="$*" '{ v[$1] = $2 } END { n = split(want, w, " ")
+	for (j = 1; j <= n; j++) printf "%s%s", (j > 1 ? "," : ""), ((w[j] in v) ? v[w[j]] : "<no column " w[j] ">"); print "" }' "$TMP/s.csv"; }
 # Recordings of one workload under different PyTorch settings make the same requests: group the traces
 # by their allocation and free records; every GPU run of every trace of a group must agree.
 for f in "$T"/*.pickle.gz; do
@@ -26,16 +29,17 @@ for f in "$T"/*.pickle.gz; do
 	limit=${want##*,}
 	run "$ALLOCSIM" replay -p bfc -c "memory_limit:$limit" --capacity "$limit" --check --no-timing --stats "$TMP/s.csv" "$f"
 	is "$st" 0 "$name: replay -p bfc --check exits 0"
-	is "$(stat peak_bytes_in_use),$(stat peak_pool_bytes),$(stat num_allocs),$(stat largest_free_block_bytes),$(stat bytes_limit)" "$want" \
+	is "$(stats peak_bytes_in_use peak_pool_bytes num_allocs largest_free_block_bytes bytes_limit)" "$want" \
 		"$name: peak_bytes_in_use, peak_pool_bytes, num_allocs, largest_free_block_bytes, bytes_limit equal JAX's"
-	is "$(col "$out" peak_allocated_bytes),$(col "$out" peak_reserved_bytes)" "$(stat peak_bytes_in_use),$(stat peak_pool_bytes)" \
+	is "$(cols "$out" peak_allocated_bytes peak_reserved_bytes | tr ' ' ,)" "$(stats peak_bytes_in_use peak_pool_bytes)" \
 		"$name: the summary's peak allocated/reserved bytes are BFC's peak_bytes_in_use/peak_pool_bytes"
 done
 # After every allocation and free: JAX's bytes_in_use and pool_bytes (traces/jax-h200-events.csv.xz,
 # run 1 of the six distinct request sequences and the five GPT-2 runs measured apart) are the replay's
 # allocated and reserved bytes.
-for name in $(xz -dc "$srcdir/traces/jax-h200-events.csv.xz" | awk -F, 'NR > 1 && !seen[$1]++ { print $1 }'); do
-	xz -dc "$srcdir/traces/jax-h200-events.csv.xz" | awk -F, -v t="$name" '$1 == t { print $5 "," $6 }' > "$TMP/want"
+xz -dc "$srcdir/traces/jax-h200-events.csv.xz" > "$TMP/events.csv"
+for name in $(awk -F, 'NR > 1 && !seen[$1]++ { print $1 }' "$TMP/events.csv"); do
+	awk -F, -v t="$name" '$1 == t { print $5 "," $6 }' "$TMP/events.csv" > "$TMP/want"
 	limit=$(grep "^$name,1," "$G" | cut -d, -f13)
 	"$ALLOCSIM" replay -p bfc -c "memory_limit:$limit" --no-timing --timeline "$TMP/tl.csv" -o /dev/null "$T/$name.pickle.gz"
 	awk -F, '$2 == "alloc" || $2 == "free" { print $5 "," $6 }' "$TMP/tl.csv" > "$TMP/got"
