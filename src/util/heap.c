@@ -32,8 +32,9 @@ void as_heap_init(void)
 		return;
 	/* Worker threads (sweep, fit, the parallel decode of several traces) allocate from the main
 	 * heap too, not from arenas of their own on small pages: a sweep of one configuration over the
-	 * 10 bench snapshots with -j 2 took 3,500 page faults and 110-140 ms of CPU, and takes 130 and
-	 * 81 ms so. Nothing allocates per event, so the one arena's lock is not contended there. */
+	 * 10 bench snapshots with -j 2 took 3,500 page faults and 110-140 ms of CPU with an arena per
+	 * thread, and 136 faults and 81-107 ms with the one heap. Nothing allocates per event, so its
+	 * lock is not contended there. */
 	if (!mallopt(M_ARENA_MAX, 1) || !mallopt(M_TOP_PAD, HEAP_PAD) || !mallopt(M_MMAP_THRESHOLD, HEAP_PAD) ||
 	    !mallopt(M_TRIM_THRESHOLD, 2 * HEAP_PAD))
 		return;
