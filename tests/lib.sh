@@ -20,22 +20,19 @@ run() { "$@" >"$TMP/out" 2>"$TMP/err"; st=$?; out=$(cat "$TMP/out"); errout=$(ca
 # writes neither), so here cmp fails on one ('-', standard input, is not looked at)
 cmp() { for f in "$@"; do case "$f" in -|-?*) ;; *) [ -s "$f" ] || return 2;; esac; done; command cmp "$@"; }
 contains() { case "$1" in *"$2"*) return 0;; esac; return 1; }
-# column NAME of the data row of a summary CSV held in $1
-# (quote-aware: a config such as "roundup_power2_divisions:[1:4,>:2]" is quoted and holds commas)
+# csv_bars: CSV lines with '|' between fields (quote-aware: a config such as
+# "roundup_power2_divisions:[1:4,>:2]" is quoted and holds commas)
 csv_bars() { awk '{ o = ""; q = 0; for (i = 1; i <= length($0); i++) { c = substr($0, i, 1);
 	if (c == "\"") q = !q; else if (c == "," && !q) o = o "|"; else o = o c } print o }'; }
-# (a missing column or row prints "<no column NAME>", which is fails on)
-# (one awk: csv_bars's split and the lookup together)
-col() { printf '%s\n' "$1" | awk -v c="$2" '{ o = ""; q = 0; for (i = 1; i <= length($0); i++) { ch = substr($0, i, 1)
-	if (ch == "\"") q = !q; else if (ch == "," && !q) o = o "|"; else o = o ch }; nf = split(o, f, "|") }
-	NR == 1 { for (i = 1; i <= nf; i++) if (f[i] == c) k = i } NR == 2 && k { v = f[k]; d = 1 }
-	END { if (d) print v; else print "<no column " c ">" }'; }
-# cols CSV NAME...: the columns NAME... of the data row of $1, space-separated (col's lookup, one awk
-# for them all)
-cols() { v=$1; shift; printf '%s\n' "$v" | awk -v want="$*" '{ o = ""; q = 0; for (i = 1; i <= length($0); i++) { ch = substr($0, i, 1)
+# cols CSV NAME...: the columns NAME... of the data row of a summary CSV held in $1, space-separated,
+# split as csv_bars does, in one awk for them all (a missing column or row prints "<no column NAME>",
+# which is fails on)
+cols() { _cols_csv=$1; shift; printf '%s\n' "$_cols_csv" | awk -v want="$*" '{ o = ""; q = 0; for (i = 1; i <= length($0); i++) { ch = substr($0, i, 1)
 	if (ch == "\"") q = !q; else if (ch == "," && !q) o = o "|"; else o = o ch }; nf = split(o, f, "|") }
 	NR == 1 { for (i = 1; i <= nf; i++) k[f[i]] = i } NR == 2 { for (i = 1; i <= nf; i++) row[i] = f[i]; d = 1 }
 	END { nw = split(want, w, " "); for (j = 1; j <= nw; j++) printf "%s%s", (j > 1 ? " " : ""), ((d && (w[j] in k)) ? row[k[w[j]]] : "<no column " w[j] ">"); print "" }'; }
+# col CSV NAME: one column
+col() { cols "$1" "$2"; }
 # probe_scenarios: the scenario lines (NAME|OPS|RESULT) of traces/h200-pool-probes.txt
 probe_scenarios() { grep -v '^#' "${srcdir:-.}/traces/h200-pool-probes.txt" | tail -n +2; }
 # probe_trace OPS TRACE NAMES: a pool-probe scenario (traces/h200-pool-probes.txt) as a native trace:
