@@ -30,13 +30,11 @@ void as_heap_init(void)
 #if defined(__GLIBC__) && defined(MADV_HUGEPAGE)
 	if (getenv("ALLOCSIM_SMALL_PAGES")) /* for A/B measurements (scripts/bench.sh) */
 		return;
-	/* Worker threads (sweep, fit, the parallel decode of several traces) allocate from the main
-	 * heap too, not from arenas of their own on small pages: a sweep of one configuration over the
-	 * 10 bench snapshots with -j 2 took 3,500 page faults and 110-140 ms of CPU with an arena per
-	 * thread, and 136 faults and 81-107 ms with the one heap. Nothing allocates per event, so its
-	 * lock is not contended there. */
-	if (!mallopt(M_ARENA_MAX, 1) || !mallopt(M_TOP_PAD, HEAP_PAD) || !mallopt(M_MMAP_THRESHOLD, HEAP_PAD) ||
-	    !mallopt(M_TRIM_THRESHOLD, 2 * HEAP_PAD))
+	/* Worker threads keep glibc's arenas of their own, on small pages. One heap for all
+	 * (M_ARENA_MAX 1) saved a third of a -j 2 sweep's decode on the VM (3,500 -> 136 page faults),
+	 * but its lock made a 16-thread sweep 2.3x slower on the GPU machine's 16 cores (and -j 4 10-15%
+	 * slower): measured 2026-12-03, not kept. */
+	if (!mallopt(M_TOP_PAD, HEAP_PAD) || !mallopt(M_MMAP_THRESHOLD, HEAP_PAD) || !mallopt(M_TRIM_THRESHOLD, 2 * HEAP_PAD))
 		return;
 	/* The heap's next extension: the loader and libc's start-up may have begun the heap already, so
 	 * it is forced with a request larger than the rest of the top chunk; the request is carved from
