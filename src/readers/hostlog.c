@@ -42,12 +42,6 @@ typedef struct host_state {
 	int holding;
 } host_state;
 
-static int herr(as_reader *r, uint64_t line, as_err *err, const char *what, const char *arg)
-{
-	return as_fail(err, AS_EXIT_DATAERR, "%s:%" PRIu64 ": %s%s%s%s", r->in.path, line, what,
-		arg ? " '" : "", arg ? arg : "", arg ? "'" : "");
-}
-
 /* The next early-completed free before the held alloc, or the alloc itself; 0 when nothing is held. */
 static int host_release(host_state *s, as_event *ev)
 {
@@ -84,25 +78,17 @@ static int host_next(as_reader *r, as_event *ev, as_err *err)
 	if (host_release(s, ev))
 		return 1;
 	for (;;) {
-		int rc = as_input_line(&r->in, &s->line, &s->cap, err);
+		char *f[4];
+		int rc = as_reader_csv_line(r, &s->line, &s->cap, &s->lineno, f, 4, "op,id,size,ptr", err);
 		if (rc <= 0)
 			return rc;
-		s->lineno++;
-		if (!s->line[0])
-			continue;
-		char *f[4];
-		int nf = as_split_csv(s->line, f, 4);
-		if (nf > 4)
-			return herr(r, s->lineno, err, "too many fields (expected op,id,size,ptr)", NULL);
-		if (nf != 4)
-			return herr(r, s->lineno, err, "expected 4 fields (op,id,size,ptr)", NULL);
 		uint64_t id, size, ptr;
 		if (as_parse_num(f[1], &id))
-			return herr(r, s->lineno, err, "invalid id", f[1]);
+			return as_reader_line_err(r, s->lineno, err, "invalid id", f[1]);
 		if (as_parse_num(f[2], &size))
-			return herr(r, s->lineno, err, "invalid size", f[2]);
+			return as_reader_line_err(r, s->lineno, err, "invalid size", f[2]);
 		if (as_parse_num(f[3], &ptr))
-			return herr(r, s->lineno, err, "invalid pointer", f[3]);
+			return as_reader_line_err(r, s->lineno, err, "invalid pointer", f[3]);
 		memset(ev, 0, sizeof(*ev));
 		ev->pos = s->lineno;
 		ev->index = s->nrec++;
@@ -115,7 +101,7 @@ static int host_next(as_reader *r, as_event *ev, as_err *err)
 			if (idmap_get(&s->early, id)) {
 				char m[128];
 				snprintf(m, sizeof m, "id %" PRIu64 " allocated again before the d line of its earlier allocation", id);
-				return herr(r, s->lineno, err, m, NULL);
+				return as_reader_line_err(r, s->lineno, err, m, NULL);
 			}
 			void *k = ptr ? idmap_get(&s->pend_at, ptr) : NULL;
 			if (ptr && !idmap_get(&s->ptrs, id))
@@ -129,12 +115,12 @@ static int host_next(as_reader *r, as_event *ev, as_err *err)
 			return host_release(s, ev);
 		}
 		if (strcmp(f[0], "f") && strcmp(f[0], "d") && strcmp(f[0], "e"))
-			return herr(r, s->lineno, err, "unknown op (expected a, f, d or e)", f[0]);
+			return as_reader_line_err(r, s->lineno, err, "unknown op (expected a, f, d or e)", f[0]);
 		if (size || ptr)
-			return herr(r, s->lineno, err, "size and ptr must be 0 but for an allocation (op a)", NULL);
+			return as_reader_line_err(r, s->lineno, err, "size and ptr must be 0 but for an allocation (op a)", NULL);
 		if (f[0][0] == 'e') {
 			if (id)
-				return herr(r, s->lineno, err, "id must be 0 for empty_cache (op e)", NULL);
+				return as_reader_line_err(r, s->lineno, err, "id must be 0 for empty_cache (op e)", NULL);
 			ev->type = EV_EMPTY_CACHE;
 		} else if (f[0][0] == 'f') {
 			ev->type = EV_FREE_REQ; /* the reader's own checks refuse an id that is not live, or freed twice */
@@ -157,7 +143,7 @@ static int host_next(as_reader *r, as_event *ev, as_err *err)
 			if (!k) {
 				char m[96];
 				snprintf(m, sizeof m, "event of id %" PRIu64 " completed (op d) before the program freed it (op f)", id);
-				return herr(r, s->lineno, err, m, NULL);
+				return as_reader_line_err(r, s->lineno, err, m, NULL);
 			}
 			host_pend *hp = &s->pend[(size_t)(uintptr_t)k - 1];
 			hp->done = 1;
@@ -208,6 +194,6 @@ int as_hostlog_open(as_reader *r, const as_reader_opts *o, as_err *err)
 	if (rc <= 0)
 		return -1;
 	if (strcmp(s->line, HOSTLOG_HEADER))
-		return herr(r, 1, err, "bad pinned host log header (expected '" HOSTLOG_HEADER "'):", s->line);
+		return as_reader_line_err(r, 1, err, "bad pinned host log header (expected '" HOSTLOG_HEADER "'):", s->line);
 	return 0;
 }

@@ -13,12 +13,6 @@ typedef struct rmm_state {
 	idmap live; /* pointer -> id */
 } rmm_state;
 
-static int rerr(as_reader *r, uint64_t line, as_err *err, const char *what, const char *arg)
-{
-	return as_fail(err, AS_EXIT_DATAERR, "%s:%" PRIu64 ": %s%s%s%s", r->in.path, line, what,
-		arg ? " '" : "", arg ? arg : "", arg ? "'" : "");
-}
-
 /* "HH:MM:SS.micro" (what RMM's logger writes since 0.16: spdlog's "%H:%M:%S.%f"), "HH:MM:SS:micro"
  * (RMM 0.15's "%H:%M:%S:%f"; each part decimal digits) or a plain decimal number of microseconds;
  * -1 for an empty field (no time), -2 for anything else. */
@@ -60,39 +54,31 @@ static int rmm_next(as_reader *r, as_event *ev, as_err *err)
 {
 	rmm_state *s = r->priv;
 	for (;;) {
-		int rc = as_input_line(&r->in, &s->line, &s->cap, err);
+		char *f[6];
+		int rc = as_reader_csv_line(r, &s->line, &s->cap, &s->lineno, f, 6, "Thread,Time,Action,Pointer,Size,Stream", err);
 		if (rc <= 0)
 			return rc;
-		s->lineno++;
-		if (!s->line[0])
-			continue;
-		char *f[6];
-		int nf = as_split_csv(s->line, f, 6);
-		if (nf > 6)
-			return rerr(r, s->lineno, err, "too many fields (expected Thread,Time,Action,Pointer,Size,Stream)", NULL);
-		if (nf != 6)
-			return rerr(r, s->lineno, err, "expected 6 fields (Thread,Time,Action,Pointer,Size,Stream)", NULL);
 		memset(ev, 0, sizeof(*ev));
 		ev->pos = s->lineno;
 		ev->index = s->nrec++;
 		ev->time_us = parse_time(f[1]);
 		if (ev->time_us == -2)
-			return rerr(r, s->lineno, err, "invalid time (expected HH:MM:SS.microseconds, HH:MM:SS:microseconds or microseconds)", f[1]);
+			return as_reader_line_err(r, s->lineno, err, "invalid time (expected HH:MM:SS.microseconds, HH:MM:SS:microseconds or microseconds)", f[1]);
 		uint64_t ptr = 0, size = 0, stream = 0, thread = 0;
 		if (as_parse_num(f[0], &thread))
-			return rerr(r, s->lineno, err, "invalid thread", f[0]);
+			return as_reader_line_err(r, s->lineno, err, "invalid thread", f[0]);
 		ev->thread = thread;
 		if (as_parse_num(f[3], &ptr) && strcmp(f[3], "") && strcmp(f[3], "(nil)"))
-			return rerr(r, s->lineno, err, "invalid pointer", f[3]);
+			return as_reader_line_err(r, s->lineno, err, "invalid pointer", f[3]);
 		if (as_parse_u64(f[4], &size))
-			return rerr(r, s->lineno, err, "invalid size", f[4]);
+			return as_reader_line_err(r, s->lineno, err, "invalid size", f[4]);
 		if (as_parse_num(f[5], &stream))
-			return rerr(r, s->lineno, err, "invalid stream", f[5]);
+			return as_reader_line_err(r, s->lineno, err, "invalid stream", f[5]);
 		ev->stream = stream;
 		ev->size = size;
 		if (!strcmp(f[2], "allocate")) {
 			if (idmap_get(&s->live, ptr))
-				return rerr(r, s->lineno, err, "allocation at a pointer that is still allocated:", f[3]);
+				return as_reader_line_err(r, s->lineno, err, "allocation at a pointer that is still allocated:", f[3]);
 			ev->type = EV_ALLOC;
 			ev->id = ++s->next_id;
 			ev->addr = ptr;
@@ -104,12 +90,12 @@ static int rmm_next(as_reader *r, as_event *ev, as_err *err)
 		} else if (!strcmp(f[2], "free") || !strcmp(f[2], "deallocate")) {
 			void *id = idmap_del(&s->live, ptr);
 			if (!id)
-				return rerr(r, s->lineno, err, "free of a pointer that is not allocated:", f[3]);
+				return as_reader_line_err(r, s->lineno, err, "free of a pointer that is not allocated:", f[3]);
 			ev->type = EV_FREE;
 			ev->flags = EVF_STREAM; /* deallocate(stream, ...): the stream the program frees on */
 			ev->id = (uint64_t)(uintptr_t)id;
 		} else {
-			return rerr(r, s->lineno, err, "unknown action", f[2]);
+			return as_reader_line_err(r, s->lineno, err, "unknown action", f[2]);
 		}
 		return 1;
 	}
@@ -142,6 +128,6 @@ int as_rmm_open(as_reader *r, const as_reader_opts *o, as_err *err)
 	if (rc <= 0)
 		return -1;
 	if (strncmp(s->line, "Thread,Time,Action,Pointer,Size,Stream", 38))
-		return rerr(r, 1, err, "bad RMM log header (expected 'Thread,Time,Action,Pointer,Size,Stream'):", s->line);
+		return as_reader_line_err(r, 1, err, "bad RMM log header (expected 'Thread,Time,Action,Pointer,Size,Stream'):", s->line);
 	return 0;
 }

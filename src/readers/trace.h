@@ -166,6 +166,12 @@ int as_reader_opts_device(as_reader_opts *o, const char *arg);
 int as_reader_open_fd(as_reader **out, int fd, const char *name, const as_reader_opts *opts, as_err *err);
 int as_reader_next(as_reader *r, as_event *ev, as_err *err);
 void as_reader_close(as_reader *r);
+/* For the line-oriented readers: fails with "PATH:LINE: what 'arg'" (arg may be NULL), exit status 65. */
+int as_reader_line_err(as_reader *r, uint64_t line, as_err *err, const char *what, const char *arg);
+/* The next non-blank line of a CSV log (counted in *lineno), split into its n fields at f; cols
+ * ("a,b,c") names them in the message for any other count. 1, 0 at the end of the input, -1 on error. */
+int as_reader_csv_line(as_reader *r, char **line, size_t *cap, uint64_t *lineno, char **f, int n, const char *cols,
+	as_err *err);
 void as_meta_free(as_meta *m);
 
 /* Format-specific constructors (called by as_reader_open after detection). */
