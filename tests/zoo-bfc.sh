@@ -6,7 +6,6 @@
 # of its own, and every run measured on the GPU must agree with the others.
 . "${srcdir:-.}/tests/lib.sh"
 G="$srcdir/traces/jax-h200.csv"
-stat() { grep "^$1," "$TMP/s.csv" | cut -d, -f2; }
 # stats KEY...: those keys of the --stats file, comma-separated (one process for them all)
 stats() { awk -F, -v want="$*" '{ v[$1] = $2 } END { n = split(want, w, " ")
 	for (j = 1; j <= n; j++) printf "%s%s", (j > 1 ? "," : ""), ((w[j] in v) ? v[w[j]] : "<no column " w[j] ">"); print "" }' "$TMP/s.csv"; }
@@ -55,7 +54,7 @@ r=resnet50_train__default
 want=$(grep "^$r,1," "$G" | cut -d, -f7)
 for m in model ascending; do
 	run "$ALLOCSIM" replay -p bfc -c "memory_limit:112583507968" --addresses $m --no-timing --stats "$TMP/s.csv" "$T/$r.pickle.gz"
-	is "$st:$(stat peak_bytes_in_use)" "0:$want" "$r: --addresses $m gives JAX's peak_bytes_in_use"
+	is "$st:$(stats peak_bytes_in_use)" "0:$want" "$r: --addresses $m gives JAX's peak_bytes_in_use"
 done
 run "$ALLOCSIM" policies
 for o in memory_limit mem_fraction allow_growth garbage_collection fragmentation_fraction empty_cache_releases; do
