@@ -35,22 +35,42 @@ cols() { _cols_csv=$1; shift; printf '%s\n' "$_cols_csv" | awk -v want="$*" '{ o
 col() { cols "$1" "$2"; }
 # probe_scenarios: the scenario lines (NAME|OPS|RESULT) of traces/h200-pool-probes.txt
 probe_scenarios() { grep -v '^#' "${srcdir:-.}/traces/h200-pool-probes.txt" | tail -n +2; }
-# probe_trace OPS TRACE NAMES: a pool-probe scenario (traces/h200-pool-probes.txt) as a native trace:
+# probe_traces DIR < SCENARIOS: every pool-probe scenario line (NAME|OPS|RESULT) as a native trace
+# DIR/K.trace (K = 1, 2, ...; in one awk: a process costs milliseconds on a virtual machine):
 # NAME=SIZE -> a ID SIZE 0, -NAME -> f ID, sync and trim -> e (empty_cache); wN (a wait) and q (a
-# stream query) are dropped: a trace has no time; NAMES gets the allocations' names in order
-probe_trace() {
-	printf '%s\n' "$1" | tr ' ' '\n' | awk -v names="$3" 'BEGIN { print "#allocsim-trace 1" }
-		/^(sync|trim)$/ { print "e"; next }
-		/^(w[0-9]+|q)$/ { next }
-		/^-/ { print "f " id[substr($0, 2)]; next }
-		{ split($0, kv, "="); v = kv[2]; m = 1
-		  if (v ~ /M$/) { m = 1048576; sub(/M$/, "", v) } else if (v ~ /K$/) { m = 1024; sub(/K$/, "", v) }
-		  id[kv[1]] = ++n; printf "%s ", kv[1] > names; printf "a %d %.0f 0\n", n, v * m }' > "$2"
+# stream query) are dropped: a trace has no time; DIR/K.names gets the allocations' names in order
+probe_traces() {
+	awk -F'|' -v dir="$1" '{ k++; t = dir "/" k ".trace"; nm = dir "/" k ".names"; delete id; n = 0; names = ""
+		print "#allocsim-trace 1" > t; no = split($2, op, " ")
+		for (i = 1; i <= no; i++) { o = op[i]
+			if (o ~ /^(sync|trim)$/) print "e" > t
+			else if (o ~ /^(w[0-9]+|q)$/) continue
+			else if (o ~ /^-/) print "f " id[substr(o, 2)] > t
+			else { split(o, kv, "="); v = kv[2]; m = 1
+				if (v ~ /M$/) { m = 1048576; sub(/M$/, "", v) } else if (v ~ /K$/) { m = 1024; sub(/K$/, "", v) }
+				id[kv[1]] = ++n; names = names kv[1] " "; printf "a %d %.0f 0\n", n, v * m > t } }
+		printf "%s", names > nm; close(t); close(nm) }'
 }
-# probe_offsets NAMES DEVICE_LOG: "name@offset ..." of every cudaMallocAsync, in MiB from the first
-probe_offsets() {
-	awk -F, -v names="$(cat "$1")" 'BEGIN { split(names, nm, " ") }
-		function hex(s,   i, v) { v = 0; for (i = 3; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", tolower(substr(s, i, 1))) - 1; return v }
-		$4 == "cudaMallocAsync" { a = hex($7); if (!k) b = a; printf "%s%s@%.4g", k ? " " : "", nm[++k], (a - b) / 1048576 }' "$2"
+# probe_trace OPS TRACE NAMES: one scenario's operations as probe_traces writes them
+probe_trace() {
+	_pt=$(mktemp -d "$TMP/pt.XXXXXX")
+	printf 'x|%s|\n' "$1" | probe_traces "$_pt"
+	mv "$_pt/1.trace" "$2"; mv "$_pt/1.names" "$3"; rm -rf "$_pt"
+}
+# probe_offsets_awk: DEVICE_LOG lines -> "name@offset ..." of every cudaMallocAsync, in MiB from the
+# first (names: the scenario's .names, space-separated)
+probe_offsets_awk='function hex(s,   i, v) { v = 0; for (i = 3; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", tolower(substr(s, i, 1))) - 1; return v }
+	function start(names) { split(names, nm, " "); k = 0; b = 0; line = "" }
+	$4 == "cudaMallocAsync" { a = hex($7); if (!k) b = a; line = line sprintf("%s%s@%.4g", k ? " " : "", nm[++k], (a - b) / 1048576) }'
+# probe_offsets NAMES DEVICE_LOG: one scenario's offsets
+probe_offsets() { awk -F, -v names="$(cat "$1")" "BEGIN { start(names) } $probe_offsets_awk END { print line }" "$2"; }
+# probe_offsets_all DIR K: for scenarios 1..K, "name@offset ... | R=NM" from DIR/K.names, the device
+# log DIR/K.dl.csv and the summary DIR/K.sum.csv (R: its final_reserved_bytes in MiB), a line each
+probe_offsets_all() {
+	_k=1; while [ $_k -le "$2" ]; do printf '%s ' "$1/$_k.dl.csv" "$1/$_k.sum.csv"; _k=$((_k + 1)); done |
+		xargs awk -F, "$probe_offsets_awk"'
+		FNR == 1 && FILENAME ~ /\.dl\.csv$/ { f = FILENAME; sub(/\.dl\.csv$/, ".names", f); getline names < f; close(f); start(names) }
+		FNR == 1 && FILENAME ~ /\.sum\.csv$/ { for (i = 1; i <= NF; i++) if ($i == "final_reserved_bytes") c = i }
+		FNR == 2 && FILENAME ~ /\.sum\.csv$/ { printf "%s | R=%dM\n", line, (c ? $c : -1048576) / 1048576 }'
 }
 finish() { echo "1..$n"; [ "$failed" = 0 ]; }
