@@ -15,7 +15,7 @@ stat_of() { awk -F, -v k="$2" '$1 == k { print $2 }' "$1"; }
 sim() {
 	t=$1; shift
 	"$A" replay -p cupy --no-timing "$@" --stats "$TMP/stats.csv" -o "$TMP/sum.csv" "$t" || { echo "replay failed"; return; }
-	s=$(cat "$TMP/sum.csv")
+	slurp s "$TMP/sum.csv"
 	echo "$(col "$s" peak_reserved_bytes),$(stat_of "$TMP/stats.csv" peak_used_bytes),$(col "$s" num_device_alloc),$(col "$s" final_reserved_bytes),$(stat_of "$TMP/stats.csv" used_bytes)"
 }
 [ "$(head -1 "$GT" | cut -d, -f1-6)" = "trace,peak_total_bytes,peak_used_bytes,num_cudamalloc,final_total,final_used" ] ||
@@ -28,7 +28,7 @@ while IFS=, read -r name pt pu nm ft fu rest; do
 	if [ "$got" = "$pt,$pu,$nm,$ft,$fu" ]; then exact=$((exact + 1)); else echo "# $name: real $pt,$pu,$nm,$ft,$fu simulated $got"; fi
 	case $f in "$T"/*)
 		bundled=$((bundled + 1))
-		s=$(cat "$TMP/sum.csv")
+		slurp s "$TMP/sum.csv"
 		[ "$(col "$s" peak_reserved_bytes),$(col "$s" peak_allocated_bytes),$(col "$s" num_device_alloc)" = "$pt,$pu,$nm" ] && summary=$((summary + 1));;
 	esac
 done < "$GT"
