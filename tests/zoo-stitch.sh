@@ -9,25 +9,28 @@ A=$ALLOCSIM
 # trace  pytorch  stitch  stitch:frag_limit:0  buddy (peak reserved bytes)  stitch's device allocations, stitches
 while read -r name pt stv st0 bd nalloc nst; do
 	f="$T/$name.pickle.gz"
+	# (the same runs under --check, the invariants after every event: tests/reliability-long.sh)
 	for pc in "pytorch|" "stitch|" "stitch|frag_limit:0" "buddy|" "stitch|stitch:False"; do
 		p=${pc%%|*}; c=${pc#*|}
-		run "$A" replay -p "$p" -c "$c" --check --no-timing --stats "$TMP/s.$p.${c%%:*}.csv" "$f"
-		is "$st" 0 "$name: replay -p $p ${c:+-c $c} --check exits 0"
-		eval "r_${p}_$(printf %s "${c%%:*}" | tr -c 'a-z0-9\n' _)=\"\$out\""
-		ok "$([ "$(col "$out" peak_reserved_bytes)" -ge "$(col "$out" peak_allocated_bytes)" ] &&
-		      [ "$(col "$out" peak_allocated_bytes)" -ge "$(col "$out" peak_requested_bytes)" ]; echo $?)" \
-			"$name, $p ${c}: peak reserved >= peak allocated >= peak requested"
-		[ "$p" = pytorch ] || is "$(( $(col "$out" waste_rounding) + $(col "$out" waste_free_cached) + $(col "$out" waste_pending_free) ))" \
-			"$(( $(col "$out" peak_reserved_bytes) - $(col "$out" requested_at_peak_reserved) ))" "$name, $p ${c}: the waste attribution sums to reserved - requested at the peak"
+		run "$A" replay -p "$p" -c "$c" --no-timing --stats "$TMP/s.$p.${c%%:*}.csv" "$f"
+		is "$st" 0 "$name: replay -p $p ${c:+-c $c} exits 0"
+		v=$(cols "$out" peak_reserved_bytes peak_allocated_bytes peak_requested_bytes num_device_alloc waste_rounding \
+			waste_free_cached waste_pending_free requested_at_peak_reserved)
+		case "$v" in *[!0-9\ ]*|"") bad=1; set -- x x x x ;; *) bad=; set -- $v ;; esac # (no arithmetic on a missing column)
+		eval "r_${p}_$(printf %s "${c%%:*}" | tr -c 'a-z0-9\n' _)=\"\$1 \$4\""
+		ok "$([ -z "$bad" ] && [ "$1" -ge "$2" ] && [ "$2" -ge "$3" ]; echo $?)" "$name, $p ${c}: peak reserved >= peak allocated >= peak requested"
+		[ "$p" = pytorch ] || is "$([ -z "$bad" ] && echo $(($5 + $6 + $7)))" "$([ -z "$bad" ] && echo $(($1 - $8)))" \
+			"$name, $p ${c}: the waste attribution sums to reserved - requested at the peak"
 	done
-	is "$(col "$r_pytorch_" peak_reserved_bytes)" "$pt" "$name: pytorch's peak reserved"
-	is "$(col "$r_stitch_" peak_reserved_bytes) $(col "$r_stitch_" num_device_alloc)" "$stv $nalloc" "$name: stitch's peak reserved and device allocations"
+	# r_*: "peak_reserved_bytes num_device_alloc"
+	is "${r_pytorch_% *}" "$pt" "$name: pytorch's peak reserved"
+	is "$r_stitch_" "$stv $nalloc" "$name: stitch's peak reserved and device allocations"
 	is "$(grep '^stitches,' "$TMP/s.stitch..csv" | cut -d, -f2)" "$nst" "$name: stitch's stitches (fragLimit 512 MiB)"
-	is "$(col "$r_stitch_frag_limit" peak_reserved_bytes)" "$st0" "$name: stitch -c frag_limit:0's peak reserved"
-	is "$(col "$r_buddy_" peak_reserved_bytes)" "$bd" "$name: buddy's peak reserved"
+	is "${r_stitch_frag_limit% *}" "$st0" "$name: stitch -c frag_limit:0's peak reserved"
+	is "${r_buddy_% *}" "$bd" "$name: buddy's peak reserved"
 	# without stitching GMLake is PyTorch's allocator with 2 MiB rounding: stitching can only help
-	ok "$([ "$(col "$r_stitch_" peak_reserved_bytes)" -le "$(col "$r_stitch_stitch" peak_reserved_bytes)" ]; echo $?)" \
-		"$name: stitch holds no more than with stitch:False ($(col "$r_stitch_" peak_reserved_bytes) <= $(col "$r_stitch_stitch" peak_reserved_bytes))"
+	ok "$([ "${r_stitch_% *}" -le "${r_stitch_stitch% *}" ]; echo $?)" \
+		"$name: stitch holds no more than with stitch:False (${r_stitch_% *} <= ${r_stitch_stitch% *})"
 done <<'PIN'
 bert_infer_varlen__default 3837788160 3911188480 1707081728 3221225472 53 0
 bert_infer_varlen__p110_default 1965031424 2451570688 1707081728 3221225472 49 0
