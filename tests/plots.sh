@@ -45,17 +45,17 @@ P="$srcdir/tests/plotcheck.py"
 cat > "$TMP/cases" <<EOF
 timeline --legend-clear --no-overlap -- $S/plot_timeline.py -o $TMP/timeline a=$TMP/tl.csv expandable=$TMP/tl2.csv max_split_size_mb:128=$TMP/tl3.csv
 sweep --legend-outside --no-overlap --log-ticks 3 -- $S/plot_sweep.py $TMP/sw.csv --param max_split_size_mb -o $TMP/sweep
-sweep-many --legend-outside --distinct-styles --no-overlap -- $S/plot_sweep.py $TMP/many.csv --param max_split_size_mb -o $TMP/many
-sweep-oom --oom 2 --xticks-match '^[0-9.]+ GiB$' --no-overlap --legend-outside -- $S/plot_sweep.py $TMP/cap.csv --param capacity -o $TMP/cap
-sweep-units-infer --oom 2 --xticks-match '^[0-9.]+ GiB$' --text-has capacity -- $S/plot_sweep.py $TMP/capu.csv -o $TMP/capu
-sweep-two --monotone-x --distinct-styles --text-has expandable_segments=True --no-overlap --legend-outside -- $S/plot_sweep.py $TMP/two.csv --param max_split_size_mb --width double -o $TMP/two
+sweep-many --legend-outside --distinct-styles --no-overlap -- $S/plot_sweep.py $TMP/many.csv --param max_split_size_mb -o $TMP/many.png
+sweep-oom --oom 2 --xticks-match '^[0-9.]+ GiB$' --no-overlap --legend-outside -- $S/plot_sweep.py $TMP/cap.csv --param capacity -o $TMP/cap.png
+sweep-units-infer --oom 2 --xticks-match '^[0-9.]+ GiB$' --text-has capacity -- $S/plot_sweep.py $TMP/capu.csv -o $TMP/capu.png
+sweep-two --monotone-x --distinct-styles --text-has expandable_segments=True --no-overlap --legend-outside -- $S/plot_sweep.py $TMP/two.csv --param max_split_size_mb --width double -o $TMP/two.png
 compare --legend-clear --no-overlap -- $S/plot_compare.py $TMP/cmp.csv -o $TMP/compare
 segments --min-row-width 0.5 --no-overlap --text-has resnet50_train__default --text-has 'pytorch (defaults)' -- $S/plot_segments.py $TMP/seg.csv --summary $TMP/sum.csv --moment end -o $TMP/segments
 latency --legend-clear --no-overlap --log-ticks 3 --text-has 'modelled device time + measured host time' -- $S/plot_latency.py -o $TMP/latency pytorch=$TMP/lat.csv passthrough=$TMP/lat2.csv
 latency-zeros --exit 65 --stderr-has 'latencies are 0 ns' --stderr-has 'replay --no-timing' -- $S/plot_latency.py -o $TMP/latnt pytorch=$TMP/latnt.csv
 latency-device --legend-clear --no-overlap --text-has 'modelled device time' --text-has '110 of 4600 calls' -- $S/plot_latency.py --device-calls -o $TMP/latdev pytorch=$TMP/latnt.csv passthrough=$TMP/lat2nt.csv
 policies --legend-clear --no-overlap --text-has 'n/a' --text-has 'out of memory' -- $S/plot_policies.py $TMP/pol.csv $TMP/pol-oom.csv -o $TMP/policies
-policies-log --legend-clear --no-overlap --log-ticks 3 -- $S/plot_policies.py $TMP/pol.csv $TMP/pol-oom.csv --scale log --width double -o $TMP/policies-log
+policies-log --legend-clear --no-overlap --log-ticks 3 -- $S/plot_policies.py $TMP/pol.csv $TMP/pol-oom.csv --scale log --width double -o $TMP/policies-log.png
 repro-1 --env SOURCE_DATE_EPOCH=1 -- $S/plot_compare.py $TMP/cmp.csv -o $TMP/repro1
 repro-2 --env SOURCE_DATE_EPOCH=1900000000 -- $S/plot_compare.py $TMP/cmp.csv -o $TMP/repro2
 EOF
@@ -73,6 +73,8 @@ valid() { # FILE: PDF or PNG magic, and not tiny
 for name in timeline sweep compare latency segments policies latdev; do
 	for ext in pdf png; do valid "$TMP/$name.$ext"; ok $? "$name.$ext is a valid $ext file"; done
 done
+# -o NAME.png: that format alone
+ok "$(valid "$TMP/many.png" && valid "$TMP/policies-log.png" && [ ! -e "$TMP/many.pdf" ] && [ ! -e "$TMP/policies-log.pdf" ]; echo $?)" "-o NAME.png writes the PNG alone"
 # fonts are embedded TrueType (Type 42), not Type 3
 ok "$(grep -c '/Type3' "$TMP/sweep.pdf" | grep -q '^0$'; echo $?)" "PDF uses no Type 3 fonts"
 # reproducible: the same bytes whatever the date (SOURCE_DATE_EPOCH differs above), no version inside
