@@ -3,11 +3,11 @@
 # native trace, determinism, and that an interrupted run leaves no result that looks complete.
 . "${srcdir:-.}/tests/lib.sh"
 A=$ALLOCSIM
-# --check after every event, every policy (pytorch is checked in fidelity.sh), on two bundled traces
-# and the captured ones under default settings; every bundled and captured trace is in
-# tests/reliability-long.sh (make check-long)
+# --check after every event, on two bundled traces and the captured ones under default settings
+# (pytorch, bestfit, passthrough, cuda-async; the zoo's policies in their own tests); every bundled and
+# captured trace, pytorch with its recorded settings, is in tests/reliability-long.sh (make check-long)
 for t in "$T"/seed_example__default.pickle.gz "$T"/bert_infer_varlen__default.pickle.gz "$srcdir"/traces/captured/*__default.pickle.gz; do
-	for p in bestfit passthrough cuda-async; do
+	for p in pytorch bestfit passthrough cuda-async; do
 		run "$A" replay -p "$p" --check --no-timing "$t"
 		is "$st" 0 "$p --check holds on $(basename "$t" .pickle.gz)"
 	done
