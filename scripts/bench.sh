@@ -41,6 +41,13 @@ best_wall() {
 }
 # verdict MEASURED OP TARGET: "met" or "NOT MET"
 verdict() { if [ "$(calc "$1 $2 $3")" = 1.000000 ]; then echo met; else echo "NOT MET"; fi; }
+# best_rep REPS CMD...: best CPU time of CMD run REPS times over, divided by REPS (for one run
+# shorter than a second: time(1) counts in 10 ms steps)
+best_rep() {
+	reps=$1; shift
+	t=$(best sh -c 'r=$1; shift; while [ $r -gt 0 ]; do "$@" >/dev/null 2>&1 || exit 1; r=$((r - 1)); done' sh "$reps" "$@")
+	calc "$t / $reps"
+}
 # best_each REPS "FILES" CMD...: best CPU time of running CMD FILE for every FILE (a process
 # each), REPS times over (for runs shorter than the 10 ms resolution), divided by REPS
 best_each() {
@@ -85,9 +92,9 @@ EOF
 perf_snapshot_replay() {
 	NEV=0
 	for f in $(snap_paths); do NEV=$((NEV + $(events_of "$f"))); done
-	S=$(best_each 1 "$(snap_paths)" "$A" replay -c recorded --no-timing)
+	S=$(best_each 3 "$(snap_paths)" "$A" replay -c recorded --no-timing)
 	# the same with the heap on 4 KiB pages (src/util/heap.c), for the A/B line below
-	S4K=$(export ALLOCSIM_SMALL_PAGES=1; best_each 1 "$(snap_paths)" "$A" replay -c recorded --no-timing)
+	S4K=$(export ALLOCSIM_SMALL_PAGES=1; best_each 3 "$(snap_paths)" "$A" replay -c recorded --no-timing)
 }
 
 # perf_binary: the snapshots as binary traces, replayed per policy (whole processes, settings
@@ -102,6 +109,9 @@ perf_snapshot_replay() {
 #   decode     = replay - start-up - simulation: mapping the file, validating every record once,
 #                reading the records in place, and what a fresh process pays on its first run
 #                that a warm simulation does not (first touch of its memory, cold caches).
+#   one proc.  = the same in-process time measured in one process: the sweep with 1 run per trace
+#                (each file mapped, validated and replayed once) less one start-up. Not the
+#                difference of 10 start-ups and 10 whole processes, so far less noisy.
 # The ratio to pickle.load (which excludes the interpreter's start-up) is in-process: decode +
 # simulation; the whole-process ratio is printed beside it.
 POLICIES="pytorch bestfit passthrough cuda-async cupy bfc"
@@ -113,17 +123,18 @@ perf_binary() {
 	"$A" convert "$tmp/empty.trace" -o "$tmp/empty.asbin"
 	empties=$(for f in $bins; do printf '%s ' "$tmp/empty.asbin"; done)
 	caps=$(awk 'BEGIN{for (i = 0; i < 21; i++) printf "%s1TiB", i ? "," : ""}')
-	printf '  %-12s %12s %12s %12s %12s   %s\n' policy "decode" "simulation" "start-up" "replay" "(ns/event; start-up: per process, spread over its events)"
+	printf '  %-12s %12s %12s %12s %12s %12s   %s\n' policy "decode" "simulation" "start-up" "replay" "one proc." "(ns/event; start-up: per process, spread over its events)"
 	for p in $POLICIES; do
 		tot=$(best_each 30 "$bins" "$A" replay -p "$p" -c "" --latency-model none --no-timing)
 		up=$(best_each 30 "$empties" "$A" replay -p "$p" -c "" --latency-model none --no-timing)
-		s1=$(best "$A" sweep -j 1 --no-share -p "$p" -t $bins --param capacity=1TiB)
-		s21=$(best "$A" sweep -j 1 --no-share -p "$p" -t $bins --param capacity=$caps)
+		s1=$(best_rep 10 "$A" sweep -j 1 --no-share -p "$p" -t $bins --param capacity=1TiB)
+		s21=$(best_rep 2 "$A" sweep -j 1 --no-share -p "$p" -t $bins --param capacity=$caps)
 		sim=$(calc "($s21 - $s1) / 20")
 		dec=$(calc "$tot - $up - $sim")
-		printf '  %-12s %12.1f %12.1f %12.1f %12.1f\n' "$p" "$(calc "$dec / $NEV * 1e9")" "$(calc "$sim / $NEV * 1e9")" \
-			"$(calc "$up / $NEV * 1e9")" "$(calc "$tot / $NEV * 1e9")"
-		eval "BIN_$(echo $p | tr - _)=$tot; BINP_$(echo $p | tr - _)=$(calc "$tot - $up")"
+		one=$(calc "$s1 - $up / $k")
+		printf '  %-12s %12.1f %12.1f %12.1f %12.1f %12.1f\n' "$p" "$(calc "$dec / $NEV * 1e9")" "$(calc "$sim / $NEV * 1e9")" \
+			"$(calc "$up / $NEV * 1e9")" "$(calc "$tot / $NEV * 1e9")" "$(calc "$one / $NEV * 1e9")"
+		eval "BIN_$(echo $p | tr - _)=$tot; BINP_$(echo $p | tr - _)=$(calc "$tot - $up"); BIN1_$(echo $p | tr - _)=$one"
 	done
 }
 
@@ -148,10 +159,10 @@ perf_binary_big() {
 # once as well) and against the 10 replay processes. And 1000 configurations with $JOBS threads.
 perf_sweeps() {
 	vals100="none,20..1000:+10"   # none and 99 values: 100 configurations
-	one=$(best "$A" sweep -j 1 -t $(snap_paths))
+	one=$(best_rep 5 "$A" sweep -j 1 -t $(snap_paths))
 	hundred=$(best "$A" sweep -j 1 -t $(snap_paths) --param max_split_size_mb=$vals100)
 	hundred_ns=$(best "$A" sweep -j 1 --no-share -t $(snap_paths) --param max_split_size_mb=$vals100)
-	rep=$(best_each 1 "$(snap_paths)" "$A" replay --no-timing)
+	rep=$(best_each 3 "$(snap_paths)" "$A" replay --no-timing)
 	rep_wall=$(best_wall sh -c 'A=$1; shift; for f; do "$A" replay --no-timing "$f" >/dev/null 2>&1 || exit 1; done' sh "$A" $(snap_paths))
 	hundred_wall=$(best_wall "$A" sweep -j "$JOBS" -t $(snap_paths) --param max_split_size_mb=$vals100)
 	t0=$(now)
@@ -205,6 +216,9 @@ if [ -n "$P" ]; then
 		line "binary replay ($p) vs pickle.load, in-process" "$(printf '%.2fx' "$r")" "$tg" \
 			"$([ "$p" = pytorch ] && verdict "$r" ">=" 15) ($(printf '%.1f' "$(calc "$bp / $NEV * 1e9")") ns/event; whole process $(printf '%.2fx' "$rw"))"
 	done
+	r=$(calc "$P / $BIN1_pytorch")
+	line "  the same (pytorch), in one process for the 10 files" "$(printf '%.2fx' "$r")" ">= 15x (goal 40x)" \
+		"$(verdict "$r" ">=" 15) ($(printf '%.1f' "$(calc "$BIN1_pytorch / $NEV * 1e9")") ns/event: sweep -j 1, one run a trace, less one start-up)"
 fi
 gen_trace $((BIG / 10)) > "$tmp/small.trace"
 gen_trace "$BIG" > "$tmp/big.trace"
