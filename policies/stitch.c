@@ -498,13 +498,19 @@ static pblk *new_segment(stitch_pol *p, uint64_t alloc, int small, uint64_t stre
 	sg->stream = stream;
 	sg->kind = small ? SEG_SMALL : p->c.stitch ? SEG_VMM : SEG_MALLOC;
 	if (sg->kind == SEG_VMM) {
-		sg->n = alloc / p->c.granule;
-		sg->h = xcalloc(sg->n, sizeof(*sg->h));
 		if (as_dev_reserve(p->dev, alloc, &sg->base)) {
-			free(sg->h);
 			free(sg);
 			return NULL;
 		}
+		/* a map the device refuses for its size makes no handle array (a run of refused 128 GiB
+		 * requests made and zeroed a 512 KiB array each: found by fuzz_native) */
+		sg->n = alloc / p->c.granule;
+		if (as_dev_refuses(p->dev, p->c.granule * sg->n)) {
+			as_dev_unreserve(p->dev, sg->base, alloc);
+			free(sg);
+			return NULL;
+		}
+		sg->h = xmalloc(sg->n * sizeof(*sg->h)); /* as_dev_map fills it (granule >= 2 MiB: n * 8 < 2^47) */
 		if (as_dev_map(p->dev, sg->base, p->c.granule, sg->n, sg->h, stream)) {
 			as_dev_unreserve(p->dev, sg->base, alloc);
 			free(sg->h);

@@ -2,7 +2,7 @@
 # fuzz-regress.sh - every input the fuzzers ever found a bug with (tests/fuzz-findings/TARGET/), fed
 # as the fuzz target saw it, through replay with --check under two settings: exit 0 or 65, never a
 # crash, an internal error, a time-out (20 s) or (in the sanitizer build) a leak. Native and RMM inputs
-# run with PyTorch's defaults and with expandable segments. A generator program (first byte 0xA5)
+# run with PyTorch's defaults and with expandable segments, and under stitch. A generator program (first byte 0xA5)
 # is kept as the trace it generates, the program itself in fuzz/seeds/TARGET/.
 . "${srcdir:-.}/tests/lib.sh"
 A=$ALLOCSIM
@@ -38,5 +38,8 @@ for f in "$srcdir"/tests/fuzz-findings/*/*; do
 		run timeout 20 "$A" replay -c "$c" --check "$in"
 		ok $([ "$st" = 0 ] || [ "$st" = 65 ]; echo $?) "$target/$(basename "$f") (${c:-defaults}): exit $st"
 	done
+	# stitch (every policy runs in the fuzz targets; timeout-stitch-refused-128gib was its finding)
+	run timeout 20 "$A" replay -p stitch --check "$in"
+	ok $([ "$st" = 0 ] || [ "$st" = 65 ]; echo $?) "$target/$(basename "$f") (stitch): exit $st"
 done
 finish

@@ -76,6 +76,14 @@ static int too_big(const as_device *d, uint64_t size)
 	       (d->total_memory && (size > d->total_memory || d->reserved + size > d->total_memory));
 }
 
+int as_dev_refuses(as_device *d, uint64_t size)
+{
+	if (!too_big(d, size))
+		return 0;
+	d->num_failed++;
+	return 1;
+}
+
 uint64_t as_dev_mem_free(const as_device *d)
 {
 	if (d->real)
@@ -88,10 +96,8 @@ uint64_t as_dev_mem_free(const as_device *d)
 
 int as_dev_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *addr)
 {
-	if (too_big(d, size)) {
-		d->num_failed++;
+	if (as_dev_refuses(d, size))
 		return 1;
-	}
 	double t0 = d->measured ? as_dev_now_us() : 0;
 	int fail = d->ops->alloc(d, size, stream, addr);
 	double us = charge(d, LAT_MALLOC, size, t0);
@@ -162,10 +168,8 @@ void as_dev_phys_unmap(as_device *d, uint64_t addr, uint64_t size)
 int as_dev_map(as_device *d, uint64_t addr, uint64_t page, size_t n, as_phys *h, uint64_t stream)
 {
 	uint64_t size = page * n;
-	if (too_big(d, size)) {
-		d->num_failed++;
+	if (as_dev_refuses(d, size))
 		return 1;
-	}
 	double t0 = d->measured ? as_dev_now_us() : 0;
 	size_t made = 0;
 	while (made < n && !d->ops->create(d, page, &h[made]))

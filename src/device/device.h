@@ -95,6 +95,10 @@ void as_sim_device_hint(as_device *d, uint64_t addr, uint64_t size);
 void as_sim_device_placement(as_device *d, int mode);
 
 int as_dev_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *addr);
+/* 1 when a request of size bytes exceeds the device's memory or capacity, counted as a failed call
+ * (as_dev_alloc and as_dev_map refuse such a request this way, before any call); else 0, nothing
+ * counted. A policy asks first where preparing the call costs (a handle array per page). */
+int as_dev_refuses(as_device *d, uint64_t size);
 /* What cudaMemGetInfo's free says now: the device's memory (the capacity if smaller) minus what is
  * reserved on it; for a stack layer's device, the real device's (RMM sizes its pools from it). */
 uint64_t as_dev_mem_free(const as_device *d);
