@@ -41,20 +41,17 @@ best_wall() {
 }
 # verdict MEASURED OP TARGET: "met" or "NOT MET"
 verdict() { if [ "$(calc "$1 $2 $3")" = 1.000000 ]; then echo met; else echo "NOT MET"; fi; }
-# best_rep REPS CMD...: best CPU time of CMD run REPS times over, divided by REPS (for one run
-# shorter than a second: time(1) counts in 10 ms steps)
-best_rep() {
-	reps=$1; shift
-	t=$(best sh -c 'r=$1; shift; while [ $r -gt 0 ]; do "$@" >/dev/null 2>&1 || exit 1; r=$((r - 1)); done' sh "$reps" "$@")
-	calc "$t / $reps"
-}
 # best_each REPS "FILES" CMD...: best CPU time of running CMD FILE for every FILE (a process
-# each), REPS times over (for runs shorter than the 10 ms resolution), divided by REPS
+# each), REPS times over (for runs shorter than the 10 ms resolution), divided by REPS; with FILES
+# empty, CMD alone
 best_each() {
 	reps=$1; list=$2; shift 2
-	t=$(best sh -c 'r=$1; l=$2; shift 2; while [ $r -gt 0 ]; do for f in $l; do "$@" "$f" >/dev/null 2>&1 || exit 1; done; r=$((r - 1)); done' sh "$reps" "$list" "$@")
+	t=$(best sh -c 'r=$1; l=$2; shift 2; while [ $r -gt 0 ]; do if [ -z "$l" ]; then "$@" >/dev/null 2>&1 || exit 1; else for f in $l; do "$@" "$f" >/dev/null 2>&1 || exit 1; done; fi; r=$((r - 1)); done' sh "$reps" "$list" "$@")
 	calc "$t / $reps"
 }
+# best_rep REPS CMD...: CMD's best CPU time over REPS repetitions, divided by REPS (time(1) counts in
+# 10 ms steps: runs shorter than a second are timed this way)
+best_rep() { _r=$1; shift; best_each "$_r" "" "$@"; }
 line() { printf '%-58s %14s   %-22s %s\n' "$1" "$2" "$3" "$4"; }
 
 # ---- perf: the bundled snapshots (10: every workload, several settings) --------------------
