@@ -1,5 +1,7 @@
-/* fuzz_binfmt.c - the binary event format: streamed through the generic reader, and mapped whole
- * (as replay, sweep and fit read it), each followed by a pytorch replay that must keep its invariants. */
+/* fuzz_binfmt.c - the binary event format: streamed through the generic reader, mapped whole (as
+ * sweep and fit read it) and read in chunks (as replay reads it). The mapped events go through a
+ * pytorch replay that must keep its invariants; the chunked reader must accept exactly what the
+ * mapping accepts, with the same events, and reject the rest with the same message. */
 #include "fuzz_common.h"
 #include "readers/binfmt.h"
 #include <stdio.h>
@@ -17,9 +19,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	close(fd);
 	as_evbuf b;
-	as_err err = { 0, "" };
+	as_err err = { 0, "" }, cerr = { 0, "" };
 	int m = as_binfmt_map(&b, path, &err);
+	as_binstream bs;
+	int c = as_binfmt_stream_open(&bs, path, &cerr);
 	unlink(path);
+	if (c == 1)
+		abort();
+	if (c == 0) {
+		as_event ev, want;
+		size_t i = 0;
+		int rc;
+		while ((rc = as_binstream_next(&bs, &ev, &cerr)) > 0) {
+			if (m != 0)
+				continue; /* a rejected file: the records before the bad one are read, then the same error */
+			if (i >= b.n)
+				abort(); /* more events than the mapping */
+			as_evbuf_event(&b, i++, &want);
+			if (ev.type != want.type || ev.flags != want.flags || ev.slot != want.slot || ev.pool != want.pool ||
+			    ev.id != want.id || ev.size != want.size || ev.stream != want.stream || ev.addr != want.addr ||
+			    ev.time_us != want.time_us || ev.pos != want.pos || ev.thread != want.thread ||
+			    (ev.label == NULL) != (want.label == NULL) || (ev.label && strcmp(ev.label, want.label)))
+				abort(); /* not the mapping's event */
+		}
+		if (rc == 0 && (m != 0 || i != b.n))
+			abort(); /* ended where the mapping did not */
+		as_binstream_close(&bs);
+		c = rc;
+	}
+	if ((m < 0) != (c < 0) || (m < 0 && (cerr.code != err.code || strcmp(cerr.msg, err.msg))))
+		abort(); /* accepted by one only, or another message */
 	if (m == 1)
 		abort(); /* it has the magic: it is ours to accept or reject */
 	if (m < 0) {

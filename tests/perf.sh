@@ -66,7 +66,7 @@ cmp -s "$TMP/rt-src.csv" "$TMP/rt-bin.csv"; ok $? "binary round trip with expand
 a=$("$A" replay -c recorded --no-timing "$snap" | tail -1 | rows)
 "$A" convert "$snap" -o "$TMP/g.asbin"
 b=$("$A" replay -c recorded --no-timing "$TMP/g.asbin" | tail -1 | rows)
-is "$b" "$a" "replay -c recorded of the binary form (mapped) equals the snapshot's row"
+is "$b" "$a" "replay -c recorded of the binary form (read in chunks) equals the snapshot's row"
 b=$("$A" replay -c recorded --no-timing - < "$TMP/g.asbin" | tail -1 | rows)
 is "$b" "$a" "the binary form streamed from standard input gives the same row"
 is "$("$A" info "$TMP/g.asbin" | sed -n 2p)" "format: binary (converted from pytorch)" "info names the binary format and the one it came from"
@@ -101,6 +101,9 @@ bad_bin() { # FILE MESSAGE WHAT
 	run "$A" replay -c "" --no-timing "$1"; is "$st" 65 "$3: exit 65"
 	contains "$errout" "$2"; ok $? "$3: '$2'"; ok "$([ "$st" = 65 ] && [ -z "$out" ]; echo $?)" "$3: exit 65, nothing written"
 	run "$A" info - < "$1"; is "$st" 65 "$3 (streamed): exit 65"
+	# replay reads a binary file in chunks, sweep maps it: the same checks, the same message
+	run "$A" sweep -p passthrough -t "$1"; is "$st" 65 "$3 (mapped: sweep): exit 65"
+	contains "$errout" "$2"; ok $? "$3 (mapped: sweep): the same message"
 }
 head -c $((size - 20)) "$TMP/s.asbin" > "$TMP/trunc.asbin"
 bad_bin "$TMP/trunc.asbin" "trunc.asbin: byte offset $((size - 20)): truncated binary trace: the header describes $size bytes, the file has $((size - 20))" "truncated binary trace"
@@ -125,6 +128,22 @@ run "$A" replay -c "" --no-timing "$TMP/long.asbin"; is "$st" 65 "data after the
 contains "$errout" "overlong binary trace"; ok $? "data after the last record is named"
 run "$A" convert "$TMP/bad.asbin" -o "$TMP/never.asbin"
 ok $(( (st == 65 ? 0 : 1) + $(ls "$TMP"/never.asbin* 2>/dev/null | wc -l) )) "convert of a bad binary trace writes nothing"
+
+# replay reads a binary file in chunks of 512 records: a bad record past the first chunk is named
+# as the mapping names it, and a replay that stops early (--stop-at-oom) still checks the rest
+awk 'BEGIN{print "#allocsim-trace 1"; for (i = 1; i <= 600; i++) print "a", i, 1048576, 0; for (i = 1; i <= 600; i++) print "f", i}' > "$TMP/big.trace"
+"$A" convert "$TMP/big.trace" -o "$TMP/big.asbin"
+rb=$(( 256 + 700 * 56 ))
+cp "$TMP/big.asbin" "$TMP/bad700.asbin"; printf '\377' | dd of="$TMP/bad700.asbin" bs=1 seek=$rb conv=notrunc 2>/dev/null
+bad_bin "$TMP/bad700.asbin" "bad700.asbin: byte offset $rb: record 700: unknown event type" "a bad record in the second chunk"
+run "$A" replay -c "" --no-timing --capacity 100MiB --stop-at-oom "$TMP/big.asbin"
+is "$st:$(printf '%s\n' "$out" | tail -1 | cut -d, -f5,16)" "0:101,1" "--stop-at-oom on the good file: the replay ends at the first OOM (101 events)"
+run "$A" replay -c "" --no-timing --capacity 100MiB --stop-at-oom "$TMP/bad700.asbin"
+is "$st" 65 "--stop-at-oom before a bad record: the rest of the file is checked all the same (exit 65)"
+contains "$errout" "record 700: unknown event type"; ok $? "and the bad record is named"
+run "$A" replay -c "" --no-timing -p optimal "$TMP/bad700.asbin"
+is "$st" 65 "an offline policy (mapped for its first pass): exit 65"
+contains "$errout" "bad700.asbin: byte offset $rb: record 700: unknown event type"; ok $? "with the same message"
 
 # replay --cache: TRACE.asbin beside the trace, used while the trace is unchanged
 cp "$snap" "$TMP/c.pickle.gz"

@@ -406,22 +406,32 @@ int cmd_replay(int argc, char **argv)
 	memset(&e, 0, sizeof e);
 
 	as_evbuf buf;
-	int have_buf = 0;
+	int have_buf = 0, have_bs = 0;
 	memset(&buf, 0, sizeof buf);
+	as_binstream bs;
 	cli_catch_signals(); /* from here: an output FIFO's open waits for its reader */
 	if (open_outputs(ofs, opaths, sizeof opaths / sizeof opaths[0], path, &err))
 		goto done;
 	if (summary && out && as_outfile_open(&po, "-", &err))
 		goto done;
-	/* The input is read once (standard input and FIFOs too: the reader spools them). A binary trace is mapped in place (--cache: one kept beside the
-	 * trace). Which settings were recorded decides how ambiguous empty_cache() inferences resolve
-	 * (and -c recorded needs them): a snapshot stores them at its end, so it is decoded into memory
-	 * first (also serving --segments' second pass); other traces stream. */
-	int mapped = as_binfmt_map(&buf, path, &err);
+	/* The input is read once (standard input and FIFOs too: the reader spools them). A binary
+	 * trace is read in chunks, each record checked before it is replayed (binfmt.h says why it is
+	 * not mapped), unless an offline policy's first pass or --segments' second pass needs it whole:
+	 * then it is mapped in place, as --cache's file beside the trace is. Which settings were
+	 * recorded decides how ambiguous empty_cache() inferences resolve (and -c recorded needs them):
+	 * a snapshot stores them at its end, so it is decoded into memory first (also serving
+	 * --segments' second pass); other traces stream. */
+	int mapped;
+	if (!segments && !(ops->flags & AS_CAP_PLAN)) {
+		mapped = as_binfmt_stream_open(&bs, path, &err);
+		have_bs = mapped == 0;
+	} else {
+		mapped = as_binfmt_map(&buf, path, &err);
+	}
 	if (mapped < 0)
 		goto done;
 	if (mapped == 0) {
-		have_buf = 1;
+		have_buf = !have_bs;
 		if (ro.has_device && ro.device != 0) {
 			as_fail(&err, AS_EXIT_DATAERR, "%s: a binary trace holds one device (0), not device %d", path, ro.device);
 			goto done;
@@ -439,7 +449,7 @@ int cmd_replay(int argc, char **argv)
 			have_buf = 1;
 		}
 	}
-	const as_meta *meta = have_buf ? &buf.meta : &r->meta;
+	const as_meta *meta = have_bs ? &bs.meta : have_buf ? &buf.meta : &r->meta;
 	if (cli_resolve_config(path, meta, config ? config : "", &conf, &err))
 		goto done;
 	if (cli_fraction_capacity(path, meta, fraction, dev_total, &capacity, &capacity_set, &err))
@@ -485,7 +495,7 @@ int cmd_replay(int argc, char **argv)
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	as_event ev;
-	as_source src = { r, have_buf ? &buf : NULL, 0 };
+	as_source src = { .r = r, .b = have_buf ? &buf : NULL, .bs = have_bs ? &bs : NULL };
 	while ((rc = as_source_next(&src, &ev, &err)) > 0) {
 		if (cli_interrupted) {
 			as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; every device allocation was released, nothing was written");
@@ -495,8 +505,11 @@ int cmd_replay(int argc, char **argv)
 			recorded_ooms++;
 		if (as_engine_step(&e, &ev, &err))
 			break;
-		if (stop_at_oom && e.s.num_ooms)
+		if (stop_at_oom && e.s.num_ooms) {
+			if (have_bs && as_binstream_check_rest(&bs, &err))
+				rc = -1; /* the rest of a binary trace is validated all the same */
 			break;
+		}
 	}
 	if (cli_interrupted && err.code != AS_EXIT_INTERRUPTED) { /* a read the signal cut short */
 		as_err_clear(&err);
@@ -548,6 +561,8 @@ done:
 	as_lifetimes_free(&lt);
 	as_reader_close(r);
 	as_evbuf_free(&buf);
+	if (have_bs)
+		as_binstream_close(&bs);
 	free(conf);
 	if (err.code)
 		return cli_report(&err);

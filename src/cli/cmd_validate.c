@@ -271,7 +271,7 @@ int cmd_validate(int argc, char **argv)
 	engine_ok = 1;
 	as_reconcile_attach(&e, as_recorded_matches(&buf.meta, conf));
 	as_event ev;
-	as_source src = { NULL, &buf, 0 };
+	as_source src = { .b = &buf };
 	while (!v.diverged && !cli_interrupted && (rc = as_source_next(&src, &ev, &err)) > 0) {
 		v.cur_index = ev.index;
 		if (ev.type >= EV_SEG_ALLOC && ev.type <= EV_SEG_UNMAP)

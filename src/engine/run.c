@@ -54,7 +54,7 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 	as_reader *r = NULL;
 	as_engine e;
 	int rc = -1;
-	as_source src = { NULL, o->events, 0 };
+	as_source src = { .b = o->events };
 	if (!o->events) {
 		if (as_reader_open(&r, o->path, o->reader, err))
 			return -1;

@@ -1,4 +1,4 @@
-/* binfmt.c - allocsim's binary event format: writer, validated mapping, streaming reader.
+/* binfmt.c - allocsim's binary event format: writer, validated mapping, chunked and streaming readers.
  * The layout is in binfmt.h and doc/trace-format.md. Written by hand: it is allocsim's own format
  * (a fixed record array meant to be mapped in place), which no serialisation library describes. */
 #include "readers/binfmt.h"
@@ -48,10 +48,7 @@ int as_binfmt_path(const char *path)
 	return n > e && !strcmp(path + n - e, AS_BIN_EXT);
 }
 
-typedef struct bhdr {
-	uint64_t nrec, nslots, nlabels, nsettings, records_at;
-	uint32_t version; /* 1: no pools; 2: records may name a pool (as_rec.pool, EV_POOL_RELEASE) */
-} bhdr;
+typedef as_binhdr bhdr;
 
 static int berr(as_err *err, const char *path, uint64_t off, const char *what)
 {
@@ -192,23 +189,38 @@ static inline const char *check_slot(unsigned char *st, const as_rec *x)
 	return NULL;
 }
 
+/* Checks record i (both kinds of check); its message names the record and its byte offset. */
+static inline int check_one(const as_rec *x, uint64_t i, unsigned char *st, const bhdr *hd, const char *labels,
+	const char *path, as_err *err)
+{
+	const char *why = check_rec(x, hd, labels);
+	if (!why)
+		why = check_slot(st, x);
+	if (!why)
+		return 0;
+	char msg[200];
+	snprintf(msg, sizeof msg, "record %" PRIu64 ": %s", i, why);
+	return berr(err, path, hd->records_at + i * sizeof(as_rec), msg);
+}
+
 static int check_records(const as_rec *recs, const bhdr *hd, const char *labels, const char *path, as_err *err)
 {
 	unsigned char *st = xcalloc(hd->nslots ? hd->nslots : 1, 1);
 	int rc = 0;
-	for (uint64_t i = 0; i < hd->nrec; i++) {
-		const char *why = check_rec(&recs[i], hd, labels);
-		if (!why)
-			why = check_slot(st, &recs[i]);
-		if (why) {
-			char msg[200];
-			snprintf(msg, sizeof msg, "record %" PRIu64 ": %s", i, why);
-			rc = berr(err, path, hd->records_at + i * sizeof(as_rec), msg);
-			break;
-		}
-	}
+	for (uint64_t i = 0; i < hd->nrec && !rc; i++)
+		rc = check_one(&recs[i], i, st, hd, labels, path, err);
 	free(st);
 	return rc;
+}
+
+/* A header whose file is not the size it describes. */
+static int size_err(const bhdr *hd, uint64_t size, const char *path, as_err *err)
+{
+	uint64_t want = hd->records_at + hd->nrec * sizeof(as_rec);
+	char msg[200];
+	snprintf(msg, sizeof msg, "%s binary trace: the header describes %" PRIu64 " bytes, the file has %" PRIu64,
+		want > size ? "truncated" : "overlong", want, size);
+	return berr(err, path, want > size ? size : want, msg);
 }
 
 int as_binfmt_map(as_evbuf *b, const char *path, as_err *err)
@@ -250,12 +262,8 @@ int as_binfmt_map(as_evbuf *b, const char *path, as_err *err)
 	bhdr hd;
 	if (check_header(h, path, &hd, &nb.meta, &nb, err))
 		goto bad;
-	uint64_t want = hd.records_at + hd.nrec * sizeof(as_rec);
-	if (want != (uint64_t)sb.st_size) {
-		char msg[200];
-		snprintf(msg, sizeof msg, "%s binary trace: the header describes %" PRIu64 " bytes, the file has %lld",
-			want > (uint64_t)sb.st_size ? "truncated" : "overlong", want, (long long)sb.st_size);
-		berr(err, path, want > (uint64_t)sb.st_size ? (uint64_t)sb.st_size : want, msg);
+	if (hd.records_at + hd.nrec * sizeof(as_rec) != (uint64_t)sb.st_size) {
+		size_err(&hd, (uint64_t)sb.st_size, path, err);
 		goto bad;
 	}
 	if (check_strings(h + AS_BIN_HEADER, &hd, path, &nb.meta, err))
@@ -333,6 +341,137 @@ int as_binfmt_write(const as_evbuf *b, const char *path, const struct stat *src,
 	if (b->n)
 		fwrite(b->recs, sizeof(as_rec), b->n, of.fp);
 	return as_outfile_close(&of, 1, err);
+}
+
+/* ---- chunked reader (replay of a regular file): pread into a small buffer ---- */
+
+/* Records read at a time: 28 KiB, which stays in the first-level caches (and costs a handful of
+ * page faults once). */
+#define CHUNK_RECS 512
+
+/* Reads exactly n bytes at off; a short read (the file shrank since it was checked) is an error. */
+static int pread_all(int fd, void *buf, size_t n, uint64_t off, const char *path, as_err *err)
+{
+	while (n) {
+		ssize_t got = pread(fd, buf, n, (off_t)off);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return as_fail(err, AS_EXIT_NOINPUT, "%s: read error near byte %" PRIu64 ": %s", path, off, strerror(errno));
+		if (!got)
+			return berr(err, path, off, "truncated binary trace (the file shrank while it was read)");
+		buf = (char *)buf + got;
+		n -= (size_t)got;
+		off += (uint64_t)got;
+	}
+	return 0;
+}
+
+int as_binfmt_stream_open(as_binstream *s, const char *path, as_err *err)
+{
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
+	struct stat sb;
+	if (!strcmp(path, "-") || stat(path, &sb) || !S_ISREG(sb.st_mode))
+		return 1; /* as as_binfmt_map: a FIFO could be opened only once */
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return as_fail(err, AS_EXIT_NOINPUT, "cannot open '%s': %s", path, strerror(errno));
+	unsigned char h[AS_BIN_HEADER];
+	if (pread(fd, h, AS_BIN_MAGIC_LEN, 0) != AS_BIN_MAGIC_LEN || memcmp(h, AS_BIN_MAGIC, AS_BIN_MAGIC_LEN) ||
+	    fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return 1; /* not ours: the readers decide (and report) */
+	}
+	s->fd = fd;
+	s->path = xstrdup(path);
+	uint64_t size = (uint64_t)sb.st_size;
+	if (size < AS_BIN_HEADER) {
+		char msg[120];
+		snprintf(msg, sizeof msg, "truncated binary trace: %" PRIu64 " bytes, shorter than its %d-byte header", size, AS_BIN_HEADER);
+		berr(err, path, size, msg);
+		goto bad;
+	}
+	if (pread_all(fd, h, sizeof h, 0, path, err) || check_header(h, path, &s->hd, &s->meta, NULL, err))
+		goto bad;
+	if (s->hd.records_at + s->hd.nrec * sizeof(as_rec) != size) {
+		size_err(&s->hd, size, path, err);
+		goto bad;
+	}
+	/* the file's size is checked: what follows is bounded by it */
+	size_t nstr = (size_t)(s->hd.records_at - AS_BIN_HEADER);
+	unsigned char *str = xmalloc(nstr ? nstr : 1);
+	if (pread_all(fd, str, nstr, AS_BIN_HEADER, path, err) || check_strings(str, &s->hd, path, &s->meta, err)) {
+		free(str);
+		goto bad;
+	}
+	s->labels = xmalloc(s->hd.nlabels + 1);
+	memcpy(s->labels, str + s->hd.nsettings, s->hd.nlabels);
+	s->labels[s->hd.nlabels] = 0;
+	free(str);
+	s->st = xcalloc(s->hd.nslots ? s->hd.nslots : 1, 1);
+	s->chunk = xmalloc(CHUNK_RECS * sizeof(as_rec));
+	return 0;
+bad:
+	as_binstream_close(s);
+	return -1;
+}
+
+static int refill(as_binstream *s, as_err *err)
+{
+	uint64_t left = s->hd.nrec - s->i;
+	size_t n = left < CHUNK_RECS ? (size_t)left : CHUNK_RECS;
+	if (pread_all(s->fd, s->chunk, n * sizeof(as_rec), s->hd.records_at + s->i * sizeof(as_rec), s->path, err))
+		return -1;
+	s->have = n;
+	s->at = 0;
+	return 0;
+}
+
+int as_binstream_next(as_binstream *s, as_event *ev, as_err *err)
+{
+	if (s->at == s->have) {
+		if (s->i == s->hd.nrec)
+			return 0;
+		if (refill(s, err))
+			return -1;
+	}
+	const as_rec *x = &s->chunk[s->at];
+	if (check_one(x, s->i, s->st, &s->hd, s->labels, s->path, err))
+		return -1;
+	as_rec_event(x, s->labels, (uint64_t)x->slot + 1, ev);
+	s->at++;
+	s->i++;
+	return 1;
+}
+
+int as_binstream_check_rest(as_binstream *s, as_err *err)
+{
+	for (;;) {
+		if (s->at == s->have) {
+			if (s->i == s->hd.nrec)
+				return 0;
+			if (refill(s, err))
+				return -1;
+		}
+		if (check_one(&s->chunk[s->at], s->i, s->st, &s->hd, s->labels, s->path, err))
+			return -1;
+		s->at++;
+		s->i++;
+	}
+}
+
+void as_binstream_close(as_binstream *s)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	as_meta_free(&s->meta);
+	free(s->path);
+	free(s->labels);
+	free(s->st);
+	free(s->chunk);
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
 }
 
 /* ---- streaming reader (standard input, info, validate): record by record ---- */

@@ -70,14 +70,14 @@ uint64_t as_evbuf_recorded_ooms(const as_evbuf *b);
 /* Appends one decoded event (readers, tests). */
 void as_evbuf_add(as_evbuf *b, const as_event *ev);
 
-static inline void as_evbuf_event(const as_evbuf *b, size_t i, as_event *ev)
+/* One record as an event (labels: the phase label arena; id: the event's id). */
+static inline void as_rec_event(const as_rec *x, const char *labels, uint64_t id, as_event *ev)
 {
-	const as_rec *x = &b->recs[i];
 	ev->type = (as_ev_type)x->type;
 	ev->flags = x->flags;
 	ev->slot = x->slot;
 	ev->pool = x->pool;
-	ev->id = b->ids ? b->ids[i] : (uint64_t)x->slot + 1;
+	ev->id = id;
 	ev->size = x->size;
 	ev->stream = x->stream;
 	ev->addr = x->type == EV_PHASE ? 0 : x->addr;
@@ -85,15 +85,27 @@ static inline void as_evbuf_event(const as_evbuf *b, size_t i, as_event *ev)
 	ev->pos = x->index;
 	ev->index = x->index;
 	ev->thread = x->thread;
-	ev->label = x->type == EV_PHASE ? b->labels + x->addr : NULL;
+	ev->label = x->type == EV_PHASE ? labels + x->addr : NULL;
 	ev->site = NULL;
 }
 
-/* Where replayed events come from: a reader (streaming, constant memory) or a decoded buffer. */
+static inline void as_evbuf_event(const as_evbuf *b, size_t i, as_event *ev)
+{
+	const as_rec *x = &b->recs[i];
+	as_rec_event(x, b->labels, b->ids ? b->ids[i] : (uint64_t)x->slot + 1, ev);
+}
+
+/* A binary trace read in chunks (readers/binfmt.h). */
+typedef struct as_binstream as_binstream;
+int as_binstream_next(as_binstream *s, as_event *ev, as_err *err);
+
+/* Where replayed events come from: a reader (streaming, constant memory), a decoded buffer, or a
+ * binary trace read in chunks. */
 typedef struct as_source {
 	as_reader *r;
 	const as_evbuf *b;
 	size_t i;
+	as_binstream *bs;
 } as_source;
 
 static inline int as_source_next(as_source *s, as_event *ev, as_err *err)
@@ -104,6 +116,8 @@ static inline int as_source_next(as_source *s, as_event *ev, as_err *err)
 		as_evbuf_event(s->b, s->i++, ev);
 		return 1;
 	}
+	if (s->bs)
+		return as_binstream_next(s->bs, ev, err);
 	return as_reader_next(s->r, ev, err);
 }
 #endif
