@@ -398,17 +398,13 @@ int as_binfmt_stream_open(as_binstream *s, const char *path, as_err *err)
 		size_err(&s->hd, size, path, err);
 		goto bad;
 	}
-	/* the file's size is checked: what follows is bounded by it */
+	/* the file's size is checked: what follows is bounded by it (the strings are read once and
+	 * kept: the labels are read in place, each NUL-terminated as check_strings makes sure) */
 	size_t nstr = (size_t)(s->hd.records_at - AS_BIN_HEADER);
-	unsigned char *str = xmalloc(nstr ? nstr : 1);
-	if (pread_all(fd, str, nstr, AS_BIN_HEADER, path, err) || check_strings(str, &s->hd, path, &s->meta, err)) {
-		free(str);
+	s->strings = xmalloc(nstr ? nstr : 1);
+	if (pread_all(fd, s->strings, nstr, AS_BIN_HEADER, path, err) || check_strings(s->strings, &s->hd, path, &s->meta, err))
 		goto bad;
-	}
-	s->labels = xmalloc(s->hd.nlabels + 1);
-	memcpy(s->labels, str + s->hd.nsettings, s->hd.nlabels);
-	s->labels[s->hd.nlabels] = 0;
-	free(str);
+	s->labels = (const char *)s->strings + s->hd.nsettings;
 	s->st = xcalloc(s->hd.nslots ? s->hd.nslots : 1, 1);
 	s->chunk = xmalloc(CHUNK_RECS * sizeof(as_rec));
 	return 0;
@@ -467,7 +463,7 @@ void as_binstream_close(as_binstream *s)
 		close(s->fd);
 	as_meta_free(&s->meta);
 	free(s->path);
-	free(s->labels);
+	free(s->strings);
 	free(s->st);
 	free(s->chunk);
 	memset(s, 0, sizeof(*s));

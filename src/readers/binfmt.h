@@ -31,7 +31,8 @@ struct as_binstream {
 	as_binhdr hd;
 	as_meta meta;
 	char *path;
-	char *labels;         /* the phase labels (nlabels bytes, then a NUL) */
+	unsigned char *strings; /* the settings and phase labels as in the file */
+	const char *labels;   /* the phase labels, in strings */
 	unsigned char *st;    /* slot states while checking (nslots bytes) */
 	as_rec *chunk;
 	size_t have, at;      /* records in the chunk, the next one */
