@@ -424,37 +424,36 @@ static int refill(as_binstream *s, as_err *err)
 	return 0;
 }
 
-int as_binstream_next(as_binstream *s, as_event *ev, as_err *err)
+/* The next record, checked (NULL: at the end, *rc 0; or an error, *rc -1). */
+static inline const as_rec *take(as_binstream *s, int *rc, as_err *err)
 {
-	if (s->at == s->have) {
-		if (s->i == s->hd.nrec)
-			return 0;
-		if (refill(s, err))
-			return -1;
-	}
+	*rc = 0;
+	if (s->at == s->have && (s->i == s->hd.nrec || (*rc = refill(s, err))))
+		return NULL;
 	const as_rec *x = &s->chunk[s->at];
-	if (check_one(x, s->i, s->st, &s->hd, s->labels, s->path, err))
-		return -1;
-	as_rec_event(x, s->labels, (uint64_t)x->slot + 1, ev);
+	if ((*rc = check_one(x, s->i, s->st, &s->hd, s->labels, s->path, err)))
+		return NULL;
 	s->at++;
 	s->i++;
+	return x;
+}
+
+int as_binstream_next(as_binstream *s, as_event *ev, as_err *err)
+{
+	int rc;
+	const as_rec *x = take(s, &rc, err);
+	if (!x)
+		return rc;
+	as_rec_event(x, s->labels, (uint64_t)x->slot + 1, ev);
 	return 1;
 }
 
 int as_binstream_check_rest(as_binstream *s, as_err *err)
 {
-	for (;;) {
-		if (s->at == s->have) {
-			if (s->i == s->hd.nrec)
-				return 0;
-			if (refill(s, err))
-				return -1;
-		}
-		if (check_one(&s->chunk[s->at], s->i, s->st, &s->hd, s->labels, s->path, err))
-			return -1;
-		s->at++;
-		s->i++;
-	}
+	int rc;
+	while (take(s, &rc, err))
+		;
+	return rc;
 }
 
 void as_binstream_close(as_binstream *s)
