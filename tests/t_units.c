@@ -2,6 +2,7 @@
 #include "tap.h"
 #include "util/common.h"
 #include "util/idmap.h"
+#include "util/fitset.h"
 #include "device/device.h"
 #include "engine/engine.h"
 #include "device/pool_sim.h"
@@ -127,6 +128,46 @@ static void test_placement(void)
 		as_dev_free(d, ad[k], sz[k], 0);
 	as_device_destroy(d);
 	gsl_rng_free(rng);
+}
+
+/* The largest size, kept as members come and go: few members of small, often equal sizes, so
+ * that the largest leaves often (the random test above nearly always holds a size near 2^64). */
+static void test_fitset_largest(void)
+{
+	enum { N = 24 };
+	static as_fitnode nd[N];
+	uint64_t size[N] = { 0 };
+	int in[N] = { 0 }, good = 1, left = 0;
+	uint64_t prev = 0;
+	gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+	gsl_rng_set(r, 5);
+	as_fitset s;
+	as_fitset_init(&s);
+	for (int it = 0; it < 20000 && good; it++) {
+		int i = (int)gsl_rng_uniform_int(r, N);
+		uint64_t sz = 512 * gsl_rng_uniform_int(r, 12) + (gsl_rng_uniform_int(r, 4) == 0 ? 8 : 0);
+		uint64_t ptr = (uint64_t)i + N * gsl_rng_uniform_int(r, 1000);
+		if (!in[i]) {
+			as_fitset_insert(&s, &nd[i], gsl_rng_uniform_int(r, 3), sz, ptr);
+			in[i] = 1;
+		} else if (gsl_rng_uniform_int(r, 2)) {
+			as_fitset_rekey(&s, &nd[i], sz, ptr);
+		} else {
+			as_fitset_remove(&s, &nd[i]);
+			in[i] = 0;
+		}
+		size[i] = sz;
+		uint64_t big = 0;
+		for (int j = 0; j < N; j++)
+			big = in[j] && size[j] > big ? size[j] : big;
+		if (it % 2 == 0 && as_fitset_largest(&s) != big)
+			good = 0;
+		left += big < prev;
+		prev = big;
+	}
+	ok(good && left > 300, "fitset: the largest size is right after each of 20000 steps (the largest left %d times)", left);
+	as_fitset_destroy(&s);
+	gsl_rng_free(r);
 }
 
 /* PyTorch worked examples (spec section 19). */
@@ -592,8 +633,143 @@ static void test_pickle_limits(void)
 	free(b);
 }
 
+/* The free-block index (util/fitset.h) against a sorted array of the same keys: every answer of the
+ * one red-black tree it replaces (nfind, find, next, prev, min, max, the walk both ways), after each
+ * of 60,000 random inserts, removals and key changes over five streams (0 and UINT64_MAX among
+ * them) and sizes from 0 to 2^64 - 1 with many ties. */
+typedef struct fkey { uint64_t stream, size, ptr; int i; } fkey;
+static int fkey_cmp(const void *a, const void *b)
+{
+	const fkey *x = a, *y = b;
+	if (x->stream != y->stream)
+		return x->stream < y->stream ? -1 : 1;
+	if (x->size != y->size)
+		return x->size < y->size ? -1 : 1;
+	return x->ptr < y->ptr ? -1 : x->ptr > y->ptr;
+}
+#define FN 600
+static as_fitnode fnodes[FN];
+static uint64_t fstream[FN];
+static int fin[FN];
+static size_t fsorted(fkey *k, int *who)
+{
+	size_t n = 0;
+	for (int i = 0; i < FN; i++)
+		if (fin[i])
+			k[n++] = (fkey){ fstream[i], fnodes[i].size, fnodes[i].ptr, i };
+	qsort(k, n, sizeof *k, fkey_cmp);
+	for (size_t j = 0; j < n; j++)
+		who[j] = k[j].i;
+	return n;
+}
+static uint64_t frand_size(gsl_rng *r)
+{
+	switch (gsl_rng_uniform_int(r, 6)) {
+	case 0: return gsl_rng_uniform_int(r, 70);                          /* the linear classes and 0 */
+	case 1: return 512 * (1 + gsl_rng_uniform_int(r, 8));               /* ties */
+	case 2: return UINT64_MAX - gsl_rng_uniform_int(r, 3);              /* the last classes */
+	case 3: { unsigned k = (unsigned)gsl_rng_uniform_int(r, 64); uint64_t p = 1ULL << k;
+		return p + (gsl_rng_uniform_int(r, 3) - 1); }               /* around powers of two */
+	default: return (gsl_rng_get(r) << 20) ^ gsl_rng_get(r);
+	}
+}
+static void test_fitset(void)
+{
+	static const uint64_t streams[] = { 0, 7, 8, 1ULL << 40, UINT64_MAX };
+	int mono = 1;
+	for (unsigned k = 0; k < 64; k++)
+		for (uint64_t d = 0; d < 3; d++) {
+			uint64_t a = (1ULL << k) - 1 + d, b = a + 1;
+			if (b > a && as_fit_class(a) > as_fit_class(b))
+				mono = 0;
+		}
+	ok(mono && as_fit_class(UINT64_MAX) < AS_FIT_WORDS * 64, "fitset: size classes are monotone and in range");
+	gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+	gsl_rng_set(r, 11);
+	as_fitset s;
+	as_fitset_init(&s);
+	static fkey k[FN];
+	static int who[FN];
+	int good = 1, steps = 0;
+	for (int it = 0; it < 60000 && good; it++) {
+		int i = (int)gsl_rng_uniform_int(r, FN);
+		uint64_t size = frand_size(r), ptr = gsl_rng_uniform_int(r, 4) << 9;
+		/* the ptr makes keys unique: node i owns ptrs congruent to i */
+		ptr = ptr * FN + (uint64_t)i;
+		if (!fin[i]) {
+			fstream[i] = streams[gsl_rng_uniform_int(r, 5)];
+			as_fitset_insert(&s, &fnodes[i], fstream[i], size, ptr);
+			fin[i] = 1;
+		} else if (gsl_rng_uniform_int(r, 3) == 0) {
+			as_fitset_rekey(&s, &fnodes[i], size, ptr);
+		} else {
+			as_fitset_remove(&s, &fnodes[i]);
+			fin[i] = 0;
+		}
+		steps++;
+		size_t n = fsorted(k, who);
+		if (s.count != n)
+			good = 0;
+		/* the walk both ways */
+		as_fitnode *x = as_fitset_min(&s);
+		for (size_t j = 0; j < n && good; j++, x = as_fitset_next(&s, x))
+			if (x != &fnodes[who[j]] || as_fitnode_stream(x) != k[j].stream)
+				good = 0;
+		if (x)
+			good = 0;
+		x = as_fitset_max(&s);
+		for (size_t j = n; j-- > 0 && good; x = as_fitset_prev(&s, x))
+			if (x != &fnodes[who[j]])
+				good = 0;
+		if (x)
+			good = 0;
+		/* nfind and find of random keys and of members' keys */
+		for (int q = 0; q < 8 && good; q++) {
+			fkey key = { streams[gsl_rng_uniform_int(r, 5)], frand_size(r), 0, 0 };
+			if (q < 2 && n) {
+				key = k[gsl_rng_uniform_int(r, n)];
+				key.ptr = 0;
+			}
+			size_t j = 0;
+			while (j < n && fkey_cmp(&k[j], &key) < 0)
+				j++;
+			as_fitnode *want = j < n ? &fnodes[who[j]] : NULL;
+			if (as_fitset_nfind(&s, key.stream, key.size) != want)
+				good = 0;
+		}
+		if (n) {
+			size_t j = gsl_rng_uniform_int(r, n);
+			if (as_fitset_find(&s, k[j].stream, k[j].size, k[j].ptr) != &fnodes[who[j]] ||
+			    as_fitset_find(&s, k[j].stream, k[j].size, k[j].ptr + (4 << 9) * FN) != NULL) /* no one's */
+				good = 0;
+		}
+		/* the largest size, asked at every third step (a cached answer must survive the others) */
+		if (it % 3 == 0) {
+			uint64_t big = 0;
+			for (size_t j = 0; j < n; j++)
+				big = k[j].size > big ? k[j].size : big;
+			if (as_fitset_largest(&s) != big)
+				good = 0;
+		}
+		if (!good)
+			printf("#   fitset differs from the sorted keys after step %d (%zu members)\n", it, n);
+	}
+	ok(good, "fitset: nfind, find, next, prev, min, max, largest and count equal a sorted array's over %d random steps", steps);
+	for (int i = 0; i < FN; i++)
+		if (fin[i]) {
+			as_fitset_remove(&s, &fnodes[i]);
+			fin[i] = 0;
+		}
+	ok(s.count == 0 && !as_fitset_min(&s) && !as_fitset_max(&s) && !as_fitset_nfind(&s, 0, 0) && as_fitset_largest(&s) == 0,
+	   "fitset: empty after every member is removed");
+	as_fitset_destroy(&s);
+	gsl_rng_free(r);
+}
+
 int main(void)
 {
+	test_fitset();
+	test_fitset_largest();
 	test_phys();
 	test_pickle_limits();
 	test_pool_model();

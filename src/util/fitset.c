@@ -1,0 +1,379 @@
+/* fitset.c - the free-block index of fitset.h: per stream, size classes over small red-black trees. */
+#include "util/fitset.h"
+#include "util/common.h"
+#include <stdlib.h>
+
+#define FIT_LAST_CLASS (AS_FIT_WORDS * 64u - 1u)
+
+static int fit_cmp(const as_fitnode *a, const as_fitnode *b)
+{
+	if (a->size != b->size)
+		return a->size < b->size ? -1 : 1;
+	return a->ptr < b->ptr ? -1 : a->ptr > b->ptr;
+}
+
+static int stream_cmp(const as_fitstream *a, const as_fitstream *b)
+{
+	return a->stream < b->stream ? -1 : a->stream > b->stream;
+}
+
+RB_GENERATE_STATIC(as_fittree, as_fitnode, rb, fit_cmp);
+RB_GENERATE_STATIC(as_fitstreams, as_fitstream, rb, stream_cmp);
+
+/* (size, ptr) < n's key */
+static inline int key_less(uint64_t size, uint64_t ptr, const as_fitnode *n)
+{
+	return (size < n->size) | ((size == n->size) & (ptr < n->ptr));
+}
+
+static inline struct as_fittree *tree_of(as_fitstream *st, uint32_t c)
+{
+	return &st->chunk[c >> 6]->t[c & 63];
+}
+
+/* The classes of word w that hold a block. */
+static inline uint64_t word_bits(const as_fitstream *st, uint32_t w)
+{
+	return st->top >> w & 1 ? st->chunk[w]->bits : 0;
+}
+
+/* ---- streams: a stream's part stays while it holds a block, and while it is the one found last
+ * (so that a pool that empties and fills again on one stream does not drop and rebuild it); at
+ * most that one stream is empty. */
+
+static void stream_drop(as_fitset *s, as_fitstream *st)
+{
+	RB_REMOVE(as_fitstreams, &s->streams, st);
+	for (unsigned w = 0; w < AS_FIT_WORDS; w++)
+		if (st->chunk[w]) {
+			st->chunk[w]->spare = s->spare_chunks;
+			s->spare_chunks = st->chunk[w];
+			st->chunk[w] = NULL;
+		}
+	st->spare = s->spare_streams;
+	s->spare_streams = st;
+}
+
+static void set_last(as_fitset *s, as_fitstream *st)
+{
+	as_fitstream *old = s->last;
+	if (old && old != st && !old->count)
+		stream_drop(s, old);
+	s->last = st;
+}
+
+static as_fitstream *stream_find(as_fitset *s, uint64_t stream)
+{
+	as_fitstream *st = s->last;
+	if (st && st->stream == stream)
+		return st;
+	for (st = RB_ROOT(&s->streams); st; st = stream < st->stream ? RB_LEFT(st, rb) : RB_RIGHT(st, rb))
+		if (st->stream == stream) {
+			set_last(s, st);
+			return st;
+		}
+	return NULL;
+}
+
+/* The first stream after stream. */
+static as_fitstream *stream_after(as_fitset *s, uint64_t stream)
+{
+	as_fitstream *st = RB_ROOT(&s->streams), *res = NULL;
+	while (st) {
+		int after = stream < st->stream;
+		res = after ? st : res;
+		st = after ? RB_LEFT(st, rb) : RB_RIGHT(st, rb);
+	}
+	return res;
+}
+
+static as_fitstream *stream_new(as_fitset *s, uint64_t stream)
+{
+	as_fitstream *st = s->spare_streams;
+	if (st)
+		s->spare_streams = st->spare; /* top and count 0, no chunks: as it was dropped */
+	else
+		st = xcalloc(1, sizeof(*st));
+	st->stream = stream;
+	RB_INSERT(as_fitstreams, &s->streams, st);
+	set_last(s, st);
+	return st;
+}
+
+/* ---- classes ------------------------------------------------------------------------------ */
+
+static inline as_fitnode *tree_min(struct as_fittree *t)
+{
+	as_fitnode *n = RB_ROOT(t);
+	if (n)
+		while (RB_LEFT(n, rb))
+			n = RB_LEFT(n, rb);
+	return n;
+}
+
+static inline as_fitnode *tree_max(struct as_fittree *t)
+{
+	as_fitnode *n = RB_ROOT(t);
+	if (n)
+		while (RB_RIGHT(n, rb))
+			n = RB_RIGHT(n, rb);
+	return n;
+}
+
+/* The smallest member of the first class at or after c that holds one. */
+static as_fitnode *first_from(as_fitstream *st, uint32_t c)
+{
+	uint32_t w = c >> 6;
+	if (w >= AS_FIT_WORDS)
+		return NULL;
+	uint64_t m = word_bits(st, w) & (~0ULL << (c & 63));
+	if (!m) {
+		uint64_t t = w + 1 < AS_FIT_WORDS ? st->top & (~0ULL << (w + 1)) : 0;
+		if (!t)
+			return NULL;
+		w = (uint32_t)__builtin_ctzll(t);
+		m = st->chunk[w]->bits;
+	}
+	return tree_min(&st->chunk[w]->t[__builtin_ctzll(m)]);
+}
+
+/* The largest member of the last class at or before c that holds one. */
+static as_fitnode *last_upto(as_fitstream *st, uint32_t c)
+{
+	uint32_t w = c >> 6;
+	uint64_t m = word_bits(st, w) & (~0ULL >> (63 - (c & 63)));
+	if (!m) {
+		uint64_t t = w ? st->top & (~0ULL >> (64 - w)) : 0;
+		if (!t)
+			return NULL;
+		w = 63u - (uint32_t)__builtin_clzll(t);
+		m = st->chunk[w]->bits;
+	}
+	return tree_max(&st->chunk[w]->t[63 - __builtin_clzll(m)]);
+}
+
+/* ---- the set -------------------------------------------------------------------------------- */
+
+void as_fitset_init(as_fitset *s)
+{
+	RB_INIT(&s->streams);
+	s->last = NULL;
+	s->spare_streams = NULL;
+	s->spare_chunks = NULL;
+	s->count = 0;
+	s->largest = 0;
+	s->largest_ok = 1;
+}
+
+void as_fitset_destroy(as_fitset *s)
+{
+	as_fitstream *st, *next;
+	for (st = RB_MIN(as_fitstreams, &s->streams); st; st = next) {
+		next = RB_NEXT(as_fitstreams, &s->streams, st);
+		stream_drop(s, st);
+	}
+	for (st = s->spare_streams; st; st = next) {
+		next = st->spare;
+		free(st);
+	}
+	for (as_fitchunk *c = s->spare_chunks, *cn; c; c = cn) {
+		cn = c->spare;
+		free(c);
+	}
+	as_fitset_init(s);
+}
+
+/* RB_INSERT with a two-way descent (one combined comparison per level: keys are unique), linked
+ * and balanced by libbsd's RB_SET and the generated insert colouring. */
+static void tree_insert(struct as_fittree *t, as_fitnode *n)
+{
+	as_fitnode *parent = NULL, *tmp = RB_ROOT(t);
+	int less = 0;
+	while (tmp) {
+		parent = tmp;
+		less = key_less(n->size, n->ptr, tmp);
+		tmp = less ? RB_LEFT(tmp, rb) : RB_RIGHT(tmp, rb);
+	}
+	RB_SET(n, parent, rb);
+	if (!parent)
+		RB_ROOT(t) = n;
+	else if (less)
+		RB_LEFT(parent, rb) = n;
+	else
+		RB_RIGHT(parent, rb) = n;
+	as_fittree_RB_INSERT_COLOR(t, n);
+}
+
+void as_fitset_insert(as_fitset *s, as_fitnode *n, uint64_t stream, uint64_t size, uint64_t ptr)
+{
+	as_fitstream *st = stream_find(s, stream);
+	if (!st)
+		st = stream_new(s, stream);
+	uint32_t c = as_fit_class(size), w = c >> 6;
+	n->size = size;
+	n->ptr = ptr;
+	n->st = st;
+	n->cls = c;
+	as_fitchunk *ch = st->chunk[w];
+	if (!ch) {
+		ch = s->spare_chunks;
+		if (ch) {
+			s->spare_chunks = ch->spare;
+			RB_INIT(&ch->t[0]); /* the others stayed empty, bits stayed 0 */
+		} else {
+			ch = xcalloc(1, sizeof(*ch));
+		}
+		st->chunk[w] = ch;
+	}
+	st->top |= 1ULL << w;
+	ch->bits |= 1ULL << (c & 63);
+	tree_insert(&ch->t[c & 63], n);
+	st->count++;
+	s->count++;
+	if (s->largest_ok && size > s->largest)
+		s->largest = size;
+}
+
+void as_fitset_remove(as_fitset *s, as_fitnode *n)
+{
+	as_fitstream *st = n->st;
+	uint32_t c = n->cls, w = c >> 6;
+	as_fitchunk *ch = st->chunk[w];
+	struct as_fittree *t = &ch->t[c & 63];
+	RB_REMOVE(as_fittree, t, n);
+	if (!RB_ROOT(t)) {
+		ch->bits &= ~(1ULL << (c & 63));
+		if (!ch->bits)
+			st->top &= ~(1ULL << w);
+	}
+	if (n->size == s->largest)
+		s->largest_ok = 0; /* perhaps another of that size stays: the next question looks */
+	if (!--s->count) {
+		s->largest = 0;
+		s->largest_ok = 1;
+	}
+	if (!--st->count)
+		set_last(s, st);
+	n->st = NULL;
+}
+
+void as_fitset_rekey(as_fitset *s, as_fitnode *n, uint64_t size, uint64_t ptr)
+{
+	if (as_fit_class(size) == n->cls) {
+		as_fitnode *pv = RB_PREV(as_fittree, NULL, n), *nx = RB_NEXT(as_fittree, NULL, n);
+		if ((!pv || !key_less(size, ptr, pv)) && (!nx || key_less(size, ptr, nx))) {
+			if (n->size == s->largest && size < n->size)
+				s->largest_ok = 0;
+			else if (size > s->largest && s->largest_ok)
+				s->largest = size;
+			n->size = size;
+			n->ptr = ptr;
+			return;
+		}
+	}
+	uint64_t stream = n->st->stream;
+	as_fitset_remove(s, n);
+	as_fitset_insert(s, n, stream, size, ptr);
+}
+
+as_fitnode *as_fitset_nfind(as_fitset *s, uint64_t stream, uint64_t size)
+{
+	as_fitstream *st = stream_find(s, stream);
+	as_fitnode *r;
+	if (st) {
+		uint32_t c = as_fit_class(size);
+		if (word_bits(st, c >> 6) & (1ULL << (c & 63))) {
+			as_fitnode *tmp = RB_ROOT(tree_of(st, c));
+			r = NULL;
+			while (tmp) { /* (size, 0) <= tmp */
+				int le = size <= tmp->size;
+				r = le ? tmp : r;
+				tmp = le ? RB_LEFT(tmp, rb) : RB_RIGHT(tmp, rb);
+			}
+			if (r)
+				return r;
+		}
+		if ((r = first_from(st, c + 1)))
+			return r;
+	}
+	for (st = stream_after(s, stream); st; st = RB_NEXT(as_fitstreams, &s->streams, st))
+		if ((r = first_from(st, 0)))
+			return r;
+	return NULL;
+}
+
+as_fitnode *as_fitset_find(as_fitset *s, uint64_t stream, uint64_t size, uint64_t ptr)
+{
+	as_fitstream *st = stream_find(s, stream);
+	if (!st)
+		return NULL;
+	uint32_t c = as_fit_class(size);
+	if (!(word_bits(st, c >> 6) & (1ULL << (c & 63))))
+		return NULL;
+	as_fitnode *n = RB_ROOT(tree_of(st, c));
+	while (n && (n->size != size || n->ptr != ptr))
+		n = key_less(size, ptr, n) ? RB_LEFT(n, rb) : RB_RIGHT(n, rb);
+	return n;
+}
+
+as_fitnode *as_fitset_next(as_fitset *s, as_fitnode *n)
+{
+	as_fitnode *r = RB_NEXT(as_fittree, NULL, n);
+	if (r)
+		return r;
+	as_fitstream *st = n->st;
+	if ((r = first_from(st, n->cls + 1)))
+		return r;
+	for (st = RB_NEXT(as_fitstreams, &s->streams, st); st; st = RB_NEXT(as_fitstreams, &s->streams, st))
+		if ((r = first_from(st, 0)))
+			return r;
+	return NULL;
+}
+
+as_fitnode *as_fitset_prev(as_fitset *s, as_fitnode *n)
+{
+	as_fitnode *r = RB_PREV(as_fittree, NULL, n);
+	if (r)
+		return r;
+	as_fitstream *st = n->st;
+	if (n->cls && (r = last_upto(st, n->cls - 1)))
+		return r;
+	for (st = RB_PREV(as_fitstreams, &s->streams, st); st; st = RB_PREV(as_fitstreams, &s->streams, st))
+		if ((r = last_upto(st, FIT_LAST_CLASS)))
+			return r;
+	return NULL;
+}
+
+as_fitnode *as_fitset_min(as_fitset *s)
+{
+	as_fitnode *r;
+	for (as_fitstream *st = RB_MIN(as_fitstreams, &s->streams); st; st = RB_NEXT(as_fitstreams, &s->streams, st))
+		if ((r = first_from(st, 0)))
+			return r;
+	return NULL;
+}
+
+as_fitnode *as_fitset_max(as_fitset *s)
+{
+	as_fitnode *r;
+	for (as_fitstream *st = RB_MAX(as_fitstreams, &s->streams); st; st = RB_PREV(as_fitstreams, &s->streams, st))
+		if ((r = last_upto(st, FIT_LAST_CLASS)))
+			return r;
+	return NULL;
+}
+
+uint64_t as_fitset_largest(as_fitset *s)
+{
+	if (!s->largest_ok) {
+		uint64_t m = 0;
+		as_fitstream *st;
+		RB_FOREACH(st, as_fitstreams, &s->streams) {
+			as_fitnode *r = last_upto(st, FIT_LAST_CLASS);
+			if (r && r->size > m)
+				m = r->size;
+		}
+		s->largest = m;
+		s->largest_ok = 1;
+	}
+	return s->largest;
+}
