@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include "util/fitset.h"
 #include "util/tree.h"
 
 typedef struct ppool ppool;
@@ -27,18 +28,12 @@ typedef struct pblock {
 	uint64_t gc_base;                 /* pool's get_free_block count when inserted */
 	uint8_t allocated, mapped, pending;
 	uint8_t untouched;                /* a whole segment never mapped: in pool->untouched */
-	RB_ENTRY(pblock) rb;              /* in pool->blocks (free, mapped), pool->unmapped or pool->untouched */
+	union {                           /* a block is in one set at most: */
+		as_fitnode fit;           /* pool->blocks (free and mapped) */
+		RB_ENTRY(pblock) rb;      /* pool->unmapped or pool->untouched */
+	};
 	struct pblock *all_prev, *all_next;
 } pblock;
-
-static int cmp_size(const pblock *a, const pblock *b)
-{
-	if (a->stream != b->stream)
-		return a->stream < b->stream ? -1 : 1;
-	if (a->size != b->size)
-		return a->size < b->size ? -1 : 1;
-	return a->ptr < b->ptr ? -1 : a->ptr > b->ptr;
-}
 
 static int cmp_addr(const pblock *a, const pblock *b)
 {
@@ -47,13 +42,11 @@ static int cmp_addr(const pblock *a, const pblock *b)
 	return a->ptr < b->ptr ? -1 : a->ptr > b->ptr;
 }
 
-RB_HEAD(bset, pblock);
 RB_HEAD(uset, pblock);
-RB_GENERATE_STATIC(bset, pblock, rb, cmp_size);
 RB_GENERATE_STATIC(uset, pblock, rb, cmp_addr);
 
 struct ppool {
-	struct bset blocks;
+	as_fitset blocks;    /* free blocks by (stream, size, address): PyTorch's BlockPool::blocks */
 	struct uset unmapped;
 	/* Expandable segments reserved but never mapped (one unmapped block each, the whole range; a
 	 * request too large to map leaves one behind, as PyTorch does). They are PyTorch's unmapped
@@ -65,6 +58,48 @@ struct ppool {
 	int nosplit;         /* a MemPool(no_split=True)'s: blocks are handed out whole */
 	uint64_t gc_calls;
 };
+
+/* pool->blocks, PyTorch's BlockPool::blocks: a std::set of free blocks ordered by (stream, size,
+ * address), here a fitset (src/util/fitset.h: the same order and answers, size classes inside). A
+ * block's key there is its stream, size and ptr as inserted: a member's size or ptr changes only
+ * through bs_rekey. */
+static inline pblock *fb(as_fitnode *n)
+{
+	return n ? (pblock *)(void *)((char *)n - offsetof(pblock, fit)) : NULL;
+}
+static inline pblock *bs_next(ppool *pool, pblock *b)
+{
+	return fb(as_fitset_next(&pool->blocks, &b->fit));
+}
+static inline pblock *bs_prev(ppool *pool, pblock *b)
+{
+	return fb(as_fitset_prev(&pool->blocks, &b->fit));
+}
+static inline pblock *bs_min(ppool *pool)
+{
+	return fb(as_fitset_min(&pool->blocks));
+}
+static inline pblock *bs_max(ppool *pool)
+{
+	return fb(as_fitset_max(&pool->blocks));
+}
+/* RB_NFIND of (stream, size, 0): the first block at or after that key, of a later stream too. */
+static inline pblock *bs_nfind(ppool *pool, uint64_t stream, uint64_t size)
+{
+	return fb(as_fitset_nfind(&pool->blocks, stream, size));
+}
+static inline void bs_remove(ppool *pool, pblock *b)
+{
+	as_fitset_remove(&pool->blocks, &b->fit);
+}
+/* A member's new ptr and size. */
+static inline void bs_rekey(ppool *pool, pblock *b, uint64_t ptr, uint64_t size)
+{
+	as_fitset_rekey(&pool->blocks, &b->fit, size, ptr);
+	b->ptr = ptr;
+	b->size = size;
+}
+#define BS_FOREACH(b, pool) for ((b) = bs_min(pool); (b); (b) = bs_next((pool), (b)))
 
 /* A private pool (PyTorch's PrivatePool): its own small and large BlockPools. */
 typedef struct privpool {
@@ -130,11 +165,11 @@ static inline int at_limit(ptpol *p, uint64_t x)
 	return 0;
 }
 
-/* What RB_NFIND(bset, (stream, max_split_size, 0)) found, as answers of at_limit: it (when on the
+/* What bs_nfind(pool, stream, max_split_size) found, as answers of at_limit: it (when on the
  * stream) is at or above the limit, the block before it (when on the stream) below. */
 static void note_limit_search(ptpol *p, ppool *pool, uint64_t stream, pblock *it)
 {
-	pblock *before = it ? RB_PREV(bset, &pool->blocks, it) : RB_MAX(bset, &pool->blocks);
+	pblock *before = it ? bs_prev(pool, it) : bs_max(pool);
 	if (it && it->stream == stream)
 		(void)at_limit(p, it->size);
 	if (before && before->stream == stream)
@@ -220,39 +255,10 @@ static int is_split(const pblock *b)
 	return b->prev || b->next;
 }
 
-/* Whether a sorts before b in pool->blocks (cmp_size < 0), as one expression. */
-static inline int size_less(const pblock *a, const pblock *b)
-{
-	return (a->stream < b->stream) |
-	       ((a->stream == b->stream) & ((a->size < b->size) | ((a->size == b->size) & (a->ptr < b->ptr))));
-}
-
-/* RB_INSERT for pool->blocks with a two-way descent (one combined comparison per level instead of
- * cmp_size's three-way result and the equal-key test: keys are unique, a free block's address);
- * the node is then linked and balanced by libbsd's own RB_SET and bset_RB_INSERT_COLOR. */
-static void bset_insert(struct bset *t, pblock *b)
-{
-	pblock *parent = NULL, *tmp = RB_ROOT(t);
-	int less = 0;
-	while (tmp) {
-		parent = tmp;
-		less = size_less(b, tmp);
-		tmp = less ? RB_LEFT(tmp, rb) : RB_RIGHT(tmp, rb);
-	}
-	RB_SET(b, parent, rb);
-	if (!parent)
-		RB_ROOT(t) = b;
-	else if (less)
-		RB_LEFT(parent, rb) = b;
-	else
-		RB_RIGHT(parent, rb) = b;
-	bset_RB_INSERT_COLOR(t, b);
-}
-
 static void insert_into_blocks(ppool *pool, pblock *b)
 {
 	b->gc_base = pool->gc_calls;
-	bset_insert(&pool->blocks, b);
+	as_fitset_insert(&pool->blocks, &b->fit, b->stream, b->size, b->ptr);
 }
 
 static int gc_enabled(const ptpol *p)
@@ -265,20 +271,6 @@ static int gc_enabled(const ptpol *p)
 static uint64_t expandable_size(const pblock *b)
 {
 	return b->size + (b->next && !b->next->mapped ? b->next->size : 0);
-}
-
-/* RB_NFIND(bset, (stream, size, 0)) with a two-way descent (see bset_insert): the first block at
- * or after that key. */
-static inline pblock *bset_nfind(struct bset *t, uint64_t stream, uint64_t size)
-{
-	pblock *tmp = RB_ROOT(t), *res = NULL;
-	while (tmp) {
-		/* (stream, size, 0) <= tmp */
-		int le = (stream < tmp->stream) | ((stream == tmp->stream) & (size <= tmp->size));
-		res = le ? tmp : res;
-		tmp = le ? RB_LEFT(tmp, rb) : RB_RIGHT(tmp, rb);
-	}
-	return res;
 }
 
 /* get_free_block's max_split_size rules: a request under the limit takes no oversize block, and one
@@ -294,15 +286,15 @@ static inline int oversize_refuses(ptpol *p, const pblock *b, uint64_t s)
  * (stream, s, 0) on the same stream, with the expandable descent and the oversize rules. */
 static pblock *lookup(ptpol *p, ppool *pool, uint64_t stream, uint64_t s)
 {
-	pblock *it = bset_nfind(&pool->blocks, stream, s);
+	pblock *it = bs_nfind(pool, stream, s);
 	if (!it || it->stream != stream)
 		return NULL;
 	if (it->es && p->c.expandable) {
 		/* Prefer interior free blocks over the growable tail (local descent). */
-		pblock *next = RB_NEXT(bset, &pool->blocks, it);
+		pblock *next = bs_next(pool, it);
 		while (it->es && next && next->stream == stream && expandable_size(next) < expandable_size(it)) {
 			it = next;
-			next = RB_NEXT(bset, &pool->blocks, next);
+			next = bs_next(pool, next);
 		}
 	}
 	return oversize_refuses(p, it, s) ? NULL : it;
@@ -338,7 +330,7 @@ static uint64_t try_merge(ptpol *p, pblock *dst, pblock *src)
 	dst->size += sub;
 	waste_in(p, dst);
 	if (src->mapped)
-		RB_REMOVE(bset, &src->pool->blocks, src);
+		bs_remove(src->pool, src);
 	else
 		RB_REMOVE(uset, &src->pool->unmapped, src);
 	block_delete(p, src);
@@ -353,7 +345,7 @@ static inline int mergeable(const pblock *dst, const pblock *src)
 /* free_block's merges (try_merge with the previous then the next block, then the insert of the
  * result), with the same set and sums as the result: the merged block is one of the free
  * neighbours, already in pool->blocks, not b; its key only grows (a larger size), so it keeps its
- * place in the tree when it still sorts before its successor, instead of a removal and an insert.
+ * place in the set when the order allows (bs_rekey), instead of a removal and an insert.
  * Which block object stands for the merged range is invisible (handles of free blocks are never
  * held). Returns the merged block; counts the merges into nblocks and nbytes as free_block does. */
 static pblock *merge_free(ptpol *p, pblock *b, int64_t *nblocks, int64_t *nbytes)
@@ -375,11 +367,9 @@ static pblock *merge_free(ptpol *p, pblock *b, int64_t *nblocks, int64_t *nbytes
 		size += nx->size;
 	}
 	if (mp && mn)
-		RB_REMOVE(bset, &pool->blocks, nx);
-	pblock *succ = RB_NEXT(bset, &pool->blocks, m);
+		bs_remove(pool, nx);
 	waste_out(p, m);
-	m->ptr = ptr;
-	m->size = size;
+	bs_rekey(pool, m, ptr, size);
 	m->prev = prev;
 	m->next = next;
 	m->requested = b->requested;
@@ -389,10 +379,6 @@ static pblock *merge_free(ptpol *p, pblock *b, int64_t *nblocks, int64_t *nbytes
 		prev->next = m;
 	if (next)
 		next->prev = m;
-	if (succ && !size_less(m, succ)) {
-		RB_REMOVE(bset, &pool->blocks, m);
-		bset_insert(&pool->blocks, m);
-	}
 	m->gc_base = pool->gc_calls;
 	block_delete(p, b);
 	if (mp && mn)
@@ -448,7 +434,7 @@ static void release_block(ptpol *p, pblock *b)
 	p->st.num_device_free++;
 	if (at_limit(p, b->size))
 		pt_dec(&p->st.oversize_segments, 1);
-	RB_REMOVE(bset, &pool->blocks, b);
+	bs_remove(pool, b);
 	block_delete(p, b);
 }
 
@@ -589,7 +575,7 @@ static pblock *try_allocate_expandable(ptpol *p, ppool *pool, uint64_t stream, u
 			return NULL;
 		c = nc;
 	}
-	RB_REMOVE(bset, &pool->blocks, c);
+	bs_remove(pool, c);
 	return c;
 }
 
@@ -620,7 +606,7 @@ static void unmap_block(ptpol *p, pblock *b)
 	uint64_t end = es->base + seg_left(es, b->ptr + b->size) * es->page;
 	if (begin >= end)
 		return;
-	RB_REMOVE(bset, &pool->blocks, b);
+	bs_remove(pool, b);
 	uint64_t before = begin - b->ptr;
 	if (before) {
 		pblock *bf = block_new(p, pool, b->stream, b->ptr, before);
@@ -660,9 +646,9 @@ static void release_blocks(ptpol *p, ppool *pool)
 {
 	pblock **to_unmap = NULL;
 	size_t n = 0, cap = 0;
-	pblock *b = RB_MIN(bset, &pool->blocks), *next;
+	pblock *b = bs_min(pool), *next;
 	for (; b; b = next) {
-		next = RB_NEXT(bset, &pool->blocks, b);
+		next = bs_next(pool, b);
 		if (b->es) {
 			if (n == cap) {
 				cap = cap ? cap * 2 : 16;
@@ -686,8 +672,8 @@ static void pool_init(ppool *large, ppool *small, int expandable)
 {
 	small->is_small = 1;
 	large->expandable = small->expandable = expandable;
-	RB_INIT(&large->blocks);
-	RB_INIT(&small->blocks);
+	as_fitset_init(&large->blocks);
+	as_fitset_init(&small->blocks);
 	RB_INIT(&large->unmapped);
 	RB_INIT(&small->unmapped);
 	RB_INIT(&large->untouched);
@@ -760,17 +746,17 @@ static int release_available_cached_blocks(ptpol *p, ppool *pool, uint64_t strea
 		return 0;
 	int by_limit = !at_limit(p, s); /* the key is the limit itself */
 	pblock key = { .stream = stream, .size = by_limit ? ms : s, .ptr = 0 };
-	pblock *it = RB_NFIND(bset, &pool->blocks, &key);
+	pblock *it = bs_nfind(pool, key.stream, key.size);
 	if (by_limit)
 		note_limit_search(p, pool, stream, it);
 	if (!it || it->stream != stream || it->es) {
-		pblock *cur = it ? RB_PREV(bset, &pool->blocks, it) : RB_MAX(bset, &pool->blocks);
+		pblock *cur = it ? bs_prev(pool, it) : bs_max(pool);
 		if (!cur)
 			return 0;
 		uint64_t released = 0;
 		while (cur && (by_limit ? !at_limit(p, released) : released < key.size) && at_limit(p, cur->size) &&
 		       cur->stream == stream) {
-			pblock *prev = RB_PREV(bset, &pool->blocks, cur);
+			pblock *prev = bs_prev(pool, cur);
 			if (!cur->es) {
 				released += cur->size;
 				release_block(p, cur);
@@ -792,7 +778,7 @@ static void garbage_collect(ptpol *p)
 	uint64_t total_age = 0;
 	int64_t count = 0;
 	pblock *b, *next;
-	RB_FOREACH(b, bset, &p->large.blocks) {
+	BS_FOREACH(b, &p->large) {
 		if (!is_split(b)) {
 			total_age += p->large.gc_calls - b->gc_base;
 			count++;
@@ -804,8 +790,8 @@ static void garbage_collect(ptpol *p)
 	while (reclaimed < target && freed && count > 0) {
 		double thr_age = (double)total_age / (double)count;
 		freed = 0;
-		for (b = RB_MIN(bset, &p->large.blocks); b; b = next) {
-			next = RB_NEXT(bset, &p->large.blocks, b);
+		for (b = bs_min(&p->large); b; b = next) {
+			next = bs_next(&p->large, b);
 			uint64_t age = p->large.gc_calls - b->gc_base;
 			if (!is_split(b) && !b->es && (double)age >= thr_age) {
 				freed = 1;
@@ -864,7 +850,7 @@ static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, ui
 	int already_split = is_split(b);
 	int split = should_split(p, b, s);
 	if (in_pool && !split)
-		RB_REMOVE(bset, &pool->blocks, b);
+		bs_remove(pool, b);
 	if (split) {
 		pblock *rem = b;
 		b = block_new(p, pool, stream, rem->ptr, s);
@@ -874,21 +860,18 @@ static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, ui
 			b->prev->next = b;
 		b->next = rem;
 		rem->prev = b;
-		rem->ptr += s;
 		waste_out(p, rem);
-		rem->size -= s;
-		waste_in(p, rem);
-		/* PyTorch takes the block out and inserts the remainder: the same set in the same order
-		 * as keeping it in place when its smaller key still sorts after its predecessor (its
-		 * successor sorted after the larger key already). Only the age is reset, as an insert. */
-		pblock *pred = in_pool ? RB_PREV(bset, &pool->blocks, rem) : NULL;
-		if (in_pool && (!pred || cmp_size(pred, rem) < 0)) {
+		if (in_pool) {
+			/* PyTorch takes the block out and inserts the remainder: the same set as the new
+			 * key in place where the order allows (bs_rekey). The age is reset, as an insert. */
+			bs_rekey(pool, rem, rem->ptr + s, rem->size - s);
 			rem->gc_base = pool->gc_calls;
 		} else {
-			if (in_pool)
-				RB_REMOVE(bset, &pool->blocks, rem);
+			rem->ptr += s;
+			rem->size -= s;
 			insert_into_blocks(pool, rem);
 		}
+		waste_in(p, rem);
 		if (!p->lean && !b->es) {
 			if (already_split) {
 				pt_dec2(p->st.inactive_split_bytes, sm, (int64_t)b->size);
@@ -932,9 +915,9 @@ static pblock *mempool_fallback(ptpol *p, uint64_t s, uint64_t stream)
 		ppool *pool = s <= PT_SMALL_SIZE ? &pp->small : &pp->large;
 		if (gc_enabled(p))
 			pool->gc_calls++;
-		pblock *b = bset_nfind(&pool->blocks, stream, s);
+		pblock *b = bs_nfind(pool, stream, s);
 		while (b && b->stream == stream && b->es)
-			b = RB_NEXT(bset, &pool->blocks, b);
+			b = bs_next(pool, b);
 		if (b && b->stream == stream && !oversize_refuses(p, b, s))
 			return b;
 	}
@@ -1058,7 +1041,7 @@ static uint64_t predict_gc(ptpol *p, pred *r)
 	uint64_t target = p->total_allocated - thr, reclaimed = 0, total_age = 0;
 	int64_t count = 0;
 	pblock *b;
-	RB_FOREACH(b, bset, &p->large.blocks) {
+	BS_FOREACH(b, &p->large) {
 		if (!is_split(b)) {
 			total_age += p->large.gc_calls - b->gc_base;
 			count++;
@@ -1070,7 +1053,7 @@ static uint64_t predict_gc(ptpol *p, pred *r)
 	while (reclaimed < target && freed && count > 0) {
 		double thr_age = (double)total_age / (double)count;
 		freed = 0;
-		RB_FOREACH(b, bset, &p->large.blocks) {
+		BS_FOREACH(b, &p->large) {
 			uint64_t age = p->large.gc_calls - b->gc_base;
 			if (!is_split(b) && !b->es && !pred_gone(r, b) && (double)age >= thr_age) {
 				freed = 1;
@@ -1104,21 +1087,21 @@ static int predict(ptpol *p, uint64_t n, uint64_t stream, pred *r)
 			int by_limit = !at_limit(p, s);
 			uint64_t k = by_limit ? ms : s;
 			pblock key = { .stream = stream, .size = k, .ptr = 0 };
-			pblock *it = RB_NFIND(bset, &pool->blocks, &key);
+			pblock *it = bs_nfind(pool, key.stream, key.size);
 			if (by_limit)
 				note_limit_search(p, pool, stream, it);
 			while (it && pred_gone(r, it))
-				it = RB_NEXT(bset, &pool->blocks, it);
+				it = bs_next(pool, it);
 			int done = 0;
 			if (!it || it->stream != stream || it->es) {
-				pblock *cur = it ? RB_PREV(bset, &pool->blocks, it) : RB_MAX(bset, &pool->blocks);
+				pblock *cur = it ? bs_prev(pool, it) : bs_max(pool);
 				while (cur && (by_limit ? !at_limit(p, released) : released < k) && at_limit(p, cur->size) &&
 				       cur->stream == stream) {
 					if (!cur->es && !pred_gone(r, cur)) {
 						released += cur->size;
 						pred_add(r, cur, cur->size);
 					}
-					cur = RB_PREV(bset, &pool->blocks, cur);
+					cur = bs_prev(pool, cur);
 				}
 				done = by_limit ? at_limit(p, released) : released >= k;
 			} else {
@@ -1137,10 +1120,10 @@ static int predict(ptpol *p, uint64_t n, uint64_t stream, pred *r)
 			ppool *pools[2] = { &p->large, &p->small };
 			for (int k = 0; k < 2; k++) {
 				pblock *b;
-				RB_FOREACH(b, bset, &pools[k]->blocks)
+				BS_FOREACH(b, pools[k])
 					if (!b->es && !b->prev && !b->next && !pred_gone(r, b))
 						pred_add(r, b, b->size);
-				RB_FOREACH(b, bset, &pools[k]->blocks) {
+				BS_FOREACH(b, pools[k]) {
 					if (!b->es)
 						continue;
 					uint64_t lo = b->es->base + seg_right(b->es, b->ptr) * b->es->page;
@@ -1236,9 +1219,10 @@ static int pt_check(as_policy *pol, as_err *err)
 		if (is_free && b->next && !b->next->allocated && !b->next->pending && b->next->mapped == b->mapped)
 			return as_fail(err, AS_EXIT_SOFTWARE, "pytorch: free neighbours 0x%" PRIx64 " and 0x%" PRIx64 " are not merged",
 				b->ptr, b->next->ptr);
-		if (is_free && b->mapped && RB_FIND(bset, &b->pool->blocks, b) != b)
+		as_fitnode *found = b->mapped ? as_fitset_find(&b->pool->blocks, b->stream, b->size, b->ptr) : NULL;
+		if (is_free && b->mapped && found != &b->fit)
 			return as_fail(err, AS_EXIT_SOFTWARE, "pytorch: free block 0x%" PRIx64 " is missing from its pool", b->ptr);
-		if (!is_free && b->mapped && RB_FIND(bset, &b->pool->blocks, b) == b)
+		if (!is_free && b->mapped && found == &b->fit)
 			return as_fail(err, AS_EXIT_SOFTWARE, "pytorch: block 0x%" PRIx64 " in use but in the free pool", b->ptr);
 		if (b->mapped)
 			mapped += b->size;
@@ -1292,14 +1276,9 @@ static void pt_free_stats(ptpol *p, uint64_t *largest, uint64_t *total)
 		ppool *pk = pt_pool_at(p, k);
 		if (!pk)
 			continue;
-		pblock *b = RB_MAX(bset, &pk->blocks);
-		while (b) {
-			if (b->size > *largest)
-				*largest = b->size;
-			pblock key = { .stream = b->stream, .size = 0, .ptr = 0 };
-			pblock *first = RB_NFIND(bset, &pk->blocks, &key);
-			b = first ? RB_PREV(bset, &pk->blocks, first) : NULL;
-		}
+		uint64_t m = as_fitset_largest(&pk->blocks);
+		if (m > *largest)
+			*largest = m;
 	}
 }
 
@@ -1444,6 +1423,11 @@ static int pt_query(as_policy *pol, int what, void *arg)
 static void pt_destroy(as_policy *pol)
 {
 	ptpol *p = (ptpol *)pol;
+	for (size_t k = 0; k < 2 + 2 * p->npriv; k++) {
+		ppool *pk = pt_pool_at(p, k);
+		if (pk)
+			as_fitset_destroy(&pk->blocks);
+	}
 	for (size_t i = 0; i < p->nslabs; i++)
 		free(p->slabs[i]);
 	free(p->slabs);
