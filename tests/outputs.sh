@@ -109,10 +109,10 @@ ok "$([ "$st" = 64 ] && cmp -s "$small" "$TMP/copy.pickle.gz"; echo $?)" "an out
 run "$A" convert "$TMP/copy.pickle.gz" -o "$TMP/copy.pickle.gz"; is "$st" 64 "convert onto its own input: exit 64"
 
 # ---- 4. Ctrl-C / SIGTERM during sweep and fit ----
-# (a grid of 1000 replays of a few ms each: the trace is decoded once, so it takes that many to
-# outlast 0.4 s; interrupted after 0.4 s; the rest with -j 2; --no-share: every run replayed, none
-# taken from an identical one)
-grid="--no-share --param max_split_size_mb=20..20000:+20"
+# (a grid of 3000 replays of a few ms each, 1.4 s here: the trace is decoded once, so it takes that
+# many to outlast 0.4 s; interrupted after 0.4 s; the rest with -j 2; --no-share: every run replayed,
+# none taken from an identical one)
+grid="--no-share --param max_split_size_mb=20..60000:+20"
 "$A" sweep -j 2 -t "$mid" $grid -o "$TMP/full.csv"
 run timeout --foreground -k 10 --preserve-status -s INT 0.4 "$A" sweep -t "$mid" $grid -o "$TMP/part.csv"
 is "$st" 130 "sweep interrupted by SIGINT: exit 130"
@@ -127,8 +127,8 @@ else
 fi
 run "$A" sweep -j 2 -t "$mid" $grid --resume -o "$TMP/part.csv"
 ok "$([ "$st" = 0 ] && cmp -s "$TMP/part.csv" "$TMP/full.csv"; echo $?)" "--resume completes it to the byte-identical file"
-# (two workers finish the 1000 runs in under 0.4 s on an idle machine: three times as many)
-grid2="--no-share --param max_split_size_mb=20..60000:+20"
+# (two workers finish 3000 runs in 0.7 s here: twice as many)
+grid2="--no-share --param max_split_size_mb=20..120000:+20"
 "$A" sweep -j 2 -t "$mid" $grid2 -o "$TMP/full2.csv"
 run timeout --foreground -k 10 --preserve-status -s TERM 0.4 "$A" sweep -j 2 -t "$mid" $grid2 -o "$TMP/part2.csv"
 is "$st" 130 "sweep -j2 stopped by SIGTERM: exit 130"
@@ -137,7 +137,7 @@ ok "$([ "$st" = 130 ] && { [ ! -e "$TMP/part2.csv" ] || tail -n +2 "$TMP/part2.c
 run "$A" sweep -j 2 -t "$mid" $grid2 --resume -o "$TMP/part2.csv"
 ok "$([ "$st" = 0 ] && cmp -s "$TMP/part2.csv" "$TMP/full2.csv"; echo $?)" "--resume after -j2 gives the byte-identical file"
 is "$st,$(leftovers "$TMP")" 0,0 "no temporary or lock file is left"
-vals="20..12000:+20" # ~600 replays: fit decodes its trace once, so it needs many to outlast 0.3 s
+vals="20..60000:+20" # ~3,000 replays (1.4 s here): fit decodes its trace once, so it needs many to outlast 0.3 s
 "$A" fit param max_split_size_mb --values "$vals" --capacity 16GiB "$mid" > "$TMP/fit.txt"
 timeout --foreground -k 10 --preserve-status -s INT 0.3 "$A" fit param max_split_size_mb --values "$vals" --capacity 16GiB "$mid" > "$TMP/fitp.txt" 2> "$TMP/fite.txt"; s=$?
 is "$s" 130 "fit interrupted: exit 130"
