@@ -1,11 +1,13 @@
 #!/bin/sh
 # fuzz-regress.sh - every input the fuzzers ever found a bug with (tests/fuzz-findings/TARGET/), fed
 # as the fuzz target saw it, through replay with --check under two settings: exit 0 or 65, never a
-# crash, an internal error, a time-out (20 s) or (in the sanitizer build) a leak. Native and RMM inputs
+# crash, an internal error, a time-out (20 s; ALLOCSIM_SLOW=N multiplies it, as make check-valgrind
+# does: memcheck runs the stitch finding in 15-19 s alone) or (in the sanitizer build) a leak. Native and RMM inputs
 # run with PyTorch's defaults and with expandable segments, and under stitch. A generator program (first byte 0xA5)
 # is kept as the trace it generates, the program itself in fuzz/seeds/TARGET/.
 . "${srcdir:-.}/tests/lib.sh"
 A=$ALLOCSIM
+LIMIT=$((20 * ${ALLOCSIM_SLOW:-1}))
 for f in "$srcdir"/tests/fuzz-findings/*/*; do
 	[ -f "$f" ] || continue
 	target=$(basename "$(dirname "$f")")
@@ -21,25 +23,25 @@ for f in "$srcdir"/tests/fuzz-findings/*/*; do
 		*) { printf '\200\004'; cat "$f"; } > "$in" ;;
 		esac ;;
 	config)
-		run timeout 20 "$A" replay -c "$(cat "$f")" "$T/seed_example__default.pickle.gz"
+		run timeout "$LIMIT" "$A" replay -c "$(cat "$f")" "$T/seed_example__default.pickle.gz"
 		ok $([ "$st" = 0 ] || [ "$st" = 64 ]; echo $?) "config/$(basename "$f"): exit $st (0 or 64)"
 		continue ;;
 	model)
-		run timeout 20 "$A" replay --latency-model "$f" -o /dev/null "$T/seed_example__default.pickle.gz"
+		run timeout "$LIMIT" "$A" replay --latency-model "$f" -o /dev/null "$T/seed_example__default.pickle.gz"
 		ok $([ "$st" = 0 ] || [ "$st" = 65 ]; echo $?) "model/$(basename "$f") as a latency model: exit $st (0 or 65)"
-		run timeout 20 "$A" calibrate --from-log -o "$TMP/fit.csv" "$f"
+		run timeout "$LIMIT" "$A" calibrate --from-log -o "$TMP/fit.csv" "$f"
 		ok $([ "$st" = 0 ] || [ "$st" = 65 ]; echo $?) "model/$(basename "$f") as a device log: exit $st (0 or 65)"
 		continue ;;
 	*) continue ;;
 	esac
 	for c in "" "expandable_segments:True"; do
-		run timeout 20 "$A" replay -c "$c" --check --capacity 64MiB "$in"
+		run timeout "$LIMIT" "$A" replay -c "$c" --check --capacity 64MiB "$in"
 		ok $([ "$st" = 0 ] || [ "$st" = 65 ]; echo $?) "$target/$(basename "$f") (${c:-defaults}, 64 MiB): exit $st"
-		run timeout 20 "$A" replay -c "$c" --check "$in"
+		run timeout "$LIMIT" "$A" replay -c "$c" --check "$in"
 		ok $([ "$st" = 0 ] || [ "$st" = 65 ]; echo $?) "$target/$(basename "$f") (${c:-defaults}): exit $st"
 	done
 	# stitch (every policy runs in the fuzz targets; timeout-stitch-refused-128gib was its finding)
-	run timeout 20 "$A" replay -p stitch --check "$in"
+	run timeout "$LIMIT" "$A" replay -p stitch --check "$in"
 	ok $([ "$st" = 0 ] || [ "$st" = 65 ]; echo $?) "$target/$(basename "$f") (stitch): exit $st"
 done
 finish
