@@ -102,24 +102,6 @@ static as_fitstream *stream_new(as_fitset *s, uint64_t stream)
 
 /* ---- classes ------------------------------------------------------------------------------ */
 
-static inline as_fitnode *tree_min(struct as_fittree *t)
-{
-	as_fitnode *n = RB_ROOT(t);
-	if (n)
-		while (RB_LEFT(n, rb))
-			n = RB_LEFT(n, rb);
-	return n;
-}
-
-static inline as_fitnode *tree_max(struct as_fittree *t)
-{
-	as_fitnode *n = RB_ROOT(t);
-	if (n)
-		while (RB_RIGHT(n, rb))
-			n = RB_RIGHT(n, rb);
-	return n;
-}
-
 /* The smallest member of the first class at or after c that holds one. */
 static as_fitnode *first_from(as_fitstream *st, uint32_t c)
 {
@@ -134,7 +116,7 @@ static as_fitnode *first_from(as_fitstream *st, uint32_t c)
 		w = (uint32_t)__builtin_ctzll(t);
 		m = st->chunk[w]->bits;
 	}
-	return tree_min(&st->chunk[w]->t[__builtin_ctzll(m)]);
+	return RB_MIN(as_fittree, &st->chunk[w]->t[__builtin_ctzll(m)]);
 }
 
 /* The largest member of the last class at or before c that holds one. */
@@ -149,7 +131,7 @@ static as_fitnode *last_upto(as_fitstream *st, uint32_t c)
 		w = 63u - (uint32_t)__builtin_clzll(t);
 		m = st->chunk[w]->bits;
 	}
-	return tree_max(&st->chunk[w]->t[63 - __builtin_clzll(m)]);
+	return RB_MAX(as_fittree, &st->chunk[w]->t[63 - __builtin_clzll(m)]);
 }
 
 /* ---- the set -------------------------------------------------------------------------------- */
@@ -168,10 +150,8 @@ void as_fitset_init(as_fitset *s)
 void as_fitset_destroy(as_fitset *s)
 {
 	as_fitstream *st, *next;
-	for (st = RB_MIN(as_fitstreams, &s->streams); st; st = next) {
-		next = RB_NEXT(as_fitstreams, &s->streams, st);
+	RB_FOREACH_SAFE(st, as_fitstreams, &s->streams, next)
 		stream_drop(s, st);
-	}
 	for (st = s->spare_streams; st; st = next) {
 		next = st->spare;
 		free(st);
@@ -213,7 +193,6 @@ void as_fitset_insert(as_fitset *s, as_fitnode *n, uint64_t stream, uint64_t siz
 	n->size = size;
 	n->ptr = ptr;
 	n->st = st;
-	n->cls = c;
 	as_fitchunk *ch = st->chunk[w];
 	if (!ch) {
 		ch = s->spare_chunks;
@@ -237,7 +216,7 @@ void as_fitset_insert(as_fitset *s, as_fitnode *n, uint64_t stream, uint64_t siz
 void as_fitset_remove(as_fitset *s, as_fitnode *n)
 {
 	as_fitstream *st = n->st;
-	uint32_t c = n->cls, w = c >> 6;
+	uint32_t c = as_fit_class(n->size), w = c >> 6;
 	as_fitchunk *ch = st->chunk[w];
 	struct as_fittree *t = &ch->t[c & 63];
 	RB_REMOVE(as_fittree, t, n);
@@ -259,7 +238,7 @@ void as_fitset_remove(as_fitset *s, as_fitnode *n)
 
 void as_fitset_rekey(as_fitset *s, as_fitnode *n, uint64_t size, uint64_t ptr)
 {
-	if (as_fit_class(size) == n->cls) {
+	if (as_fit_class(size) == as_fit_class(n->size)) {
 		as_fitnode *pv = RB_PREV(as_fittree, NULL, n), *nx = RB_NEXT(as_fittree, NULL, n);
 		if ((!pv || !key_less(size, ptr, pv)) && (!nx || key_less(size, ptr, nx))) {
 			if (n->size == s->largest && size < n->size)
@@ -322,7 +301,7 @@ as_fitnode *as_fitset_next(as_fitset *s, as_fitnode *n)
 	if (r)
 		return r;
 	as_fitstream *st = n->st;
-	if ((r = first_from(st, n->cls + 1)))
+	if ((r = first_from(st, as_fit_class(n->size) + 1)))
 		return r;
 	for (st = RB_NEXT(as_fitstreams, &s->streams, st); st; st = RB_NEXT(as_fitstreams, &s->streams, st))
 		if ((r = first_from(st, 0)))
@@ -336,7 +315,8 @@ as_fitnode *as_fitset_prev(as_fitset *s, as_fitnode *n)
 	if (r)
 		return r;
 	as_fitstream *st = n->st;
-	if (n->cls && (r = last_upto(st, n->cls - 1)))
+	uint32_t c = as_fit_class(n->size);
+	if (c && (r = last_upto(st, c - 1)))
 		return r;
 	for (st = RB_PREV(as_fitstreams, &s->streams, st); st; st = RB_PREV(as_fitstreams, &s->streams, st))
 		if ((r = last_upto(st, FIT_LAST_CLASS)))

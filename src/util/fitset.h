@@ -31,7 +31,6 @@ typedef struct as_fitnode {
 	RB_ENTRY(as_fitnode) rb;
 	uint64_t size, ptr;
 	as_fitstream *st;                         /* the stream's part of the set (while a member) */
-	uint32_t cls;
 } as_fitnode;
 
 RB_HEAD(as_fittree, as_fitnode);
