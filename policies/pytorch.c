@@ -745,8 +745,8 @@ static int release_available_cached_blocks(ptpol *p, ppool *pool, uint64_t strea
 	if (ms == PT_NO_LIMIT)
 		return 0;
 	int by_limit = !at_limit(p, s); /* the key is the limit itself */
-	pblock key = { .stream = stream, .size = by_limit ? ms : s, .ptr = 0 };
-	pblock *it = bs_nfind(pool, key.stream, key.size);
+	uint64_t k = by_limit ? ms : s; /* the search key: (stream, k, 0) */
+	pblock *it = bs_nfind(pool, stream, k);
 	if (by_limit)
 		note_limit_search(p, pool, stream, it);
 	if (!it || it->stream != stream || it->es) {
@@ -754,7 +754,7 @@ static int release_available_cached_blocks(ptpol *p, ppool *pool, uint64_t strea
 		if (!cur)
 			return 0;
 		uint64_t released = 0;
-		while (cur && (by_limit ? !at_limit(p, released) : released < key.size) && at_limit(p, cur->size) &&
+		while (cur && (by_limit ? !at_limit(p, released) : released < k) && at_limit(p, cur->size) &&
 		       cur->stream == stream) {
 			pblock *prev = bs_prev(pool, cur);
 			if (!cur->es) {
@@ -763,7 +763,7 @@ static int release_available_cached_blocks(ptpol *p, ppool *pool, uint64_t strea
 			}
 			cur = prev;
 		}
-		return by_limit ? at_limit(p, released) : released >= key.size;
+		return by_limit ? at_limit(p, released) : released >= k;
 	}
 	release_block(p, it);
 	return 1;
@@ -1086,8 +1086,7 @@ static int predict(ptpol *p, uint64_t n, uint64_t stream, pred *r)
 			uint64_t ms = p->c.max_split_size, released = 0;
 			int by_limit = !at_limit(p, s);
 			uint64_t k = by_limit ? ms : s;
-			pblock key = { .stream = stream, .size = k, .ptr = 0 };
-			pblock *it = bs_nfind(pool, key.stream, key.size);
+			pblock *it = bs_nfind(pool, stream, k);
 			if (by_limit)
 				note_limit_search(p, pool, stream, it);
 			while (it && pred_gone(r, it))
