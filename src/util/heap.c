@@ -34,6 +34,12 @@ void as_heap_init(void)
 	 * (M_ARENA_MAX 1) saved a third of a -j 2 sweep's decode on the VM (3,500 -> 136 page faults),
 	 * but its lock made a 16-thread sweep 2.3x slower on the GPU machine's 16 cores (and -j 4 10-15%
 	 * slower): measured 2026-12-03, not kept. */
+	/* Begin the heap with glibc's usual top pad if nothing has yet (a build without the CUDA
+	 * runtime allocates nothing before main): the probe below must extend a heap that exists, not
+	 * create it. Freed at once; the heap stays. (Volatile: the compiler drops a malloc freed
+	 * unused.) */
+	void *volatile first = malloc(1);
+	free(first);
 	if (!mallopt(M_TOP_PAD, HEAP_PAD) || !mallopt(M_MMAP_THRESHOLD, HEAP_PAD) || !mallopt(M_TRIM_THRESHOLD, 2 * HEAP_PAD))
 		return;
 	/* The heap's next extension: the loader and libc's start-up may have begun the heap already, so
