@@ -290,52 +290,48 @@ d["segments"] = []
 gzip.open(traces[-1], "wb", compresslevel=6).write(pickle.dumps(d, protocol=4))
 del d, out
 
-def child_cpu(cmd):
-    """best CPU time of 3 runs of cmd, and that run's minor page faults"""
-    best = None
-    for _ in range(3):
-        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-        if best is None or t < best[0]:
-            best = (t, r1.ru_minflt - r0.ru_minflt)
-    return best
+def best3(measure):
+    """the best of 3 (seconds, page faults) measurements, by time"""
+    return min((measure() for _ in range(3)), key=lambda m: m[0])
+
+def child_run(cmd):
+    """CPU time and minor page faults of one run of cmd"""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), r1.ru_minflt - r0.ru_minflt
 
 # one load in a fresh interpreter: "SECONDS FAULTS" of the load alone
 FRESH = """import gzip, pickle, resource, sys, time
 raw = open(sys.argv[1], "rb").read()
 f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 t0 = time.process_time()
-pickle.loads(gzip.decompress(raw))
+s = pickle.loads(gzip.decompress(raw))  # kept: its release is not the load's time
 print(time.process_time() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
 """
 def fresh_load(t):
-    best = None
-    for _ in range(3):
-        o = subprocess.run([sys.executable, "-c", FRESH, t], capture_output=True, text=True, check=True).stdout.split()
-        if best is None or float(o[0]) < best[0]:
-            best = (float(o[0]), int(o[1]))
-    return best
+    o = subprocess.run([sys.executable, "-c", FRESH, t], capture_output=True, text=True, check=True).stdout.split()
+    return float(o[0]), int(o[1])
+
+def warm_load(raw):
+    """CPU time and minor page faults of one load in this interpreter"""
+    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    t0 = time.process_time()
+    s = pickle.loads(gzip.decompress(raw))  # released after the clock stops
+    m = time.process_time() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
+    del s
+    return m
 
 print("\n%-38s %8s %16s %16s %11s %16s %18s %18s" % ("snapshot (CPU time; page faults)", "entries", "CPython warm",
       "CPython fresh", "decode", "replay", "warm/replay", "fresh/replay"))
 print("%-38s %8s %16s %16s %11s %16s" % ("", "", "ns/e (faults)", "ns/e (faults)", "ns/e", "ns/e (faults)"))
 for t in traces:
     raw = open(t, "rb").read()
-    cpy = None
-    for _ in range(3):
-        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-        t0 = time.process_time()
-        s = pickle.loads(gzip.decompress(raw))
-        c = time.process_time() - t0
-        if cpy is None or c < cpy[0]:
-            cpy = (c, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
-        n = sum(len(x) for x in s["device_traces"])
-        del s
-    fr = fresh_load(t)
-    dec = child_cpu([A, "info", t])
-    rep = child_cpu([A, "replay", "-c", "recorded", "--no-timing", t])
+    n = sum(len(x) for x in pickle.loads(gzip.decompress(raw))["device_traces"])
+    cpy = best3(lambda: warm_load(raw))
+    fr = best3(lambda: fresh_load(t))
+    dec = best3(lambda: child_run([A, "info", t]))
+    rep = best3(lambda: child_run([A, "replay", "-c", "recorded", "--no-timing", t]))
     print("%-38s %8d %9.0f (%5d) %9.0f (%5d) %11.0f %9.0f (%5d) %9.2fx (>= 2) %9.2fx (>= 2)" % (os.path.basename(t), n,
           cpy[0] / n * 1e9, cpy[1], fr[0] / n * 1e9, fr[1], dec[0] / n * 1e9, rep[0] / n * 1e9, rep[1],
           cpy[0] / rep[0], fr[0] / rep[0]))
