@@ -177,6 +177,43 @@ def w_graph(torch, mark, shared):
     torch.cuda.synchronize()
 
 
+def w_graph_many(torch, mark):
+    """Three manual graphs, the second sharing the first one's pool, the third its own, each replayed
+    50 times between eager requests (replays allocate nothing: the pools stay as captured)."""
+    g = torch.Generator().manual_seed(16)
+    live = []
+    with torch.no_grad():
+        model = mlp(torch, 2048, 2)
+        xs = [torch.randn(n, 2048, device="cuda") for n in (1024, 512, 1536)]
+        eager(torch, g, 20, live)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for x in xs:
+                y = model(x)
+        torch.cuda.current_stream().wait_stream(s)
+        del y
+        graphs, outs = [], []
+        for i, x in enumerate(xs):
+            gr = torch.cuda.CUDAGraph()
+            pool = graphs[0].pool() if i == 1 else None
+            with torch.cuda.graph(gr, pool=pool):
+                outs.append(model(x) + 1)
+            graphs.append(gr)
+            mark("after capture %d" % (i + 1))
+            eager(torch, g, 5, live)
+        for r in range(50):
+            graphs[r % 3].replay()
+            eager(torch, g, 2, live)
+        mark("after replays")
+        del graphs[2], outs[2]
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        mark("after freeing graph 3")
+        eager(torch, g, 20, live)
+    torch.cuda.synchronize()
+
+
 def w_compile(torch, mark):
     g = torch.Generator().manual_seed(12)
     live = []
@@ -412,6 +449,8 @@ def child(scen, name, out, fraction):
             w_graph(torch, mark, False)
         elif scen == "graph_shared":
             w_graph(torch, mark, True)
+        elif scen == "graph_many":
+            w_graph_many(torch, mark)
         elif scen == "compile_ro":
             w_compile(torch, mark)
         elif scen == "mempool":

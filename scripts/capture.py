@@ -19,7 +19,8 @@ CONFS = {
     "exp": "expandable_segments:True",
     "rplist": "roundup_power2_divisions:[1:4,4:2,64:8,>:2]",
 }
-LIMITED = {"p110_default": "", "p110_exp": "expandable_segments:True", "p110_gc05": "garbage_collection_threshold:0.5"}
+LIMITED = {"p110_default": "", "p110_exp": "expandable_segments:True", "p110_gc05": "garbage_collection_threshold:0.5",
+           "p110_gc06ms128": "garbage_collection_threshold:0.6,max_split_size_mb:128"}
 
 
 def w_multistream(torch):
@@ -85,7 +86,67 @@ def w_rounding(torch):
     del live
 
 
-WORKLOADS = {"multistream": w_multistream, "emptycache": w_emptycache, "rounding": w_rounding}
+def w_kvserve(torch):
+    """A KV-cache serving loop without paging: up to 8 sequences decode together, each with its own
+    contiguous K/V tensors grown by torch.cat at every step (the pattern of a simple HF-style generate
+    loop); requests arrive with random prompt and output lengths, finish and are replaced."""
+    g = torch.Generator().manual_seed(int(os.environ.get("CAPTURE_SEED", "3")))
+    layers, heads, dim = 6, 16, 64
+    w = torch.randn(heads * dim, heads * dim, device="cuda", dtype=torch.float16) * 0.02
+    active, served = [], 0
+
+    def admit():
+        plen = int(torch.randint(16, 1500, (1,), generator=g))
+        olen = int(torch.randint(8, 300, (1,), generator=g))
+        kv = [(torch.randn(1, heads, plen, dim, device="cuda", dtype=torch.float16),
+               torch.randn(1, heads, plen, dim, device="cuda", dtype=torch.float16)) for _ in range(layers)]
+        return {"kv": kv, "left": olen}
+
+    with torch.no_grad():
+        while served < 24 or active:
+            while len(active) < 8 and served < 24:
+                active.append(admit())
+                served += 1
+            for seq in active:
+                x = torch.randn(1, heads * dim, device="cuda", dtype=torch.float16)
+                for li in range(layers):
+                    k, v = seq["kv"][li]
+                    h = (x @ w).view(1, heads, 1, dim)
+                    seq["kv"][li] = (torch.cat([k, h], dim=2), torch.cat([v, h], dim=2))
+                    att = torch.softmax(h @ seq["kv"][li][0].transpose(-1, -2), -1) @ seq["kv"][li][1]
+                    x = att.reshape(1, heads * dim)
+                seq["left"] -= 1
+            active = [s for s in active if s["left"] > 0]
+    torch.cuda.synchronize()
+
+
+def w_gpt2grow(torch):
+    """GPT-2 small (transformers, random weights) trained with AdamW at a batch that grows every step
+    (2, 4, 6, ... sequences of 1024 tokens) until it runs out of memory under the run's memory limit;
+    seconds per step go to the meta file ("step_seconds") to measure what recording frames costs."""
+    import time
+    from transformers import GPT2Config, GPT2LMHeadModel
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config()).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    STEP_SECONDS.clear()
+    for step in range(1, 40):
+        t0 = time.time()
+        x = torch.randint(0, 50257, (2 * step, 1024), device="cuda")
+        loss = model(x, labels=x).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        del loss, x
+        torch.cuda.synchronize()
+        STEP_SECONDS.append(time.time() - t0)
+
+
+STEP_SECONDS = []
+
+
+WORKLOADS = {"multistream": w_multistream, "emptycache": w_emptycache, "rounding": w_rounding,
+             "kvserve": w_kvserve, "gpt2grow": w_gpt2grow}
 
 
 def child(workload, name, out, fraction):
@@ -94,7 +155,10 @@ def child(workload, name, out, fraction):
     total = torch.cuda.get_device_properties(0).total_memory
     if fraction:
         torch.cuda.set_per_process_memory_fraction(float(fraction))
-    torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=3_000_000)
+    # CAPTURE_CONTEXT=all keeps the Python frames of every allocation and free (blame's culprits);
+    # the default, None, keeps none (smaller files, less overhead)
+    ctx = os.environ.get("CAPTURE_CONTEXT") or None
+    torch.cuda.memory._record_memory_history(enabled="all", context=ctx, stacks="python", max_entries=3_000_000)
     oom = ""
     try:
         WORKLOADS[workload](torch)
@@ -106,7 +170,8 @@ def child(workload, name, out, fraction):
         pickle.dump(snap, f)
     meta = {"workload": workload, "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), "fraction": fraction,
             "torch": torch.__version__, "cuda": torch.version.cuda, "device": torch.cuda.get_device_name(0),
-            "total_memory": total, "oom": oom, "n_trace_entries": len(snap["device_traces"][0]), "memory_stats": dict(stats)}
+            "total_memory": total, "oom": oom, "n_trace_entries": len(snap["device_traces"][0]), "memory_stats": dict(stats),
+            "context": ctx or "", "step_seconds": list(STEP_SECONDS)}
     json.dump(meta, open(os.path.join(out, name + ".meta.json"), "w"), indent=1)
     open(os.path.join(out, name + ".summary.txt"), "w").write(torch.cuda.memory_summary())
 
