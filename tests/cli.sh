@@ -52,6 +52,13 @@ done
 for s in 12XB 0.3B 99999999999999999999GiB -5 ""; do
 	run "$A" replay --capacity "$s" "$snap"; is "$st" 64 "--capacity '$s' is rejected with 64"
 done
+# sizes as people type them: decimals are rounded down to bytes, and stderr says so; k is K is KiB
+run "$A" replay -p passthrough --capacity 17.30GiB --no-timing "$snap"
+is "$st $(col "$out" capacity_bytes)" "0 18575733555" "--capacity 17.30GiB = 18575733555 bytes (rounded down)"
+is "$errout" "allocsim: note: size '17.30GiB' is 18575733555.2 bytes: rounded down to 18575733555 bytes" "and stderr states the rounding"
+run "$A" replay -p passthrough --capacity 16k --no-timing "$snap"; a=$(col "$out" capacity_bytes)
+run "$A" replay -p passthrough --capacity 16K --no-timing "$snap"
+is "$a $(col "$out" capacity_bytes)" "16384 16384" "--capacity 16k = 16K = 16384 bytes"
 
 # PYTORCH_CUDA_ALLOC_CONF validation: each message names the key and the value
 chk() { run "$A" replay -c "$1" "$snap"; is "$st: $errout" "64: allocsim: error: $2" "-c '$1' says: $2"; }

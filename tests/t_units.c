@@ -34,6 +34,23 @@ static void test_sizes(void)
 	ok(as_parse_size("18446744073709551616", &v, m, sizeof m) != 0, "size 2^64 overflows");
 	ok(as_parse_size("17179869184GiB", &v, m, sizeof m) != 0, "size 16 EiB in GiB overflows");
 	ok(as_parse_size("0.1", &v, m, sizeof m) != 0, "fractional byte count is rejected");
+	ok(as_parse_size("0.5B", &v, m, sizeof m) != 0, "fractional byte count with B is rejected");
+	/* one rule for units, in any case: a letter alone or with iB is a power of 1024, with B of 1000 */
+	static const struct { const char *s; uint64_t v; } units[] = {
+		{ "16k", 16384 }, { "16K", 16384 }, { "16kib", 16384 }, { "16KIB", 16384 }, { "16kB", 16000 }, { "16KB", 16000 },
+		{ "2m", 2 * MiB }, { "2g", 2ULL << 30 }, { "1t", 1ULL << 40 }, { "3mb", 3000000 }, { "7b", 7 },
+	};
+	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+		ok(as_parse_size(units[i].s, &v, m, sizeof m) == 0 && v == units[i].v, "size '%s' = %" PRIu64, units[i].s, units[i].v);
+	/* decimal sizes are rounded down to bytes, and the note says so with the exact value */
+	char note[256];
+	ok(as_parse_size_note("17.30GiB", &v, note, sizeof note, m, sizeof m) == 0 && v == 18575733555ULL &&
+		!strcmp(note, "size '17.30GiB' is 18575733555.2 bytes: rounded down to 18575733555 bytes"), "17.30GiB rounds down: %s", note);
+	ok(as_parse_size_note("139.80GiB", &v, note, sizeof note, m, sizeof m) == 0 && v == 150109106995ULL &&
+		strstr(note, "150109106995.2 bytes"), "139.80GiB = 150109106995.2 bytes, rounded down: %s", note);
+	ok(as_parse_size_note("1.5GB", &v, note, sizeof note, m, sizeof m) == 0 && v == 1500000000 && !note[0], "a whole size has no note");
+	ok(as_parse_size_exact("17.30GiB", &v, m, sizeof m) != 0 && strstr(m, "not a whole number of bytes"),
+		"the exact parser (trace headers) still refuses it: %s", m);
 	char b[32];
 	as_format_size(1048576, b, sizeof b); ok(!strcmp(b, "1024.00 KiB"), "format_size(1 MiB) = '1024.00 KiB' as PyTorch prints");
 	as_format_size(2097152, b, sizeof b); ok(!strcmp(b, "2.00 MiB"), "format_size(2 MiB) = '2.00 MiB'");

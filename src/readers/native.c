@@ -36,7 +36,7 @@ static int set_meta(as_reader *r, const char *key, char *val, uint64_t line, as_
 	else if (!strcmp(key, "device_total") || !strcmp(key, "capacity")) {
 		uint64_t v;
 		char why[200];
-		if (as_parse_size(val, &v, why, sizeof why))
+		if (as_parse_size_exact(val, &v, why, sizeof why))
 			return nerr(r, line, err, "invalid size '%s' in header", val);
 		if (!v)
 			return nerr(r, line, err, "%s of 0 bytes in header (leave the line out when unknown)", key);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <ctype.h>
+#include <strings.h>
 
 const char *as_progname = "allocsim";
 
@@ -163,27 +164,36 @@ int as_parse_num(const char *s, uint64_t *out)
 	return parse_digits(s, 10, out);
 }
 
+/* One rule for units, in any case: a letter alone or with "iB" is a power of 1024 (K, k, KiB, kib:
+ * 1024; M, m, MiB; G, g, GiB; T, t, TiB), the letter with "B" alone a power of 1000 (KB, kB, MB,
+ * GB, TB), B or nothing a byte. */
 static const struct {
 	const char *suffix;
 	uint64_t mult;
 } size_units[] = {
 	{ "", 1 }, { "B", 1 },
-	{ "K", 1024 }, { "KiB", 1024 }, { "KB", 1000 }, { "k", 1000 },
+	{ "K", 1024 }, { "KiB", 1024 }, { "KB", 1000 },
 	{ "M", 1024ull << 10 }, { "MiB", 1024ull << 10 }, { "MB", 1000000ull },
 	{ "G", 1024ull << 20 }, { "GiB", 1024ull << 20 }, { "GB", 1000000000ull },
 	{ "T", 1024ull << 30 }, { "TiB", 1024ull << 30 }, { "TB", 1000000000000ull },
 };
 
+#define SIZE_UNITS "B; K, KiB, M, MiB, G, GiB, T, TiB (powers of 1024); KB, MB, GB, TB (powers of 1000); in any case"
+
 /*
  * Exact decimal parsing in integers: "1.5GB" must be exactly 1500000000, which a double
  * cannot promise for every input, so the mantissa is kept as an integer and a power of ten.
+ * With round, a size that is not a whole number of bytes ("17.30GiB") is rounded down and note
+ * says so; without, it is an error. A count of bytes ("0.5", "0.5B") must be whole either way.
  */
-int as_parse_size(const char *s, uint64_t *out, char *msg, size_t msglen)
+static int parse_size(const char *s, uint64_t *out, int round, char *note, size_t notelen, char *msg, size_t msglen)
 {
 	const char *p = s;
 	unsigned __int128 mant = 0, div = 1;
-	int digits = 0, frac = 0;
+	int digits = 0, frac = 0, fdigits = 0;
 
+	if (note && notelen)
+		note[0] = 0;
 	if (!s || !*s) {
 		snprintf(msg, msglen, "empty size");
 		return -1;
@@ -191,8 +201,10 @@ int as_parse_size(const char *s, uint64_t *out, char *msg, size_t msglen)
 	for (; *p; p++) {
 		if (isdigit((unsigned char)*p)) {
 			mant = mant * 10 + (unsigned)(*p - '0');
-			if (frac)
+			if (frac) {
 				div *= 10;
+				fdigits++;
+			}
 			if (mant > ((unsigned __int128)1 << 100) || div > ((unsigned __int128)1 << 60)) {
 				snprintf(msg, msglen, "size '%s' is too large", s);
 				return -1;
@@ -205,14 +217,14 @@ int as_parse_size(const char *s, uint64_t *out, char *msg, size_t msglen)
 		}
 	}
 	if (!digits) {
-		snprintf(msg, msglen, "invalid size '%s' (expected a number with an optional unit: B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)", s);
+		snprintf(msg, msglen, "invalid size '%s' (expected a number with an optional unit: " SIZE_UNITS ")", s);
 		return -1;
 	}
 	for (size_t i = 0; i < sizeof(size_units) / sizeof(size_units[0]); i++) {
-		if (strcmp(p, size_units[i].suffix))
+		if (strcasecmp(p, size_units[i].suffix))
 			continue;
-		unsigned __int128 v = mant * size_units[i].mult;
-		if (v % div) {
+		unsigned __int128 v = mant * size_units[i].mult, rem = v % div;
+		if (rem && (!round || size_units[i].mult == 1)) {
 			snprintf(msg, msglen, "size '%s' is not a whole number of bytes", s);
 			return -1;
 		}
@@ -221,11 +233,60 @@ int as_parse_size(const char *s, uint64_t *out, char *msg, size_t msglen)
 			snprintf(msg, msglen, "size '%s' overflows 64 bits", s);
 			return -1;
 		}
+		if (rem && note && notelen) {
+			/* the exact value: rem / div has at most fdigits decimals */
+			char f[64];
+			int k = fdigits;
+			for (f[k] = 0; k-- > 0; rem /= 10)
+				f[k] = (char)('0' + (int)(rem % 10));
+			for (k = fdigits; k > 1 && f[k - 1] == '0'; k--)
+				f[k - 1] = 0;
+			snprintf(note, notelen, "size '%s' is %" PRIu64 ".%s bytes: rounded down to %" PRIu64 " bytes", s, (uint64_t)v, f,
+				(uint64_t)v);
+		}
 		*out = (uint64_t)v;
 		return 0;
 	}
-	snprintf(msg, msglen, "unknown unit '%s' in size '%s' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)", p, s);
+	snprintf(msg, msglen, "unknown unit '%s' in size '%s' (use " SIZE_UNITS ")", p, s);
 	return -1;
+}
+
+/* Each note once per run (sizes are parsed again per job and per thread). */
+static void note_once(const char *note)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static char seen[16][256];
+	static size_t nseen;
+	pthread_mutex_lock(&mu);
+	int dup = 0;
+	for (size_t i = 0; i < nseen && !dup; i++)
+		dup = !strncmp(seen[i], note, sizeof seen[i] - 1);
+	if (!dup) {
+		if (nseen < 16)
+			snprintf(seen[nseen++], sizeof seen[0], "%s", note);
+		fprintf(stderr, "%s: note: %s\n", as_progname, note);
+	}
+	pthread_mutex_unlock(&mu);
+}
+
+int as_parse_size_note(const char *s, uint64_t *out, char *note, size_t notelen, char *msg, size_t msglen)
+{
+	return parse_size(s, out, 1, note, notelen, msg, msglen);
+}
+
+int as_parse_size(const char *s, uint64_t *out, char *msg, size_t msglen)
+{
+	char note[256];
+	if (parse_size(s, out, 1, note, sizeof note, msg, msglen))
+		return -1;
+	if (note[0])
+		note_once(note);
+	return 0;
+}
+
+int as_parse_size_exact(const char *s, uint64_t *out, char *msg, size_t msglen)
+{
+	return parse_size(s, out, 0, NULL, 0, msg, msglen);
 }
 
 char *as_escape(const char *s, int spaces)

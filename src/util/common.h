@@ -36,8 +36,15 @@ void *xcalloc(size_t n, size_t m);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 
-/* Sizes: "512", "64KiB", "20MiB", "1.5GB"; returns 0 or -1 with a message. */
+/* Sizes as the command line takes them: "512", "64KiB", "16k" (= 16K = 16KiB), "20MiB", "1.5GB",
+ * "17.30GiB"; a letter alone or with "iB" is a power of 1024, with "B" a power of 1000, in any case.
+ * A size that is not a whole number of bytes is rounded down, and a note on stderr (once per size)
+ * says so; a count of bytes must be whole. Returns 0 or -1 with a message. */
 int as_parse_size(const char *s, uint64_t *out, char *msg, size_t msglen);
+/* The same, the note (or "") into note instead of stderr. */
+int as_parse_size_note(const char *s, uint64_t *out, char *note, size_t notelen, char *msg, size_t msglen);
+/* The same without rounding: a size that is not a whole number of bytes is an error (trace files). */
+int as_parse_size_exact(const char *s, uint64_t *out, char *msg, size_t msglen);
 /* Set by the SIGINT/SIGTERM handler (cli_catch_signals); every long loop checks it and ends with
  * AS_EXIT_INTERRUPTED, committing no output. */
 extern volatile sig_atomic_t cli_interrupted;
