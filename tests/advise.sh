@@ -121,4 +121,38 @@ for t in limit_exp limit_expms128 limit_ms64 limit; do
 	run "$A" validate -c recorded --capacity 178257919 "$F/fragmenter__$t.pickle.gz"
 	contains "$out" ": exact ("; ok $? "fragmenter__$t (the GPU run at the limit) validates exact"
 done
+# --- sizes and the OOM message as a user has them (issue 32) ---
+oommsg() { grep -o '"oom": "[^"]*"' "$1" | sed 's/^"oom": "//; s/"$//'; }
+g=gpt2_train_varlen__p110_default
+run "$A" advise --format csv --capacity 17.30GiB "$T/$g.pickle.gz"
+is "$st $(csv_field "$out" current target_bytes)" "0 18575733555" "--capacity 17.30GiB: rounded down to 18575733555 bytes"
+contains "$errout" "size '17.30GiB' is 18575733555.2 bytes: rounded down to 18575733555 bytes"; ok $? "and the rounding is stated"
+# PyTorch's own message (the real one, from the run's meta.json): '17.30 GiB allowed' is the target
+msg=$(oommsg "$T/$g.meta.json")
+run "$A" advise --format csv --oom-message "$msg" "$T/$g.pickle.gz"
+is "$st $(csv_field "$out" current target_bytes) $(csv_field "$out" current fits) $(csv_field "$out" expandable_segments fits)" "0 18575733555 0 1" \
+	"--oom-message: the target is its '17.30 GiB allowed'; the recorded settings do not fit, expandable_segments does (as on the GPU)"
+printf '%s\n' "$msg" > "$TMP/oom.txt"
+run "$A" advise --oom-message "@$TMP/oom.txt" "$T/$g.pickle.gz"
+contains "$out" "target: 17.30 GiB (18575733555 bytes, --oom-message: its '17.30 GiB allowed' (set_per_process_memory_fraction), printed to +-0.005 GiB)"
+ok $? "--oom-message @FILE: the table says where the target comes from and how precise it is"
+# without a memory fraction, PyTorch could hold what it held plus what was free
+run "$A" advise --format csv --oom-message "CUDA out of memory. Tried to allocate 330.00 MiB. GPU 0 has a total capacity of 23.68 GiB of which 512.00 MiB is free. Including non-PyTorch memory, this process has 23.10 GiB memory in use. Of the allocated memory 1.01 GiB is allocated by PyTorch, and 358.66 MiB is reserved by PyTorch but unallocated." \
+	"$T/bert_infer_varlen__p110_default.pickle.gz"
+# 1.01 GiB = 1084479242 (rounded down), 358.66 MiB = 376082268, 512 MiB = 536870912 (the recording ran under 1.54 GiB)
+is "$(csv_field "$out" current target_bytes) $(csv_field "$out" current fits)" "1997432422 1" \
+	"a message without 'allowed': allocated + reserved-unallocated + free = 1997432422 bytes, where the current settings fit"
+run "$A" advise --oom-message "CUDA error: an illegal memory access" "$T/$g.pickle.gz"
+is "$st" 64 "--oom-message that is not PyTorch's: exit 64"
+contains "$errout" "not PyTorch's CUDA out-of-memory message"; ok $? "and says so"
+run "$A" advise --oom-message "@$TMP/missing.txt" "$T/$g.pickle.gz"; is "$st" 64 "--oom-message @FILE that is missing: exit 64"
+run "$A" advise --oom-message "$msg" --capacity 1GiB "$T/$g.pickle.gz"; is "$st" 64 "--oom-message with --capacity: exit 64"
+# --gpu combines with --fraction: the fraction of that card's memory (H200: 150109880320 bytes)
+run "$A" advise --format csv --gpu H200 --fraction "$(gt $g fraction)" "$T/$g.pickle.gz"
+is "$st $(csv_field "$out" current target_bytes)" "0 $(gt $g capacity_bytes)" "--gpu H200 --fraction F: F x the H200's memory = the recorded limit"
+run "$A" advise --format csv --device-total 139.80GiB --fraction 0.5 "$T/$g.pickle.gz"
+is "$st $(csv_field "$out" current target_bytes)" "0 75054553497" "--device-total 139.80GiB (150109106995 bytes, rounded down) x 0.5"
+run "$A" advise --help
+contains "$out" "--device-total SIZE"; ok $? "advise --help lists --device-total"
+contains "$out" "--oom-message MSG"; ok $? "advise --help lists --oom-message"
 finish

@@ -8,6 +8,7 @@
 #include "engine/run.h"
 #include "engine/blame.h"
 #include "util/outfile.h"
+#include "util/oommsg.h"
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -25,13 +26,17 @@ static const char advise_usage[] =
 	"\n"
 	"Replays a PyTorch trace under a grid of PYTORCH_CUDA_ALLOC_CONF settings at a target memory and\n"
 	"recommends the one that needs the least memory. Exit status 0 if some setting fits the target,\n"
-	"3 if none does.\n"
+	"3 if none does; without a target, for a recording that ran out of memory: 0 if some setting is\n"
+	"shown to fit its limit (it needs no more than the recording held), 4 if none is (give a target).\n"
 	"\n"
 	"Target memory (default: the limit the trace records, if any; otherwise none):\n"
-	"      --capacity SIZE     e.g. 40GiB\n"
-	"      --fraction F        set_per_process_memory_fraction(F) x the device total (the trace's, or\n"
-	"                          --device-total SIZE)\n"
+	"      --capacity SIZE     e.g. 40GiB, 17.30GiB (rounded down to bytes; K, M, G = KiB, MiB, GiB)\n"
+	"      --oom-message MSG   PyTorch's out-of-memory message, or @FILE holding it: the target is its\n"
+	"                          'X allowed' (a memory fraction), else what PyTorch held plus what was free\n"
 	"      --gpu NAME          the memory of a common GPU ('--gpu list' shows the table)\n"
+	"      --fraction F        set_per_process_memory_fraction(F) x the device total: --device-total,\n"
+	"                          --gpu's memory, the --oom-message's total capacity, or the trace's\n"
+	"      --device-total SIZE the device's total memory, for --fraction\n"
 	"\n"
 	"  -c, --config STRING     the current settings (default: the recorded ones; none if not recorded)\n"
 	"  -j, --jobs N            worker threads (default: the number of processors)\n"
@@ -597,10 +602,12 @@ int cmd_advise(int argc, char **argv)
 		{ "format", required_argument, 0, 'f' }, { "output", required_argument, 0, 'o' },
 		{ "no-fit", no_argument, 0, 'N' }, { "latency-model", required_argument, 0, 'M' },
 		{ "device", required_argument, 0, 'D' }, { "help", no_argument, 0, 'h' },
-		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
+		{ "oom-message", required_argument, 0, 'O' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
 	as_reader_opts ro = { .keep_sites = 1 };
-	const char *config = NULL, *format = "table", *out = NULL, *model_path = NULL, *gpu = NULL;
+	const char *config = NULL, *format = "table", *out = NULL, *model_path = NULL, *gpu = NULL, *oomarg = NULL;
+	char capnote[256] = "";
+	as_oom_msg om;
 	uint64_t capacity = 0, total = 0, jobs = 0;
 	double fraction = 0;
 	int fit = 1, c;
@@ -609,9 +616,12 @@ int cmd_advise(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "c:j:o:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'C':
-			if (as_parse_capacity(optarg, &capacity, m, sizeof m))
-				return cli_usage_error("advise", "--capacity: %s", m);
+			if (as_parse_size_note(optarg, &capacity, capnote, sizeof capnote, m, sizeof m) || !capacity)
+				return cli_usage_error("advise", "--capacity: %s", capacity ? m : "a capacity of 0 bytes holds nothing");
+			if (capnote[0])
+				fprintf(stderr, "%s: note: %s\n", as_progname, capnote);
 			break;
+		case 'O': oomarg = optarg; break;
 		case 'T':
 			if (as_parse_capacity(optarg, &total, m, sizeof m))
 				return cli_usage_error("advise", "--device-total: %s", m);
@@ -654,13 +664,25 @@ int cmd_advise(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return cli_usage_error("advise", "expected one trace (or a directory of per-rank snapshots)");
-	if ((capacity != 0) + (gpu != NULL) + (fraction > 0) > 1)
-		return cli_usage_error("advise", "give at most one of --capacity, --fraction and --gpu");
+	/* a target: --capacity, the --oom-message's limit, --gpu's memory, or --fraction x a device total
+	 * (--device-total, --gpu, --oom-message or the trace's) */
+	if (capacity && (gpu || fraction > 0 || oomarg || total))
+		return cli_usage_error("advise", "--capacity is the target: not with --fraction, --gpu, --oom-message or --device-total");
+	if ((total != 0) + (gpu != NULL) + (oomarg != NULL) > 1)
+		return cli_usage_error("advise", "give at most one of --device-total, --gpu and --oom-message");
 	if (total && !(fraction > 0))
 		return cli_usage_error("advise", "--device-total goes with --fraction");
 	const struct gpu *g = NULL;
 	if (gpu && !(g = find_gpu(gpu)))
 		return cli_usage_error("advise", "--gpu: unknown GPU '%s' ('--gpu list' shows the known ones)", gpu);
+	if (oomarg) {
+		char why[300];
+		char *text = as_oom_msg_arg(oomarg, why, sizeof why);
+		int bad = !text || as_oom_msg_parse(text, &om, why, sizeof why);
+		free(text);
+		if (bad)
+			return cli_usage_error("advise", "--oom-message: %s", why);
+	}
 	const char *trace = argv[optind];
 	as_err err = { 0, "" };
 	int rc = 0;
@@ -680,7 +702,7 @@ int cmd_advise(int argc, char **argv)
 	report rp = { .target_from = "", .ranks = is_dir ? ranks : NULL, .nranks = is_dir ? nfiles : 0 };
 	as_lat_model model = { 0 };
 	int have_model = 0;
-	char tf[160];
+	char tf[400];
 	{
 		const char *outs[] = { out };
 		if (out && as_outputs_check(outs, 1, (const char *const *)files, nfiles, &err)) {
@@ -706,22 +728,45 @@ int cmd_advise(int argc, char **argv)
 		a->current = xstrdup(config ? config : a->recorded ? a->recorded : "");
 		a->recorded_ooms = as_evbuf_recorded_ooms(&a->buf);
 	}
-	if (g) {
-		capacity = g->bytes ? g->bytes : (uint64_t)llround(g->gib * (double)AS_GiB);
-		snprintf(tf, sizeof tf, "--gpu %s", g->name);
-		rp.target_from = tf;
-	} else if (fraction > 0) {
-		uint64_t t = total ? total : ranks[0].buf.meta.device_total;
+	if (fraction > 0) {
+		uint64_t t = total;
+		const char *whence = "--device-total";
+		if (g) {
+			t = g->bytes ? g->bytes : (uint64_t)llround(g->gib * (double)AS_GiB);
+			whence = g->name;
+		} else if (oomarg) {
+			t = om.total.bytes;
+			whence = "the --oom-message's total capacity";
+		} else if (!t) {
+			t = ranks[0].buf.meta.device_total;
+			whence = "the trace's device total";
+		}
 		if (!t) {
-			rc = cli_usage_error("advise", "--fraction needs the device's total memory, which %s does not record: add --device-total SIZE",
-				trace);
+			rc = cli_usage_error("advise", "--fraction needs the device's total memory, which %s does not record: add --device-total SIZE"
+				" or --gpu NAME", trace);
 			goto out;
 		}
 		capacity = (uint64_t)floor(fraction * (double)t);
-		snprintf(tf, sizeof tf, "--fraction %g x %" PRIu64 " bytes", fraction, t);
+		snprintf(tf, sizeof tf, "--fraction %g x %" PRIu64 " bytes (%s)", fraction, t, whence);
+		rp.target_from = tf;
+	} else if (g) {
+		capacity = g->bytes ? g->bytes : (uint64_t)llround(g->gib * (double)AS_GiB);
+		snprintf(tf, sizeof tf, "--gpu %s", g->name);
+		rp.target_from = tf;
+	} else if (oomarg) {
+		capacity = om.capacity;
+		if (om.capacity_from_allowed)
+			snprintf(tf, sizeof tf, "--oom-message: its '%.2f GiB allowed' (set_per_process_memory_fraction), printed to +-%.3f GiB",
+				as_gib(om.allowed.bytes), as_gib(om.capacity_ulp));
+		else
+			snprintf(tf, sizeof tf, "--oom-message: %.2f GiB allocated + %.2f GiB reserved but unallocated by PyTorch + %.2f GiB "
+				"free, each printed to +-0.005 of its unit (+-%.3f GiB)", as_gib(om.allocated.bytes), as_gib(om.unallocated.bytes),
+				as_gib(om.free.bytes), as_gib(om.capacity_ulp));
 		rp.target_from = tf;
 	} else if (capacity) {
-		rp.target_from = "--capacity";
+		if (capnote[0])
+			snprintf(tf, sizeof tf, "--capacity; %s", capnote);
+		rp.target_from = capnote[0] ? tf : "--capacity";
 	} else if (ranks[0].buf.meta.capacity) {
 		capacity = ranks[0].buf.meta.capacity;
 		rp.target_from = "recorded in the trace";
