@@ -49,8 +49,18 @@ contains "$out" "reserved 16.904 GiB ($(gt $tr peak_reserved) bytes)"; ok $? "$t
 sum=$(printf '%s\n' "$out" | sed -n '1,2p' | tr -d '()' | awk '{for(i=1;i<=NF;i++) if($i=="bytes" || $i=="bytes,") v[++n]=$(i-1)} END{printf "%.0f %.0f", v[1], v[2]+v[3]+v[4]}')
 [ -n "$out" ] && [ "${sum% *}" = "${sum#* }" ]; ok $? "$tr: requested + fenced + cached = reserved at the peak ($sum)"
 contains "$errout" "has no stack frames"; ok $? "no frames: a warning says how to record them"
+# at its OOM (PyTorch's message: 14.25 GiB allocated, 2.49 GiB reserved but unallocated, 16.74 GiB in all; the
+# ground truth's final_reserved) every cached segment had been released: nothing for empty_cache
+contains "$out" "At the first out-of-memory (trace entry 20516): reserved 16.736 GiB ($(gt $tr final_reserved) bytes)"; ok $? "$tr: reserved at the OOM = PyTorch's final reserved_bytes"
+contains "$out" "the failed request: 1.480 GiB (1588925440 bytes); the largest free range in one segment: 0.480 GiB (515544576 bytes)"; ok $? "$tr: the request and the largest free range at the OOM"
 run "$A" advise --capacity 18580450876 "$T/$tr.pickle.gz"
-contains "$out" "Who fenced the memory (in the recording, at its peak of reserved memory, 16.90 GiB at trace entry 4456)"; ok $? "advise summarises blame"
+contains "$out" "Who fenced the memory (in the recording, at its out-of-memory, trace entry 20516: a request of 1.48 GiB with 16.74 GiB reserved, 14.23 GiB of it requested by live blocks)"
+ok $? "advise explains the moment of the OOM, not the reserved peak"
+contains "$out" "2.51 GiB reserved but not requested sat in 167 of 168 segments that live blocks kept from being released; the largest free range in one segment was 0.48 GiB, smaller than the request"
+ok $? "at the OOM: 2.51 GiB fenced by live blocks (PyTorch: 2.49 GiB reserved-unallocated + 0.02 GiB rounding)"
+contains "$out" "0.00 GiB sat in segments with no live block: empty_cache could release nothing"; ok $? "at the OOM: nothing for empty_cache"
+contains "$out" "(earlier, at the peak of reserved memory, 16.90 GiB at trace entry 4456: 0.51 GiB fenced, 1.93 GiB in segments with no live block)"
+ok $? "the peak is named as earlier, not as the explanation"
 # a real snapshot recorded with stacks (scripts/record-reader-fixtures.py): a loop keeps two of
 # every three tensors it allocates (ys.append, line 15 of the recorded script), fencing the segments
 fx="$srcdir/traces/fixtures/default-history-frames"

@@ -405,15 +405,36 @@ static void print_table(FILE *f, const advise *a, const report *rp)
 		const as_blame *bl = &rk->blame;
 		if (!bl->peak_m.valid)
 			continue;
-		fprintf(f, "\nWho fenced the memory%s%s (in the recording, at its peak of reserved memory, %.2f GiB at trace entry %" PRIu64
-			"):\n  %.2f GiB reserved but not requested sat in segments that live blocks kept from being released;"
-			" %.2f GiB in segments with no live block\n", rp->nranks ? " on " : "", rp->nranks ? rk->path : "",
-			as_gib(bl->peak_m.reserved), bl->peak_m.index, as_gib(bl->peak_m.fenced), as_gib(bl->peak_m.cached));
+		const char *on = rp->nranks ? " on " : "", *rk_path = rp->nranks ? rk->path : "";
+		const as_blame_moment *mo = bl->oom_m.valid ? &bl->oom_m : &bl->peak_m;
+		if (bl->oom_m.valid) {
+			/* an OOM snapshot: the moment that failed, not the peak */
+			const as_blame_moment *o = &bl->oom_m;
+			fprintf(f, "\nWho fenced the memory%s%s (in the recording, at its out-of-memory, trace entry %" PRIu64 ": a request of %.2f GiB"
+				" with %.2f GiB reserved, %.2f GiB of it requested by live blocks):\n"
+				"  %.2f GiB reserved but not requested sat in %" PRIu64 " of %" PRIu64 " segments that live blocks kept from being released;"
+				" the largest free range in one segment was %.2f GiB%s\n"
+				"  %.2f GiB sat in segments with no live block: %s\n",
+				on, rk_path, o->index, as_gib(o->request), as_gib(o->reserved), as_gib(o->allocated), as_gib(o->fenced),
+				o->nfenced_segments, o->nsegments, as_gib(o->largest_free),
+				o->largest_free < o->request ? ", smaller than the request" : "", as_gib(o->cached),
+				o->cached ? "empty_cache could have released them" :
+				"empty_cache could release nothing (PyTorch releases its cached segments before it gives up)");
+			if (bl->peak_m.valid)
+				fprintf(f, "  (earlier, at the peak of reserved memory, %.2f GiB at trace entry %" PRIu64 ": %.2f GiB fenced, %.2f GiB in"
+					" segments with no live block)\n", as_gib(bl->peak_m.reserved), bl->peak_m.index, as_gib(bl->peak_m.fenced),
+					as_gib(bl->peak_m.cached));
+		} else {
+			fprintf(f, "\nWho fenced the memory%s%s (in the recording, at its peak of reserved memory, %.2f GiB at trace entry %" PRIu64
+				"):\n  %.2f GiB reserved but not requested sat in segments that live blocks kept from being released;"
+				" %.2f GiB in segments with no live block\n", on, rk_path,
+				as_gib(bl->peak_m.reserved), bl->peak_m.index, as_gib(bl->peak_m.fenced), as_gib(bl->peak_m.cached));
+		}
 		if (bl->with_site)
-			cli_blame_sites(f, &bl->peak_m, 5, 2);
+			cli_blame_sites(f, mo, 5, 2);
 		else
-			fprintf(f, "  (the snapshot has no stack frames: record with _record_memory_history(stacks='python') to see the"
-				" allocation sites; 'allocsim blame' gives the full table)\n");
+			fprintf(f, "  (the snapshot has no stack frames: record with torch.cuda.memory._record_memory_history(context=\"all\","
+				" stacks=\"python\") to see the allocation sites (doc/capture.md); 'allocsim blame' gives the full table)\n");
 	}
 	if (rp->harmful) {
 		const result *e = &a->res[IDX_EXPANDABLE], *h = &a->res[IDX_HARMFUL];

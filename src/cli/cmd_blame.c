@@ -44,6 +44,10 @@ static void moment_header(FILE *f, const char *what, const as_blame_moment *m)
 		" bytes) in segments with no live block (empty_cache would release them)\n",
 		what, m->index, as_gib(m->reserved), m->reserved, as_gib(m->allocated), m->allocated, as_gib(m->fenced), m->fenced,
 		m->nfenced_segments, m->nsegments, as_gib(m->cached), m->cached);
+	if (m->request)
+		fprintf(f, "  the failed request: %.3f GiB (%" PRIu64 " bytes); the largest free range in one segment: %.3f GiB (%" PRIu64 " bytes)%s\n",
+			as_gib(m->request), m->request, as_gib(m->largest_free), m->largest_free,
+			m->cached ? "" : "; nothing for empty_cache to release (PyTorch released its cached segments before it gave up)");
 }
 
 int cmd_blame(int argc, char **argv)
@@ -126,7 +130,7 @@ int cmd_blame(int argc, char **argv)
 			fprintf(f, "  largest live allocations:\n");
 			for (size_t i = 0; i < ms[k]->nlargest; i++) {
 				const as_blame_block *x = &ms[k]->largest[i];
-				fprintf(f, "  %10.3f GiB  entry %-8" PRIu64 " %s\n", as_gib(x->size), x->index,
+				fprintf(f, "  %10.3f GiB  trace entry %-8" PRIu64 " %s\n", as_gib(x->size), x->index,
 					x->site ? as_strtab_str(&bl.names, x->site) : "(no stack)");
 			}
 			fputc('\n', f);

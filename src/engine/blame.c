@@ -110,6 +110,7 @@ static void take(as_blame *b, as_blame_moment *m, uint64_t index)
 	m->fenced = m->cached = 0;
 	m->nsegments = b->nranges;
 	m->nfenced_segments = 0;
+	m->largest_free = 0;
 	m->sites = xrealloc(m->sites, (b->names.n + 1) * sizeof(*m->sites));
 	memset(m->sites, 0, (b->names.n + 1) * sizeof(*m->sites));
 	m->nsites = b->names.n + 1; /* [0] = blocks without a site */
@@ -120,11 +121,17 @@ static void take(as_blame *b, as_blame_moment *m, uint64_t index)
 		while (blk && blk->addr < r->addr)
 			blk = RB_NEXT(as_blame_blocks, &b->byaddr, blk); /* in no known segment */
 		as_blame_block *first = blk;
-		uint64_t used = 0, k = 0;
+		uint64_t used = 0, k = 0, at = r->addr;
 		for (as_blame_block *x = first; x && x->addr < end; x = RB_NEXT(as_blame_blocks, &b->byaddr, x)) {
 			used += x->size < end - x->addr ? x->size : end - x->addr;
 			k++;
+			if (x->addr > at && x->addr - at > m->largest_free)
+				m->largest_free = x->addr - at;
+			if (x->addr + x->size > at)
+				at = x->addr + x->size;
 		}
+		if (end > at && end - at > m->largest_free)
+			m->largest_free = end - at;
 		uint64_t freeb = r->size > used ? r->size - used : 0;
 		if (!k) {
 			m->cached += freeb;
@@ -183,8 +190,10 @@ void as_blame_event(as_blame *b, const as_event *ev)
 	switch (ev->type) {
 	case EV_ALLOC: {
 		if (ev->flags & EVF_OOM) {
-			if (!b->oom_seen)
+			if (!b->oom_seen) {
 				take(b, &b->oom_m, ev->index);
+				b->oom_m.request = ev->size;
+			}
 			b->oom_seen = 1;
 			break;
 		}

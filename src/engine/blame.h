@@ -40,6 +40,8 @@ typedef struct as_blame_moment {
 	uint64_t fenced;       /* free bytes in segments that hold live blocks */
 	uint64_t cached;       /* free bytes in segments that hold none (empty_cache would release them) */
 	uint64_t nsegments, nfenced_segments;
+	uint64_t largest_free; /* the largest free range of one segment (live blocks at their recorded addresses) */
+	uint64_t request;      /* the OOM: the request that failed (bytes) */
 	as_blame_site *sites;  /* per site (nsites), sorted by fenced bytes at as_blame_finish */
 	size_t nsites;
 	as_blame_block *largest; /* the largest live blocks, largest first */
