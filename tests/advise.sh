@@ -155,4 +155,37 @@ is "$st $(csv_field "$out" current target_bytes)" "0 75054553497" "--device-tota
 run "$A" advise --help
 contains "$out" "--device-total SIZE"; ok $? "advise --help lists --device-total"
 contains "$out" "--oom-message MSG"; ok $? "advise --help lists --oom-message"
+# --- the recommendation: the simplest within the precision, never a key twice (issue 32) ---
+# gpt2 recorded with max_split_size_mb:40: expandable_segments needs 15.85 GiB, expandable_segments with
+# max_split_size_mb:128 16.00 GiB (within 1%) at one more changed key: the simpler one is recommended
+run "$A" advise --format csv "$T/gpt2_train_varlen__ms40.pickle.gz"
+is "$(printf '%s\n' "$out" | csv_bars | awk -F'|' 'NR>1 && $NF==1 {print $2 " " $3}')" "expandable_segments max_split_size_mb:40,expandable_segments:True" \
+	"ms40: the simpler expandable_segments is recommended, not expandable+max_split:128 within the precision"
+is "$(csv_field "$out" expandable+max_split:128 config)" "max_split_size_mb:128,expandable_segments:True" \
+	"the recorded max_split_size_mb:40 and the candidate's max_split_size_mb:128 are merged key by key"
+is "$(printf '%s\n' "$out" | csv_bars | awk -F'|' 'NR>1 {n=split($3, kv, ","); delete seen; for (i=1;i<=n;i++) {split(kv[i], k, ":"); if (seen[k[1]]++) print $3}}' | wc -l)" 0 \
+	"no setting names a key twice"
+run "$A" advise --format csv --capacity 4GiB "$T/resnet50_train__ms128.pickle.gz"
+is "$(printf '%s\n' "$out" | csv_bars | awk -F'|' 'NR>1' | wc -l) $(printf '%s\n' "$out" | csv_bars | awk -F'|' 'NR>1 && $3=="max_split_size_mb:128"' | wc -l)" "14 1" \
+	"a candidate equal to the current settings (max_split_size_mb:128) is replayed once: 14 rows"
+# --- without a target, an OOM recording: no fits=true for what ran out (issue 32) ---
+g=gpt2_train_varlen__p110_default
+run "$A" advise --format csv "$T/$g.pickle.gz"
+is "$st" 0 "no target, OOM recording: exit 0 when a setting is shown to fit (it needs no more than the recording held)"
+is "$(csv_field "$out" current fits)|$(csv_field "$out" expandable_segments fits)|$(csv_field "$out" max_split_size_mb:128 fits)" "0|1|" \
+	"no target: the recorded settings ran out (0), expandable_segments needs less than was held (1), max_split_size_mb:128 is unknown (empty)"
+for p in default:current ms128:max_split_size_mb:128 exp:expandable_segments; do
+	tag=${p%%:*}; s=${p#*:}
+	[ "$(gt ${g%_default}_$tag oom)" = 1 ] && { [ "$(csv_field "$out" "$s" fits)" != 1 ]; ok $? "no target: $s, which ran out of memory on the GPU, is not reported to fit"; }
+done
+if [ -n "$PYTHON" ]; then
+	j=$("$A" advise --format json "$T/$g.pickle.gz" 2>/dev/null | "$PYTHON" -c 'import json,sys; d=json.load(sys.stdin); s={x["setting"]: x["fits"] for x in d["settings"]}; print(s["current"], s["expandable_segments"], s["max_split_size_mb:128"], d["recorded_held_bytes"])')
+	is "$j" "False True None $(gt $g peak_reserved)" "--format json without a target: false, true, null; the limit was at least the recorded peak"
+fi
+C="$srcdir/traces/captured"
+run "$A" advise --format csv "$C/emptycache__p110_default.pickle.gz"
+is "$st" 4 "no target, OOM recording, no setting needs less than the recording held: exit 4"
+is "$(printf '%s\n' "$out" | csv_bars | awk -F'|' 'NR>1 && $5==1' | wc -l)" 0 "and no setting is reported to fit"
+run "$A" advise --format csv --oom-message "$(oommsg "$C/emptycache__p110_default.meta.json")" "$C/emptycache__p110_default.pickle.gz"
+is "$st $(csv_field "$out" current fits)" "0 0" "with its OOM message the limit is known (521.23 MiB allowed): exit 0, the recorded settings do not fit"
 finish

@@ -114,9 +114,13 @@ typedef struct result {
 	as_summary tgt;           /* at the target (when there is one) */
 	int64_t oom_entry;        /* the trace entry of the first OOM at the target; -1 if none */
 	uint64_t need;            /* the smallest capacity found (2 MiB steps); 0 if not searched */
+	int changes;              /* keys whose value differs from the current settings' (its simplicity) */
+	int fit;                  /* FIT_YES, FIT_NO or FIT_UNKNOWN (set once the grid has run: classify) */
 	int done;
 	as_err err;
 } result;
+
+enum { FIT_NO = 0, FIT_YES = 1, FIT_UNKNOWN = -1 };
 
 /* One trace (one rank of a job) and its grid. */
 typedef struct advise {
@@ -131,6 +135,8 @@ typedef struct advise {
 	char *recorded;
 	char *current;
 	uint64_t recorded_ooms;
+	uint64_t held;            /* the most the recording reserved (its limit was at least this) */
+	int ran;                  /* the current settings are what the recording ran (no -c, or -c equal to them) */
 	uint64_t target;
 	int fit;
 	const as_reader_opts *ro;
@@ -233,9 +239,13 @@ static const as_summary *shown(const advise *a, const result *r)
 	return a->target ? &r->tgt : &r->unl;
 }
 
+/* Whether the setting fits: at the target, as the replay found; without a target, when the recording
+ * ran out of memory (under a limit it does not record): no for the settings it ran, yes for a setting
+ * that needs no more than the recording held (the limit was at least that), else unknown; without
+ * either, yes (no limit). */
 static int fits(const advise *a, const result *r)
 {
-	return !a->target || r->tgt.num_ooms == 0;
+	return r->fit;
 }
 
 /* What a setting needs: its smallest capacity, or (--no-fit) its peak reserved bytes. */
@@ -244,19 +254,39 @@ static uint64_t need_of(const advise *a, const result *r)
 	return a->fit ? r->need : shown(a, r)->peak_reserved_bytes;
 }
 
-/* The recommendation: the current settings if they fit within 1% of the least need; otherwise,
- * among the settings that fit, those within 1% of the least need; of these the one with the least
- * modelled allocator time (device calls), then the least need, then the first in the grid. The 1% keeps a setting that saves a few MiB at the price of hundreds of extra
- * device calls (expandable_segments with max_split_size_mb) from winning. */
+static void classify(advise *a)
+{
+	for (size_t i = 0; i < a->n; i++) {
+		result *r = &a->res[i];
+		if (a->target)
+			r->fit = r->tgt.num_ooms == 0 ? FIT_YES : FIT_NO;
+		else if (!a->recorded_ooms)
+			r->fit = FIT_YES;
+		else if (a->ran && !strcmp(r->config, a->res[0].config))
+			r->fit = FIT_NO;
+		else if (need_of(a, r) <= a->held)
+			r->fit = FIT_YES;
+		else
+			r->fit = FIT_UNKNOWN;
+	}
+}
+
+/* The precision of the comparison: settings whose needs differ by less than 1% (the bisection finds
+ * each to within 0.4%) are equal in memory. */
+#define NEED_TIE 1.01
+
+/* The recommendation: of the settings that fit, those that need within 1% of the least need; of
+ * these the simplest (the fewest keys changed from the current settings: the current settings
+ * themselves when they are among them), then the least modelled allocator time (device calls), then
+ * the least need, then the first in the grid. So a setting that saves a few MiB, within the
+ * precision, at the price of another key and more device calls (expandable_segments with
+ * max_split_size_mb) does not win. When nothing fits: the least need. */
 static size_t pick(const advise *a)
 {
 	uint64_t least = UINT64_MAX;
 	for (size_t i = 0; i < a->n; i++)
-		if (!a->res[i].skip && fits(a, &a->res[i]) && need_of(a, &a->res[i]) < least)
+		if (!a->res[i].skip && fits(a, &a->res[i]) == FIT_YES && need_of(a, &a->res[i]) < least)
 			least = need_of(a, &a->res[i]);
-	/* the current settings, when they fit within 1% of the least need, stay: a change must save memory */
-	if (least != UINT64_MAX && !a->res[0].skip && fits(a, &a->res[0]) && (double)need_of(a, &a->res[0]) <= (double)least * 1.01)
-		return 0;
 	size_t best = SIZE_MAX;
 	for (size_t i = 0; i < a->n; i++) {
 		const result *r = &a->res[i];
@@ -267,20 +297,20 @@ static size_t pick(const advise *a)
 				best = i;
 			continue;
 		}
-		if (!fits(a, r) || (double)need_of(a, r) > (double)least * 1.01)
+		if (fits(a, r) != FIT_YES || (double)need_of(a, r) > (double)least * NEED_TIE)
 			continue;
-		if (best == SIZE_MAX)
+		if (best == SIZE_MAX) {
 			best = i;
-		else {
-			const result *b = &a->res[best];
-			double tr = shown(a, r)->device_time_us, tb = shown(a, b)->device_time_us;
-			if (tr < tb || (tr == tb && need_of(a, r) < need_of(a, b)))
-				best = i;
+			continue;
 		}
+		const result *b = &a->res[best];
+		double tr = shown(a, r)->device_time_us, tb = shown(a, b)->device_time_us;
+		if (r->changes != b->changes ? r->changes < b->changes :
+		    tr != tb ? tr < tb : need_of(a, r) < need_of(a, b))
+			best = i;
 	}
 	return best;
 }
-
 
 static void json_str(FILE *f, const char *s)
 {
@@ -322,6 +352,21 @@ static size_t worst_rank(const advise *a, const report *rp, size_t i)
 	return w;
 }
 
+/* The table's fits column: yes, no, ? (not known without a target), - (no limit at all). */
+static const char *fit_word(const advise *a, const result *r)
+{
+	if (!a->target && !a->recorded_ooms)
+		return "-";
+	return r->fit == FIT_YES ? "yes" : r->fit == FIT_NO ? "no" : "?";
+}
+
+static const char *rank_word(const advise *a, const result *r)
+{
+	if (!a->target && !a->recorded_ooms)
+		return "-";
+	return r->fit == FIT_YES ? "fits" : r->fit == FIT_NO ? "OOM" : "?";
+}
+
 static void print_table(FILE *f, const advise *a, const report *rp)
 {
 	const result *b = &a->res[rp->best], *cur = &a->res[0];
@@ -339,10 +384,21 @@ static void print_table(FILE *f, const advise *a, const report *rp)
 		rp->recorded_settings ? " (recorded)" : "");
 	if (a->target)
 		fprintf(f, "target: %.2f GiB (%" PRIu64 " bytes, %s)\n", as_gib(a->target), a->target, rp->target_from);
+	else if (a->recorded_ooms)
+		fprintf(f, "target: none given; the recording ran out of memory under a limit it does not record, of at least %.2f GiB%s (the most"
+			" it held): a setting that needs no more fits it (give --capacity, --oom-message, --fraction or --gpu to check the others)\n",
+			as_gib(a->held), rp->nranks ? " (a rank that ran out)" : "");
 	else
-		fprintf(f, "target: none (no limit recorded; give --capacity, --fraction or --gpu)\n");
+		fprintf(f, "target: none (no limit recorded; give --capacity, --oom-message, --fraction or --gpu)\n");
 	fputc('\n', f);
-	if (!fits(a, b)) {
+	if (!a->target && fits(a, b) != FIT_YES) {
+		fprintf(f, "No setting of the grid is shown to fit the limit the recording ran out of: each needs more than the %.2f GiB it held.",
+			as_gib(a->held));
+		if (a->fit)
+			fprintf(f, " The one that needs least: PYTORCH_CUDA_ALLOC_CONF=\"%s\" (needs %.2f GiB). Give the limit (--oom-message).",
+				b->config, as_gib(b->need));
+		fputc('\n', f);
+	} else if (fits(a, b) != FIT_YES) {
 		fprintf(f, "No setting of the grid fits %.2f GiB%s.", as_gib(a->target), rp->nranks ? " on every rank" : "");
 		if (a->fit)
 			fprintf(f, " The one that needs least: PYTORCH_CUDA_ALLOC_CONF=\"%s\" (needs %.2f GiB).", b->config, as_gib(b->need));
@@ -357,7 +413,9 @@ static void print_table(FILE *f, const advise *a, const report *rp)
 		else
 			fprintf(f, "  peak reserved %.2f GiB instead of %.2f GiB", as_gib(shown(a, b)->peak_reserved_bytes),
 				as_gib(shown(a, cur)->peak_reserved_bytes));
-		if (a->target && !fits(a, cur)) {
+		if (!a->target && fits(a, cur) == FIT_NO)
+			fprintf(f, "; the current settings ran out of memory in the recording");
+		if (a->target && fits(a, cur) != FIT_YES) {
 			if (rp->nranks)
 				fprintf(f, "; the current settings run out of memory on %" PRIu64 " of %zu ranks", cur->tgt.num_ooms, rp->nranks);
 			else
@@ -381,7 +439,7 @@ static void print_table(FILE *f, const advise *a, const report *rp)
 		if (a->fit)
 			snprintf(need, sizeof need, "%.2f GiB", as_gib(r->need));
 		fprintf(f, "%-34s %-5s %-9s %9.2f GiB %11s %10.3f %10" PRIu64 " %12.3f%s\n", r->c->label,
-			a->target ? (fits(a, r) ? "yes" : "no") : "-", oom, as_gib(s->peak_reserved_bytes), need, eff(s),
+			fit_word(a, r), oom, as_gib(s->peak_reserved_bytes), need, eff(s),
 			s->num_device_alloc, s->device_time_us / 1000.0, i == rp->best ? "  <- recommended" : "");
 	}
 	if (rp->nranks) {
@@ -395,8 +453,8 @@ static void print_table(FILE *f, const advise *a, const report *rp)
 				snprintf(cn, sizeof cn, "%.2f GiB", as_gib(c->need));
 				snprintf(rn, sizeof rn, "%.2f GiB", as_gib(r->need));
 			}
-			fprintf(f, "%-40s %-12s %11s %-12s %11s%s\n", rk->path, !a->target ? "-" : fits(rk, c) ? "fits" : "OOM", cn,
-				!a->target ? "-" : fits(rk, r) ? "fits" : "OOM", rn, k == w ? "  <- worst rank" : "");
+			fprintf(f, "%-40s %-12s %11s %-12s %11s%s\n", rk->path, rank_word(rk, c), cn, rank_word(rk, r), rn,
+				k == w ? "  <- worst rank" : "");
 		}
 		fprintf(f, "worst rank under the recommendation: %s\n", rp->ranks[w].path);
 	}
@@ -447,9 +505,11 @@ static void print_table(FILE *f, const advise *a, const report *rp)
 		fprintf(f, "\nnote: garbage_collection_threshold acts only under a memory limit: its settings were not replayed.\n");
 	fprintf(f, "\n(peak_reserved, efficiency, cudaMalloc and alloc_ms are %s%s; needs: the smallest capacity without\n"
 		"out-of-memory found by bisection, to within 0.4%%; alloc_ms: modelled device time of the allocator's calls.\n"
-		"Recommended: the current settings if they fit within 1%% of the least need; otherwise, of the settings that fit,\n"
-		"those within 1%% of the least need, the least alloc_ms.)\n",
-		a->target ? "at the target" : "without a limit", rp->nranks ? ", the largest over the ranks" : "");
+		"Recommended: of the settings that fit, those within 1%% of the least need (equal, as each need is known to 0.4%%); of these\n"
+		"the simplest (fewest keys changed: the current settings first), then the least alloc_ms.%s)\n",
+		a->target ? "at the target" : "without a limit", rp->nranks ? ", the largest over the ranks" : "",
+		!a->target && a->recorded_ooms ? "\nfits without a target: no for the settings the recording ran out of memory with, yes for one\n"
+		"that needs no more than the recording held, ? for the others" : "");
 }
 
 static void print_csv_rows(FILE *f, const advise *a, size_t best)
@@ -464,8 +524,9 @@ static void print_csv_rows(FILE *f, const advise *a, size_t best)
 		as_csv_str(f, r->c->label);
 		fputc(',', f);
 		as_csv_str(f, r->config);
-		fprintf(f, ",%" PRIu64 ",%d,%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%.6f,%" PRIu64 ",%" PRIu64 ",%.3f,%" PRIu64 ",%d\n",
-			a->target, fits(a, r), a->target ? r->oom_entry : -1, s->peak_reserved_bytes, s->peak_allocated_bytes,
+		fprintf(f, ",%" PRIu64 ",%s,%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%.6f,%" PRIu64 ",%" PRIu64 ",%.3f,%" PRIu64 ",%d\n",
+			a->target, r->fit == FIT_YES ? "1" : r->fit == FIT_NO ? "0" : "", a->target ? r->oom_entry : -1, s->peak_reserved_bytes,
+			s->peak_allocated_bytes,
 			eff(s), s->num_device_alloc, s->num_ooms, s->device_time_us, r->need, i == best);
 	}
 }
@@ -496,7 +557,7 @@ static void print_json_settings(FILE *f, const advise *a)
 		fprintf(f, ", \"fits\": %s, \"oom_entry\": %" PRId64 ", \"peak_reserved_bytes\": %" PRIu64
 			", \"peak_allocated_bytes\": %" PRIu64 ", \"num_device_alloc\": %" PRIu64 ", \"num_ooms\": %" PRIu64
 			", \"device_time_us\": %.3f, \"needed_bytes\": %" PRIu64 "}",
-			fits(a, r) ? "true" : "false", a->target ? r->oom_entry : -1, s->peak_reserved_bytes,
+			r->fit == FIT_YES ? "true" : r->fit == FIT_NO ? "false" : "null", a->target ? r->oom_entry : -1, s->peak_reserved_bytes,
 			s->peak_allocated_bytes, s->num_device_alloc, s->num_ooms, s->device_time_us, r->need);
 	}
 }
@@ -510,7 +571,8 @@ static void print_json(FILE *f, const advise *a, const report *rp)
 	json_str(f, a->current);
 	fprintf(f, ", \"target_bytes\": %" PRIu64 ", \"target_from\": ", a->target);
 	json_str(f, rp->target_from);
-	fprintf(f, ",\n \"fits\": %s, \"recommended\": ", fits(a, b) ? "true" : "false");
+	fprintf(f, ", \"recorded_held_bytes\": %" PRIu64, a->held);
+	fprintf(f, ",\n \"fits\": %s, \"recommended\": ", b->fit == FIT_YES ? "true" : b->fit == FIT_NO ? "false" : "null");
 	json_str(f, b->config);
 	fprintf(f, ", \"harmful_combination\": %s,\n", rp->harmful ? "true" : "false");
 	if (!rp->nranks) {
@@ -568,7 +630,83 @@ static int rank_files(const char *dir, char ***out, size_t *n, as_err *err)
 	return 0;
 }
 
-/* A rank's grid on top of its current settings. */
+/* The items of a settings string ("key:value", split at the commas outside brackets: the list form
+ * of roundup_power2_divisions has commas inside), trimmed of spaces; at most max. */
+static size_t conf_items(char *s, char **item, size_t max)
+{
+	size_t n = 0;
+	int depth = 0;
+	char *start = s;
+	for (char *p = s;; p++) {
+		if (*p == '[')
+			depth++;
+		else if (*p == ']' && depth)
+			depth--;
+		else if ((*p == ',' && !depth) || !*p) {
+			int end = !*p;
+			*p = 0;
+			while (*start == ' ')
+				start++;
+			if (*start && n < max)
+				item[n++] = start;
+			if (end)
+				return n;
+			start = p + 1;
+		}
+	}
+}
+
+static size_t key_len(const char *item)
+{
+	size_t k = strcspn(item, ":");
+	while (k && item[k - 1] == ' ')
+		k--;
+	return k;
+}
+
+/* The current settings with the candidate's keys set, key by key (a key of the current settings
+ * takes the candidate's value in place; a new key is appended): never a key twice, as
+ * "max_split_size_mb:40,max_split_size_mb:128" would be. *changes: the candidate's keys that change
+ * the current settings. */
+static char *conf_merge(const char *current, const char *cand, int *changes)
+{
+	char *cur = xstrdup(current), *cd = xstrdup(cand), *ci[32], *ki[32];
+	size_t nc = conf_items(cur, ci, 32), nk = conf_items(cd, ki, 32), len = strlen(current) + strlen(cand) + 2;
+	const char *val[32] = { 0 };
+	*changes = 0;
+	char *out = xmalloc(len + 1), *o = out;
+	for (size_t j = 0; j < nk; j++) {
+		size_t kl = key_len(ki[j]);
+		int found = 0;
+		for (size_t i = 0; i < nc; i++)
+			if (key_len(ci[i]) == kl && !strncmp(ci[i], ki[j], kl)) {
+				found = 1;
+				if (strcmp(ci[i], ki[j])) {
+					val[i] = ki[j];
+					(*changes)++;
+				}
+			}
+		if (!found)
+			(*changes)++;
+	}
+	for (size_t i = 0; i < nc; i++)
+		o += sprintf(o, "%s%s", o == out ? "" : ",", val[i] ? val[i] : ci[i]);
+	for (size_t j = 0; j < nk; j++) {
+		size_t kl = key_len(ki[j]);
+		int found = 0;
+		for (size_t i = 0; i < nc && !found; i++)
+			found = key_len(ci[i]) == kl && !strncmp(ci[i], ki[j], kl);
+		if (!found)
+			o += sprintf(o, "%s%s", o == out ? "" : ",", ki[j]);
+	}
+	*o = 0;
+	free(cur);
+	free(cd);
+	return out;
+}
+
+/* A rank's grid on top of its current settings; a setting that comes out the same as an earlier one
+ * (max_split_size_mb:128 when it is current) is not replayed twice. */
 static void make_grid(advise *a)
 {
 	a->n = NGRID;
@@ -576,14 +714,11 @@ static void make_grid(advise *a)
 	for (size_t i = 0; i < NGRID; i++) {
 		result *r = &a->res[i];
 		r->c = &grid[i];
-		if (!grid[i].set[0])
-			r->config = xstrdup(a->current);
-		else if (!a->current[0])
-			r->config = xstrdup(grid[i].set);
-		else if (asprintf(&r->config, "%s,%s", a->current, grid[i].set) < 0)
-			abort();
+		r->config = conf_merge(a->current, grid[i].set, &r->changes);
 		r->oom_entry = -1;
 		r->skip = grid[i].gc && !a->target;
+		for (size_t j = 0; j < i && !r->skip; j++)
+			r->skip = !strcmp(a->res[j].config, r->config);
 	}
 }
 
@@ -820,7 +955,8 @@ int cmd_advise(int argc, char **argv)
 	}
 	if (ooms && !capacity)
 		fprintf(stderr, "%s: warning: the recording ran out of memory %" PRIu64 " time(s) under a limit the trace does not record; "
-			"advising without a limit (give --capacity, --fraction with --device-total, or --gpu)\n", as_progname, ooms);
+			"advising without a limit: only the settings that need no more than the recording held are known to fit (give "
+			"--oom-message, --capacity, --fraction or --gpu)\n", as_progname, ooms);
 	{
 		pool q = { .ranks = ranks, .nranks = nfiles };
 		pthread_mutex_init(&q.mu, NULL);
@@ -844,6 +980,11 @@ int cmd_advise(int argc, char **argv)
 				rc = cli_report(&ranks[k].res[i].err);
 				goto out;
 			}
+	for (size_t k = 0; k < nfiles; k++) {
+		ranks[k].held = ranks[k].blame.peak;
+		ranks[k].ran = !config || !strcmp(config, ranks[k].recorded ? ranks[k].recorded : "");
+		classify(&ranks[k]);
+	}
 	advise *a = &ranks[0];
 	if (is_dir) {
 		agg = (advise){ .path = trace, .current = ranks[0].current, .target = capacity, .fit = fit, .n = NGRID,
@@ -856,6 +997,19 @@ int cmd_advise(int argc, char **argv)
 			agg.res[i].oom_entry = -1;
 		}
 		aggregate(&agg, ranks, nfiles);
+		for (size_t i = 0; i < NGRID; i++) { /* fits on every rank; not on one: no; else unknown */
+			result *ag = &agg.res[i];
+			ag->changes = ranks[0].res[i].changes;
+			ag->fit = FIT_YES;
+			for (size_t k = 0; k < nfiles; k++) {
+				int fk = ranks[k].res[i].fit;
+				if (fk == FIT_NO || (fk == FIT_UNKNOWN && ag->fit == FIT_YES))
+					ag->fit = fk;
+			}
+		}
+		for (size_t k = 0; k < nfiles; k++)
+			if (ranks[k].recorded_ooms && ranks[k].held > agg.held)
+				agg.held = ranks[k].held;
 		a = &agg;
 		for (size_t k = 1; k < nfiles; k++)
 			if (strcmp(ranks[k].current, ranks[0].current))
@@ -884,7 +1038,9 @@ int cmd_advise(int argc, char **argv)
 		rc = cli_report(&err);
 		goto out;
 	}
-	rc = fits(a, &a->res[rp.best]) ? 0 : 3;
+	/* 0: the recommendation fits (the target, or the limit an OOM recording ran under, or no limit);
+	 * 3: nothing fits the target; 4: no target, and nothing is shown to fit the recording's limit */
+	rc = fits(a, &a->res[rp.best]) == FIT_YES ? 0 : a->target ? 3 : 4;
 out:
 	for (size_t k = 0; k < nfiles; k++) {
 		if (ranks[k].res)
