@@ -188,4 +188,15 @@ is "$st" 4 "no target, OOM recording, no setting needs less than the recording h
 is "$(printf '%s\n' "$out" | csv_bars | awk -F'|' 'NR>1 && $5==1' | wc -l)" 0 "and no setting is reported to fit"
 run "$A" advise --format csv --oom-message "$(oommsg "$C/emptycache__p110_default.meta.json")" "$C/emptycache__p110_default.pickle.gz"
 is "$st $(csv_field "$out" current fits)" "0 0" "with its OOM message the limit is known (521.23 MiB allowed): exit 0, the recorded settings do not fit"
+# --- one numbering everywhere (issue 32): replay, blame, advise and info name the same trace entry
+# and count the same events (the snapshot's 21909 entries hold 14390 events a replay counts) ---
+g=gpt2_train_varlen__p110_default; cap=$(gt $g capacity_bytes)
+r=$("$A" replay --capacity "$cap" --no-timing "$T/$g.pickle.gz" 2>/dev/null)
+b=$("$A" blame --format table "$T/$g.pickle.gz" 2>/dev/null | sed -n 's/^At the first out-of-memory (trace entry \([0-9]*\)).*/\1/p')
+ad=$("$A" advise --format csv --capacity "$cap" "$T/$g.pickle.gz" 2>/dev/null)
+is "$(col "$r" first_oom_entry) $b $(csv_field "$ad" current oom_entry)" "20516 20516 20516" "replay's first_oom_entry, blame's and advise's OOM: trace entry 20516, all three"
+inf=$("$A" info "$T/$g.pickle.gz")
+at=$("$A" advise --capacity "$cap" "$T/$g.pickle.gz" 2>/dev/null | head -1)
+is "$(col "$r" events) $(printf '%s\n' "$inf" | sed -n 's/^events: //p')" "14390 14390" "replay and info count the same events"
+contains "$at" "($(gt $g trace_entries) trace entries, 14390 events; 1 out-of-memory in the recording)"; ok $? "advise names the trace entries (PyTorch's $(gt $g trace_entries)) and the same events"
 finish

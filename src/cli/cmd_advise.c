@@ -352,6 +352,26 @@ static size_t worst_rank(const advise *a, const report *rp, size_t i)
 	return w;
 }
 
+/* The events a replay counts (its 'events' column, info's 'events'): allocations, frees, free requests,
+ * empty_cache and phase markers, not the recorded segment calls nor an empty_cache inferred only maybe. */
+static uint64_t replay_events(const as_evbuf *b)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < b->n; i++)
+		n += b->recs[i].type < EV_SEG_ALLOC && !(b->recs[i].type == EV_EMPTY_CACHE && (b->recs[i].flags & EVF_MAYBE));
+	return n;
+}
+
+/* The trace's entries (a snapshot's device history; the native format's records): what "trace entry N"
+ * numbers, from 0. */
+static uint64_t trace_entries(const as_evbuf *b)
+{
+	const as_meta *m = &b->meta;
+	if (m->device_entries && m->device_index >= 0 && (size_t)m->device_index < m->ndevices)
+		return m->device_entries[m->device_index];
+	return b->n ? b->recs[b->n - 1].index + 1 : 0;
+}
+
 /* The table's fits column: yes, no, ? (not known without a target), - (no limit at all). */
 static const char *fit_word(const advise *a, const result *r)
 {
@@ -371,12 +391,14 @@ static void print_table(FILE *f, const advise *a, const report *rp)
 {
 	const result *b = &a->res[rp->best], *cur = &a->res[0];
 	if (rp->nranks) {
-		size_t ev = 0;
-		for (size_t k = 0; k < rp->nranks; k++)
-			ev += rp->ranks[k].bufp->n;
-		fprintf(f, "job: %s (%zu ranks, %zu events", a->path, rp->nranks, ev);
+		uint64_t ev = 0, te = 0;
+		for (size_t k = 0; k < rp->nranks; k++) {
+			ev += replay_events(rp->ranks[k].bufp);
+			te += trace_entries(rp->ranks[k].bufp);
+		}
+		fprintf(f, "job: %s (%zu ranks, %" PRIu64 " trace entries, %" PRIu64 " events", a->path, rp->nranks, te, ev);
 	} else {
-		fprintf(f, "trace: %s (%zu events", a->path, a->bufp->n);
+		fprintf(f, "trace: %s (%" PRIu64 " trace entries, %" PRIu64 " events", a->path, trace_entries(a->bufp), replay_events(a->bufp));
 	}
 	if (a->recorded_ooms)
 		fprintf(f, "; %" PRIu64 " out-of-memory in the recording", a->recorded_ooms);
@@ -576,7 +598,8 @@ static void print_json(FILE *f, const advise *a, const report *rp)
 	json_str(f, b->config);
 	fprintf(f, ", \"harmful_combination\": %s,\n", rp->harmful ? "true" : "false");
 	if (!rp->nranks) {
-		fprintf(f, " \"events\": %zu, \"settings\": [\n", a->bufp->n);
+		fprintf(f, " \"trace_entries\": %" PRIu64 ", \"events\": %" PRIu64 ", \"settings\": [\n", trace_entries(a->bufp),
+			replay_events(a->bufp));
 		print_json_settings(f, a);
 		fputs("\n ]}\n", f);
 		return;
@@ -587,7 +610,8 @@ static void print_json(FILE *f, const advise *a, const report *rp)
 	for (size_t k = 0; k < rp->nranks; k++) {
 		fprintf(f, "%s {\"trace\": ", k ? ",\n" : "");
 		json_str(f, rp->ranks[k].path);
-		fprintf(f, ", \"events\": %zu, \"settings\": [\n", rp->ranks[k].bufp->n);
+		fprintf(f, ", \"trace_entries\": %" PRIu64 ", \"events\": %" PRIu64 ", \"settings\": [\n",
+			trace_entries(rp->ranks[k].bufp), replay_events(rp->ranks[k].bufp));
 		print_json_settings(f, &rp->ranks[k]);
 		fputs("\n ]}", f);
 	}

@@ -42,7 +42,7 @@ int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, a
 	as_quant_init(&e->lat_alloc);
 	as_quant_init(&e->lat_free);
 	e->dev = dev;
-	e->s.first_oom_event = -1;
+	e->s.first_oom_entry = -1;
 	e->every = 1;
 	if (as_policy_create(ops, &e->pol, config ? config : "", dev, &e->ctr, err)) {
 		as_engine_free(e); /* the quantile workspaces (found by fuzz_config) */
@@ -187,13 +187,13 @@ int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
 			handle = NULL;
 			bsize = 0;
 			if (!e->s.num_ooms)
-				e->s.first_oom_event = (int64_t)e->s.events;
+				e->s.first_oom_entry = (int64_t)ev->index;
 			e->s.num_ooms++;
 		} else {
 			r = rounded(e, ev->size);
 			if (e->check && r > bsize)
-				return as_fail(err, AS_EXIT_SOFTWARE, "invariant check failed after event %" PRIu64 " (alloc, trace record %" PRIu64
-					"): %s rounds %" PRIu64 " bytes to %" PRIu64 " but hands out a block of %" PRIu64, e->s.events, ev->index,
+				return as_fail(err, AS_EXIT_SOFTWARE, "invariant check failed at trace entry %" PRIu64 " (alloc, replayed event %" PRIu64
+					"): %s rounds %" PRIu64 " bytes to %" PRIu64 " but hands out a block of %" PRIu64, ev->index, e->s.events,
 					e->pol->ops->name, ev->size, r, bsize);
 			e->requested += ev->size;
 			e->allocated += bsize;
@@ -281,8 +281,8 @@ int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
 		char m[sizeof err->msg];
 		snprintf(m, sizeof m, "%s", err->msg);
 		err->code = 0;
-		return as_fail(err, AS_EXIT_SOFTWARE, "invariant check failed after event %" PRIu64 " (%s, trace record %" PRIu64 "): %s",
-			e->s.events - 1, as_ev_names[ev->type], ev->index, m);
+		return as_fail(err, AS_EXIT_SOFTWARE, "invariant check failed at trace entry %" PRIu64 " (%s, replayed event %" PRIu64 "): %s",
+			ev->index, as_ev_names[ev->type], e->s.events - 1, m);
 	}
 	return 0;
 }
