@@ -199,4 +199,8 @@ inf=$("$A" info "$T/$g.pickle.gz")
 at=$("$A" advise --capacity "$cap" "$T/$g.pickle.gz" 2>/dev/null | head -1)
 is "$(col "$r" events) $(printf '%s\n' "$inf" | sed -n 's/^events: //p')" "14390 14390" "replay and info count the same events"
 contains "$at" "($(gt $g trace_entries) trace entries, 14390 events; 1 out-of-memory in the recording)"; ok $? "advise names the trace entries (PyTorch's $(gt $g trace_entries)) and the same events"
+# replay takes the message too: at its limit the recorded settings run out at the recording's own OOM
+run "$A" replay --no-timing --oom-message "$(oommsg "$T/$g.meta.json")" "$T/$g.pickle.gz"
+is "$st $(col "$out" capacity_bytes) $(col "$out" num_ooms) $(col "$out" first_oom_entry)" "0 18575733555 1 20516" \
+	"replay --oom-message: capacity 17.30 GiB, one OOM, at trace entry 20516 as recorded"
 finish

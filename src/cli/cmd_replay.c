@@ -1,5 +1,6 @@
 /* cmd_replay.c - allocsim replay: one trace, one policy, one summary row. */
 #include "cli/cli.h"
+#include "util/oommsg.h"
 #include "engine/engine.h"
 #include "policies/policy.h"
 #include "engine/run.h"
@@ -28,6 +29,7 @@ static const char replay_usage[] =
 	"      --fraction F        the capacity as set_per_process_memory_fraction(F): F x the device's\n"
 	"                          total memory (the trace's, or --device-total SIZE)\n"
 	"      --device-total SIZE the device's total memory, for --fraction\n"
+	"      --oom-message MSG   the capacity from PyTorch's out-of-memory message (or @FILE holding it)\n"
 	"  -o, --output FILE       write the summary CSV to FILE (default: standard output)\n"
 	"      --timeline FILE     write requested/allocated/reserved bytes after every event\n"
 	"      --every N           with --timeline, only every N-th event\n"
@@ -305,7 +307,7 @@ int cmd_replay(int argc, char **argv)
 		{ "device", required_argument, 0, 'D' }, { "latency", required_argument, 0, 'L' },
 		{ "latency-model", required_argument, 0, 'M' }, { "device-log", required_argument, 0, 'J' },
 		{ "cache", no_argument, 0, 'W' }, { "fraction", required_argument, 0, 'F' },
-		{ "device-total", required_argument, 0, 'U' },
+		{ "device-total", required_argument, 0, 'U' }, { "oom-message", required_argument, 0, 'Q' },
 		{ "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
 	const char *policy = "pytorch", *config = NULL, *out = NULL, *timeline = NULL, *stats = NULL, *segments = NULL;
@@ -336,6 +338,23 @@ int cmd_replay(int argc, char **argv)
 			if (as_parse_capacity(optarg, &dev_total, m, sizeof m))
 				return cli_usage_error("replay", "--device-total: %s", m);
 			break;
+		case 'Q': { /* PyTorch's OOM message: its limit as the capacity (doc/advise.md, "Target memory") */
+			char why[300];
+			as_oom_msg om;
+			char *text = as_oom_msg_arg(optarg, why, sizeof why);
+			int bad = !text || as_oom_msg_parse(text, &om, why, sizeof why);
+			free(text);
+			if (bad)
+				return cli_usage_error("replay", "--oom-message: %s", why);
+			if (capacity_set)
+				return cli_usage_error("replay", "give --capacity or --oom-message, not both");
+			capacity = om.capacity;
+			capacity_set = 1;
+			fprintf(stderr, "%s: note: --oom-message: capacity %" PRIu64 " bytes (%s, +-%" PRIu64 " bytes as PyTorch prints it)\n",
+				as_progname, capacity, om.capacity_from_allowed ? "its 'allowed' limit" : "allocated + reserved-unallocated + free",
+				om.capacity_ulp);
+			break;
+		}
 		case 'o': out = optarg; break;
 		case 'T': timeline = optarg; break;
 		case 'E':
