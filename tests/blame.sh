@@ -88,4 +88,31 @@ F="$srcdir/traces/fixtures/default-history-frames.pickle.gz"
 # (309 of the fixture's 313 allocations have frames; the other 4 are blame's "(no stack)")
 is "$(grep -c ' site=' "$TMP/frames.trace") $(grep -c '^a ' "$TMP/frames.trace")" "309 313" "convert writes the site of every allocation that has frames"
 is "$("$A" blame "$TMP/frames.trace" | tail -n +2)" "$("$A" blame "$F" | tail -n +2)" "blame on the converted trace equals blame on the snapshot"
+# A real OOM with Python frames (scripts/capture.py gpt2grow, CAPTURE_CONTEXT=all, on the H200): GPT-2
+# trained at a growing batch under set_per_process_memory_fraction(0.10) until a 1.53 GiB request fails.
+# The numbers are PyTorch's memory_stats() at the dump (meta.json): nothing was reserved after the OOM.
+C="$srcdir/traces/captured"; ox="$C/gpt2grow__oom_frames"
+ms() { grep -o "\"$2\": [0-9]*" "$1.meta.json" | grep -o '[0-9]*$'; }
+run "$A" blame --format table "$ox.pickle.gz"
+is "$st" 0 "gpt2grow OOM with frames: blame exits 0"
+contains "$out" "At the peak of reserved memory (trace entry 10830): reserved 13.436 GiB ($(ms "$ox" reserved_bytes.all.peak) bytes)"
+ok $? "gpt2grow: the peak = PyTorch's reserved_bytes.all.peak"
+contains "$out" "At the first out-of-memory (trace entry 10855): reserved 12.707 GiB ($(ms "$ox" reserved_bytes.all.current) bytes), requested by live blocks 11.625 GiB ($(ms "$ox" requested_bytes.all.peak) bytes)"
+ok $? "gpt2grow: at the OOM, reserved = reserved_bytes.all.current, requested = requested_bytes.all.peak"
+is "$(printf '%s\n' "$out" | sed -n '/the code that held the memory/{n;n;p;}' | awk '{print $1, $3, $4, $NF, $(NF-1)}')" "10.203 87.8% 251 w_gpt2grow /work/main/scripts/capture.py:136" \
+	"gpt2grow: the culprit at the OOM is capture.py:136, the forward pass (loss = model(x, labels=x).loss): 87.8% of the live bytes in 251 blocks"
+run "$A" blame "$ox.pickle.gz"
+is "$(printf '%s\n' "$out" | awk -F, '$1 == "oom" {n++; s += $7} END {printf "%d %.0f", n, s}')" "5 $(ms "$ox" requested_bytes.all.peak)" \
+	"gpt2grow: five sites at the OOM, their live bytes add up to requested_bytes.all.peak"
+is "$(printf '%s\n' "$out" | grep '^oom' | cut -d, -f3,7 | tr '\n' ' ')" "/work/main/scripts/capture.py:136 w_gpt2grow,10955235392 /work/main/scripts/capture.py:138 w_gpt2grow,995518464 /work/main/scripts/capture.py:130 w_gpt2grow,497759232 (no stack),33554432 /work/main/scripts/capture.py:135 w_gpt2grow,65536 " \
+	"gpt2grow: forward activations (136), AdamW's state (138: opt.step), the weights (130), a 32 MiB block without frames, the batch (135)"
+run "$A" advise --oom-message "$(grep -o '"oom": "[^"]*"' "$ox.meta.json" | sed 's/^"oom": "//; s/"$//')" "$ox.pickle.gz"
+contains "$out" "the code that held the memory at the out-of-memory (live bytes by allocation site):"; ok $? "advise names the code that held the memory at the OOM"
+contains "$out" "10.203 GiB  87.8%      251    0.961 GiB  /work/main/scripts/capture.py:136 w_gpt2grow"; ok $? "advise: the culprit line first"
+contains "$out" "($(ms "$ox" n_trace_entries) trace entries, 7972 events; 1 out-of-memory in the recording)"; ok $? "advise: PyTorch's trace entry count"
+# its frameless twin (the same program and seed, recorded with context=None): the same totals, no sites
+nx="$C/gpt2grow__oom_noframes"
+run "$A" blame "$nx.pickle.gz"
+is "$(printf '%s\n' "$out" | grep '^oom')" "oom,1,(no stack),1161937856,539,70,$(ms "$nx" requested_bytes.all.peak),697" "the frameless twin: one '(no stack)' row with the same bytes"
+contains "$errout" 'context="all", stacks="python"'; ok $? "and the warning gives the recipe that keeps frames"
 finish

@@ -25,6 +25,8 @@ int cli_transfer_weigh(const char *table, const char *trace, const char *conf, i
 struct as_blame_moment;
 /* blame's table of sites at one moment (cmd_blame.c), top rows, indented. */
 void cli_blame_sites(FILE *f, const struct as_blame_moment *m, size_t top, int indent);
+/* The sites by the bytes their live blocks hold (the code that held the memory), top first. */
+void cli_blame_held(FILE *f, const struct as_blame_moment *m, size_t top, int indent);
 
 void cli_catch_signals(void);
 int cli_load_model(const char *path, as_lat_model *m, int *have, as_err *err);

@@ -510,7 +510,12 @@ static void print_table(FILE *f, const advise *a, const report *rp)
 				" %.2f GiB in segments with no live block\n", on, rk_path,
 				as_gib(bl->peak_m.reserved), bl->peak_m.index, as_gib(bl->peak_m.fenced), as_gib(bl->peak_m.cached));
 		}
-		if (bl->with_site)
+		if (bl->with_site && bl->oom_m.valid) {
+			fprintf(f, "  the code that held the memory at the out-of-memory (live bytes by allocation site):\n");
+			cli_blame_held(f, mo, 5, 2);
+			fprintf(f, "  the code that fenced it:\n");
+			cli_blame_sites(f, mo, 5, 2);
+		} else if (bl->with_site)
 			cli_blame_sites(f, mo, 5, 2);
 		else
 			fprintf(f, "  (the snapshot has no stack frames: record with torch.cuda.memory._record_memory_history(context=\"all\","

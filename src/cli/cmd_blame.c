@@ -15,8 +15,9 @@ static const char blame_usage[] =
 	"At the recording's peak of reserved memory (and at its first out-of-memory, if any), attributes\n"
 	"every reserved byte that was not allocated to the live allocations that kept its segment from\n"
 	"being released (shared equally among a segment's live blocks), by allocation site (the\n"
-	"innermost Python frame outside torch). Needs a snapshot recorded with stacks:\n"
-	"torch.cuda.memory._record_memory_history(stacks='python').\n"
+	"innermost Python frame outside torch); at the out-of-memory, also the sites by the bytes they\n"
+	"held. Needs a snapshot recorded with frames (doc/capture.md):\n"
+	"torch.cuda.memory._record_memory_history(enabled=\"all\", context=\"all\", stacks=\"python\").\n"
 	"\n"
 	"      --largest           list the largest live allocations, with their frames, instead of sites\n"
 	"      --top N             rows per moment (default: all sites; 20 largest allocations)\n"
@@ -35,6 +36,32 @@ void cli_blame_sites(FILE *f, const as_blame_moment *m, size_t top, int indent)
 		fprintf(f, "%*s%8.3f GiB %7" PRIu64 " %8" PRIu64 " %8.3f GiB  %s\n", indent, "", as_gib(s->fenced), s->blocks, s->segments,
 			as_gib(s->live), s->name ? s->name : "(no stack)");
 	}
+}
+
+static const as_blame_site *held_base;
+static int held_cmp(const void *pa, const void *pb)
+{
+	const as_blame_site *a = &held_base[*(const size_t *)pa], *b = &held_base[*(const size_t *)pb];
+	if (a->live != b->live)
+		return a->live > b->live ? -1 : 1;
+	return *(const size_t *)pa < *(const size_t *)pb ? -1 : 1; /* the fenced order */
+}
+
+void cli_blame_held(FILE *f, const as_blame_moment *m, size_t top, int indent)
+{
+	size_t *ix = xcalloc(m->nsites ? m->nsites : 1, sizeof(*ix));
+	for (size_t i = 0; i < m->nsites; i++)
+		ix[i] = i;
+	held_base = m->sites; /* single-threaded: the output */
+	qsort(ix, m->nsites, sizeof(*ix), held_cmp);
+	fprintf(f, "%*s%12s %6s %8s %12s  %s\n", indent, "", "held", "share", "blocks", "fenced", "site");
+	for (size_t i = 0; i < m->nsites && i < top; i++) {
+		const as_blame_site *s = &m->sites[ix[i]];
+		fprintf(f, "%*s%8.3f GiB %5.1f%% %8" PRIu64 " %8.3f GiB  %s\n", indent, "", as_gib(s->live),
+			m->allocated ? 100.0 * (double)s->live / (double)m->allocated : 0.0, s->nlive, as_gib(s->fenced),
+			s->name ? s->name : "(no stack)");
+	}
+	free(ix);
 }
 
 static void moment_header(FILE *f, const char *what, const as_blame_moment *m)
@@ -111,7 +138,8 @@ int cmd_blame(int argc, char **argv)
 	}
 	if (!bl.with_site)
 		fprintf(stderr, "%s: warning: %s has no stack frames: every block is '(no stack)'; record with "
-			"torch.cuda.memory._record_memory_history(stacks='python')\n", as_progname, trace);
+			"torch.cuda.memory._record_memory_history(enabled=\"all\", context=\"all\", stacks=\"python\") (doc/capture.md)\n",
+			as_progname, trace);
 	as_outfile of = { 0 };
 	if (as_outfile_open(&of, out, &err)) {
 		rc = cli_report(&err);
@@ -126,6 +154,11 @@ int cmd_blame(int argc, char **argv)
 			if (!ms[k]->valid)
 				continue;
 			moment_header(f, k ? "At the first out-of-memory" : "At the peak of reserved memory", ms[k]);
+			if (k) {
+				fprintf(f, "  the code that held the memory (live bytes by allocation site):\n");
+				cli_blame_held(f, ms[k], ntop, 2);
+				fprintf(f, "  the code that fenced it (reserved, unrequested bytes by allocation site):\n");
+			}
 			cli_blame_sites(f, ms[k], ntop, 2);
 			fprintf(f, "  largest live allocations:\n");
 			for (size_t i = 0; i < ms[k]->nlargest; i++) {
