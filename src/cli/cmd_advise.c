@@ -699,9 +699,15 @@ static size_t key_len(const char *item)
  * the current settings. */
 static char *conf_merge(const char *current, const char *cand, int *changes)
 {
-	char *cur = xstrdup(current), *cd = xstrdup(cand), *ci[32], *ki[32];
-	size_t nc = conf_items(cur, ci, 32), nk = conf_items(cd, ki, 32), len = strlen(current) + strlen(cand) + 2;
-	const char *val[32] = { 0 };
+	char *cur = xstrdup(current), *cd = xstrdup(cand);
+	size_t mc = 1, mk = 1, len = strlen(current) + strlen(cand) + 2;
+	for (const char *p = current; *p; p++)
+		mc += *p == ',';
+	for (const char *p = cand; *p; p++)
+		mk += *p == ',';
+	char **ci = xcalloc(mc, sizeof(char *)), **ki = xcalloc(mk, sizeof(char *));
+	const char **val = xcalloc(mc, sizeof(char *));
+	size_t nc = conf_items(cur, ci, mc), nk = conf_items(cd, ki, mk);
 	*changes = 0;
 	char *out = xmalloc(len + 1), *o = out;
 	for (size_t j = 0; j < nk; j++) {
@@ -731,6 +737,9 @@ static char *conf_merge(const char *current, const char *cand, int *changes)
 	*o = 0;
 	free(cur);
 	free(cd);
+	free(ci);
+	free(ki);
+	free(val);
 	return out;
 }
 
