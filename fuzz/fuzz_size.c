@@ -1,6 +1,7 @@
 /* fuzz_size.c - the size and number parsers: never crash, and what they accept is exact (decimal,
  * leading zeros included; 0x hex only through as_parse_num). */
 #include "fuzz_common.h"
+#include "util/oommsg.h"
 #include <errno.h>
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -32,6 +33,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (as_parse_capacity(s, &v, m, sizeof m) == 0 && !v)
 		abort();
+	/* PyTorch's OOM message (--oom-message): never crashes; accepted only with its sizes, and the
+	 * capacity is the 'allowed' limit when the message has one */
+	as_oom_msg om;
+	char why[300] = "";
+	if (as_oom_msg_parse(s, &om, why, sizeof why) == 0) {
+		if (!om.request.known || !om.total.known || !om.free.known || (om.allowed.known && om.capacity != om.allowed.bytes))
+			abort();
+	} else if (!why[0]) {
+		abort();
+	}
 	free(s);
 	return 0;
 }

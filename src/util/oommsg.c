@@ -84,7 +84,7 @@ int as_oom_msg_parse(const char *text, as_oom_msg *m, char *why, size_t whylen)
 		return -1;
 	}
 	if (size_after(t, "Tried to allocate", &m->request)) {
-		snprintf(why, whylen, "no size after 'Tried to allocate'");
+		snprintf(why, whylen, "no readable size (a number below 2^63 bytes and a unit) after 'Tried to allocate'");
 		return -1;
 	}
 	const char *g = strstr(t, ". GPU ");
