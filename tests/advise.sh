@@ -194,13 +194,13 @@ g=gpt2_train_varlen__p110_default; cap=$(gt $g capacity_bytes)
 r=$("$A" replay --capacity "$cap" --no-timing "$T/$g.pickle.gz" 2>/dev/null)
 b=$("$A" blame --format table "$T/$g.pickle.gz" 2>/dev/null | sed -n 's/^At the first out-of-memory (trace entry \([0-9]*\)).*/\1/p')
 ad=$("$A" advise --format csv --capacity "$cap" "$T/$g.pickle.gz" 2>/dev/null)
-is "$(col "$r" first_oom_entry) $b $(csv_field "$ad" current oom_entry)" "20516 20516 20516" "replay's first_oom_entry, blame's and advise's OOM: trace entry 20516, all three"
+is "$(col "$r" first_oom_event) $b $(csv_field "$ad" current oom_entry)" "20516 20516 20516" "replay's first_oom_event, blame's and advise's OOM: trace entry 20516, all three"
 inf=$("$A" info "$T/$g.pickle.gz")
 at=$("$A" advise --capacity "$cap" "$T/$g.pickle.gz" 2>/dev/null | head -1)
 is "$(col "$r" events) $(printf '%s\n' "$inf" | sed -n 's/^events: //p')" "14390 14390" "replay and info count the same events"
 contains "$at" "($(gt $g trace_entries) trace entries, 14390 events; 1 out-of-memory in the recording)"; ok $? "advise names the trace entries (PyTorch's $(gt $g trace_entries)) and the same events"
 # replay takes the message too: at its limit the recorded settings run out at the recording's own OOM
 run "$A" replay --no-timing --oom-message "$(oommsg "$T/$g.meta.json")" "$T/$g.pickle.gz"
-is "$st $(col "$out" capacity_bytes) $(col "$out" num_ooms) $(col "$out" first_oom_entry)" "0 18575733555 1 20516" \
+is "$st $(col "$out" capacity_bytes) $(col "$out" num_ooms) $(col "$out" first_oom_event)" "0 18575733555 1 20516" \
 	"replay --oom-message: capacity 17.30 GiB, one OOM, at trace entry 20516 as recorded"
 finish

@@ -32,7 +32,7 @@ is "$out" "$(sed -n '/^<!-- columns: generated/,/^<!-- end of columns -->/p' "$s
 run "$A" replay -p passthrough --no-timing --stats "$TMP/stats.csv" "$snap"
 is "$(printf '%s\n' "$out" | head -1)" "$(printf '%s\n' "$out" | head -0; "$A" columns | tail -n +3 | cut -d'`' -f2 | paste -sd, -)" \
 	"the CSV header is the column list, in order"
-is "$(col "$out" schema_version)" 4 "the last column is the schema version (4)"
+is "$(col "$out" schema_version)" 3 "the last column is the schema version (3)"
 is "$(grep -c '^summary\.' "$TMP/stats.csv")" 13 "--stats writes the 13 counters as summary.NAME"
 is "$(grep '^summary.allocs,' "$TMP/stats.csv")" "summary.allocs,$(col "$out" allocs)" "--stats and the row agree"
 
@@ -96,7 +96,7 @@ run "$A" replay -p bestfit -c "granule:3" "$snap"; is "$st" 64 "bestfit granule 
 run "$A" replay -c "" --capacity 1GiB --no-timing "$snap"
 is "$st" 0 "replay under too small a capacity exits 0"
 ok $([ "$(col "$out" num_ooms)" -gt 0 ] && echo 0 || echo 1) "and counts OOMs ($(col "$out" num_ooms))"
-ok $([ "$(col "$out" first_oom_entry)" -ge 0 ] && echo 0 || echo 1) "and names the first OOM's trace entry"
+ok $([ "$(col "$out" first_oom_event)" -ge 0 ] && echo 0 || echo 1) "and names the first OOM's trace entry"
 ok $([ "$(col "$out" peak_reserved_bytes)" -le 1073741824 ] && echo 0 || echo 1) "and never reserves beyond the capacity"
 
 # outputs

@@ -487,7 +487,7 @@ static void test_policy(const char *name)
 	ok(a.s.num_ooms > 0, "%s at %" PRIu64 " MiB: some requests run out of memory (%" PRIu64 ")", name, capm, a.s.num_ooms);
 	ok(a.s.peak_reserved_bytes <= cap, "%s at %" PRIu64 " MiB: never reserves beyond the capacity (%" PRIu64 ")", name, capm,
 		a.s.peak_reserved_bytes);
-	ok(a.s.first_oom_entry >= 0 && a.s.frees > 0 && a.end_allocated == 0 && a.end_reserved == 0,
+	ok(a.s.first_oom_event >= 0 && a.s.frees > 0 && a.end_allocated == 0 && a.end_reserved == 0,
 		"%s at %" PRIu64 " MiB: after the first OOM the frees go on and everything is returned at the end", name, capm);
 	free(v);
 	as_lifetimes_free(&lt);

@@ -15,9 +15,9 @@
 #define ALLOCSIM_COLUMNS_H
 
 /* 1: the columns up to events_per_second; 2: schema_version appended; 3: lower_bound_bytes and
- * overhead_vs_bound before it; 4: first_oom_event (an index among the replayed events) became
- * first_oom_entry (the trace entry, the numbering of every other message). */
-#define AS_SCHEMA_VERSION 4
+ * overhead_vs_bound before it. (first_oom_event holds the trace entry since issue 32, the numbering
+ * of every message; it was an index among the replayed events.) */
+#define AS_SCHEMA_VERSION 3
 
 #define AS_COLUMNS(X) \
 	X(trace, STR, ROW, "the trace file") \
@@ -36,7 +36,7 @@
 	X(num_device_free, U64, CNT, "device calls that return memory: cudaFree, a page-unmapping call, a trim that shrank the pool") \
 	X(num_alloc_retries, U64, CNT, "requests that released cached memory and tried again") \
 	X(num_ooms, U64, CNT, "requests that failed with out-of-memory") \
-	X(first_oom_entry, I64, SUM, "the trace entry of the first failed allocation (as advise, blame and validate number them); -1 if none") \
+	X(first_oom_event, I64, SUM, "the trace entry (as every message numbers them, not an index among the replayed events) of the first failed allocation; -1 if none") \
 	X(efficiency, F6, DER, "peak_allocated_bytes / peak_reserved_bytes") \
 	X(requested_at_peak_reserved, F0, SUM, "requested bytes at the moment of peak reserved bytes") \
 	X(wasted_bytes_at_peak, F0, SUM, "reserved - allocated bytes at the moment of peak reserved bytes") \

@@ -42,7 +42,7 @@ int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, a
 	as_quant_init(&e->lat_alloc);
 	as_quant_init(&e->lat_free);
 	e->dev = dev;
-	e->s.first_oom_entry = -1;
+	e->s.first_oom_event = -1;
 	e->every = 1;
 	if (as_policy_create(ops, &e->pol, config ? config : "", dev, &e->ctr, err)) {
 		as_engine_free(e); /* the quantile workspaces (found by fuzz_config) */
@@ -187,7 +187,7 @@ int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
 			handle = NULL;
 			bsize = 0;
 			if (!e->s.num_ooms)
-				e->s.first_oom_entry = (int64_t)ev->index;
+				e->s.first_oom_event = (int64_t)ev->index; /* the trace entry */
 			e->s.num_ooms++;
 		} else {
 			r = rounded(e, ev->size);
