@@ -966,6 +966,22 @@ int cmd_advise(int argc, char **argv)
 		rp.target_from = "recorded in the trace";
 	}
 	rp.recorded_settings = !config && ranks[0].recorded;
+	if (oomarg) {
+		/* the message should be this recording's: its request is the failed one's, rounded as PyTorch
+		 * rounds an allocation (to 2 MiB, or a 20 MiB segment for 1-10 MiB) */
+		uint64_t req = 0;
+		for (size_t k = 0; k < nfiles && !req; k++)
+			for (size_t i = 0; i < ranks[k].buf.n && !req; i++)
+				if (ranks[k].buf.recs[i].type == EV_ALLOC && (ranks[k].buf.recs[i].flags & EVF_OOM))
+					req = ranks[k].buf.recs[i].size;
+		uint64_t rlo = om.request.bytes > om.request.ulp ? om.request.bytes - om.request.ulp : 0, rhi = om.request.bytes + om.request.ulp;
+		if (!req)
+			fprintf(stderr, "%s: warning: %s records no out-of-memory; the --oom-message's limit is used all the same\n",
+				as_progname, trace);
+		else if (req > rhi || req + 20 * AS_MiB < rlo)
+			fprintf(stderr, "%s: warning: the --oom-message's request (%.2f GiB) is not the one that failed in %s (%" PRIu64
+				" bytes): is the message from this run?\n", as_progname, as_gib(om.request.bytes), trace, req);
+	}
 	if (cli_load_model(model_path, &model, &have_model, &err)) {
 		rc = cli_report(&err);
 		goto out;
