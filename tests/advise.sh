@@ -132,7 +132,7 @@ msg=$(oommsg "$T/$g.meta.json")
 run "$A" advise --format csv --oom-message "$msg" "$T/$g.pickle.gz"
 is "$st $(csv_field "$out" current target_bytes) $(csv_field "$out" current fits) $(csv_field "$out" expandable_segments fits)" "0 18575733555 0 1" \
 	"--oom-message: the target is its '17.30 GiB allowed'; the recorded settings do not fit, expandable_segments does (as on the GPU)"
-is "$(printf '%s\n' "$errout" | grep -c warning)" 0 "--oom-message of this run: no warning (its 1.48 GiB is the failed request, 1588925440 bytes)"
+is "$st $(printf '%s\n' "$errout" | grep -c warning)" "0 0" "--oom-message of this run: no warning (its 1.48 GiB is the failed request, 1588925440 bytes)"
 run "$A" advise --no-fit --format csv --oom-message "$msg" "$T/bert_infer_varlen__p110_default.pickle.gz"
 contains "$errout" "warning: the --oom-message's request (1.48 GiB) is not the one that failed in $T/bert_infer_varlen__p110_default.pickle.gz (345882624 bytes): is the message from this run?"
 ok $? "another run's message: a warning names both requests"
