@@ -144,3 +144,86 @@ char *as_conf_with(const char *base, const char *key, const char *val)
 	strcpy(out + k, base + top);
 	return out;
 }
+
+/* ---- settings strings merged key by key (advise's grid) ---- */
+
+/* The items of a settings string ("key:value", split at the commas outside brackets: the list form
+ * of roundup_power2_divisions has commas inside), trimmed of spaces; at most max. */
+static size_t conf_items(char *s, char **item, size_t max)
+{
+	size_t n = 0;
+	int depth = 0;
+	char *start = s;
+	for (char *p = s;; p++) {
+		if (*p == '[')
+			depth++;
+		else if (*p == ']' && depth)
+			depth--;
+		else if ((*p == ',' && !depth) || !*p) {
+			int end = !*p;
+			*p = 0;
+			while (*start == ' ')
+				start++;
+			if (*start && n < max)
+				item[n++] = start;
+			if (end)
+				return n;
+			start = p + 1;
+		}
+	}
+}
+
+static size_t key_len(const char *item)
+{
+	size_t k = strcspn(item, ":");
+	while (k && item[k - 1] == ' ')
+		k--;
+	return k;
+}
+
+/* See policy.h. */
+char *as_conf_merge(const char *current, const char *cand, int *changes)
+{
+	char *cur = xstrdup(current), *cd = xstrdup(cand);
+	size_t mc = 1, mk = 1, len = strlen(current) + strlen(cand) + 2;
+	for (const char *p = current; *p; p++)
+		mc += *p == ',';
+	for (const char *p = cand; *p; p++)
+		mk += *p == ',';
+	char **ci = xcalloc(mc, sizeof(char *)), **ki = xcalloc(mk, sizeof(char *));
+	const char **val = xcalloc(mc, sizeof(char *));
+	size_t nc = conf_items(cur, ci, mc), nk = conf_items(cd, ki, mk);
+	*changes = 0;
+	char *out = xmalloc(len + 1), *o = out;
+	for (size_t j = 0; j < nk; j++) {
+		size_t kl = key_len(ki[j]);
+		int found = 0;
+		for (size_t i = 0; i < nc; i++)
+			if (key_len(ci[i]) == kl && !strncmp(ci[i], ki[j], kl)) {
+				found = 1;
+				if (strcmp(ci[i], ki[j])) {
+					val[i] = ki[j];
+					(*changes)++;
+				}
+			}
+		if (!found)
+			(*changes)++;
+	}
+	for (size_t i = 0; i < nc; i++)
+		o += sprintf(o, "%s%s", o == out ? "" : ",", val[i] ? val[i] : ci[i]);
+	for (size_t j = 0; j < nk; j++) {
+		size_t kl = key_len(ki[j]);
+		int found = 0;
+		for (size_t i = 0; i < nc && !found; i++)
+			found = key_len(ci[i]) == kl && !strncmp(ci[i], ki[j], kl);
+		if (!found)
+			o += sprintf(o, "%s%s", o == out ? "" : ",", ki[j]);
+	}
+	*o = 0;
+	free(cur);
+	free(cd);
+	free(ci);
+	free(ki);
+	free(val);
+	return out;
+}

@@ -213,6 +213,12 @@ const char *as_cap_name(unsigned bit);
 int as_conf_parse(const char *s, const as_optdesc *tab, void *conf, as_err *err);
 /* base with "key:val" added to its top layer's settings (before the first ';' of a stack's). */
 char *as_conf_with(const char *base, const char *key, const char *val);
+/* The settings CURRENT with CAND's keys set, key by key ("key:value" items split at the commas
+ * outside brackets): a key CURRENT has takes CAND's value in place, a new key is appended, so no key
+ * appears twice ("max_split_size_mb:40" + "expandable_segments:True,max_split_size_mb:128" =
+ * "max_split_size_mb:128,expandable_segments:True"). *changes: CAND's keys that change CURRENT.
+ * malloc'd. */
+char *as_conf_merge(const char *current, const char *cand, int *changes);
 int as_opt_parse_size(void *conf, const as_optdesc *d, const char *val, as_err *err);
 int as_opt_parse_mib(void *conf, const as_optdesc *d, const char *val, as_err *err);
 int as_opt_parse_bool(void *conf, const as_optdesc *d, const char *val, as_err *err);

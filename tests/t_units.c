@@ -7,6 +7,7 @@
 #include "engine/engine.h"
 #include "device/pool_sim.h"
 #include "policies/pytorch.h"
+#include "policies/policy.h"
 #include <gsl/gsl_rng.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -783,6 +784,26 @@ static void test_fitset(void)
 	gsl_rng_free(r);
 }
 
+/* advise's grid: a candidate merged into the current settings key by key, never a key twice */
+static void test_conf_merge(void)
+{
+	static const struct { const char *cur, *cand, *want; int changes; } c[] = {
+		{ "max_split_size_mb:40", "expandable_segments:True,max_split_size_mb:128", "max_split_size_mb:128,expandable_segments:True", 2 },
+		{ "", "expandable_segments:True", "expandable_segments:True", 1 },
+		{ "max_split_size_mb:128", "max_split_size_mb:128", "max_split_size_mb:128", 0 },
+		{ "roundup_power2_divisions:[256:1,512:2,>:8], max_split_size_mb:64", "roundup_power2_divisions:4",
+		  "roundup_power2_divisions:4,max_split_size_mb:64", 1 },
+		{ "expandable_segments:True", "", "expandable_segments:True", 0 },
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		int n = -1;
+		char *got = as_conf_merge(c[i].cur, c[i].cand, &n);
+		ok(!strcmp(got, c[i].want) && n == c[i].changes, "merge '%s' + '%s' = '%s' (%d changed): '%s' (%d)", c[i].cur, c[i].cand,
+			c[i].want, c[i].changes, got, n);
+		free(got);
+	}
+}
+
 int main(void)
 {
 	test_fitset();
@@ -792,6 +813,7 @@ int main(void)
 	test_pool_model();
 	test_device_model();
 	test_sizes();
+	test_conf_merge();
 	test_idmap();
 	test_placement();
 	test_rounding();
