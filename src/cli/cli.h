@@ -19,6 +19,7 @@ int cmd_advise(int argc, char **argv);
 int cmd_blame(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_transfer(int argc, char **argv);
+int cmd_gen(int argc, char **argv);
 /* transfer with a host trace: pinned vs pageable, modelled from a transfer table (transfer_model.c). */
 int cli_transfer_weigh(const char *table, const char *trace, const char *conf, int d2h, const char *out);
 

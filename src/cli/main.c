@@ -24,6 +24,7 @@ static const struct {
 	{ "calibrate", cmd_calibrate, "measure the GPU's allocation primitives and fit a latency model" },
 	{ "transfer", cmd_transfer, "measure pageable vs pinned host<->GPU copies and cudaHostAlloc cost" },
 	{ "fit", cmd_fit, "find the smallest capacity without OOM, or the best parameter value" },
+	{ "gen", cmd_gen, "draw a synthetic trace (train, serve, iid, phase), or fit the phase model to a trace" },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,236 @@
+/* gen_fit.c - gen --fit: the phase model's parameters from a real trace.
+ *
+ * Time is counted in allocations: allocation j happens at j, a free between allocations j-1 and j
+ * at j - 0.5. An allocation that is never freed, or lives more than half the trace, is persistent
+ * (parameters, gradients kept across steps, optimizer states). The rest is transient; its live
+ * bytes rise and fall once per step (a training step, a batch), and the steps are cut where they
+ * fall below a quarter of their peak after having passed half of it. Within step k (allocations
+ * [b_k, b_k+1)) an allocation at x sits at step time k + (x - b_k) / n_k; its bin is the part of the
+ * step it starts in, its lifetime the step time between its allocation and its free. Allocations
+ * of 1 MiB or more are the step's shape-dependent ones: their bytes per step, over the median
+ * step's, give the step's scale, and their sizes are fitted relative to it. Sizes are kept to
+ * 1/64 octave (below 1 MiB: to 512 bytes, the allocator's own rounding), lifetimes to 1/8 octave. */
+#include "gen/gen.h"
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct fa { uint64_t size; double start, end; int persist; uint32_t step; } fa;
+typedef struct frow { uint32_t bin; uint8_t scales; uint64_t size; int64_t qlife; uint64_t count; } frow;
+
+static int row_cmp(const void *a, const void *b)
+{
+	const frow *x = a, *y = b;
+	if (x->bin != y->bin)
+		return x->bin < y->bin ? -1 : 1;
+	if (x->scales != y->scales)
+		return x->scales < y->scales ? -1 : 1;
+	if (x->size != y->size)
+		return x->size < y->size ? -1 : 1;
+	return x->qlife < y->qlife ? -1 : x->qlife > y->qlife;
+}
+
+static int dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t qsize(double s)
+{
+	if (s < (double)AS_MiB) {
+		uint64_t v = (uint64_t)ceil(s);
+		return v <= 512 ? 512 : (v + 511) / 512 * 512;
+	}
+	double q = round(log2(s) * 64) / 64;
+	uint64_t v = (uint64_t)llround(exp2(q));
+	return (v + 511) / 512 * 512;
+}
+
+#define LIFE_ZERO INT64_MIN
+
+int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
+{
+	as_evbuf b = { 0 };
+	if (as_evbuf_load(&b, o->trace, NULL, err))
+		return -1;
+	fa *a = NULL;
+	size_t na = 0, capa = 0;
+	uint64_t *slot_to = xcalloc(b.nslots ? b.nslots : 1, sizeof *slot_to);
+	as_event ev;
+	for (size_t i = 0; i < b.n; i++) {
+		as_evbuf_event(&b, i, &ev);
+		if (ev.type == EV_ALLOC) {
+			if (na == capa) {
+				capa = capa ? 2 * capa : 4096;
+				a = xrealloc(a, capa * sizeof *a);
+			}
+			a[na] = (fa){ ev.size, (double)na, -1, 0, 0 };
+			slot_to[ev.slot] = na + 1;
+			na++;
+		} else if (ev.type == EV_FREE && ev.slot < b.nslots && slot_to[ev.slot]) {
+			a[slot_to[ev.slot] - 1].end = (double)na - 0.5;
+			slot_to[ev.slot] = 0;
+		}
+	}
+	free(slot_to);
+	char path[4096];
+	snprintf(path, sizeof path, "%s", o->trace);
+	as_evbuf_free(&b);
+	if (!na) {
+		free(a);
+		return as_fail(err, AS_EXIT_DATAERR, "%s: no allocations to fit", path);
+	}
+	/* persistent vs transient; the transient live bytes at each allocation */
+	double N = (double)na;
+	uint64_t npers = 0, pers_bytes = 0;
+	for (size_t i = 0; i < na; i++) {
+		a[i].persist = a[i].end < 0 || a[i].end - a[i].start > N / 2;
+		if (a[i].persist)
+			npers++, pers_bytes += a[i].size;
+	}
+	/* live transient bytes just before each allocation: frees by time */
+	double *live = xcalloc(na + 1, sizeof *live);  /* live[j]: after the frees before alloc j, before it */
+	double *delta = xcalloc(na + 1, sizeof *delta); /* bytes freed just before allocation j */
+	for (size_t i = 0; i < na; i++)
+		if (!a[i].persist)
+			delta[(size_t)(a[i].end + 0.5)] += (double)a[i].size;
+	double cur = 0, peak = 0;
+	double *after = xcalloc(na, sizeof *after);
+	for (size_t j = 0; j < na; j++) {
+		cur -= delta[j];
+		live[j] = cur;
+		if (!a[j].persist)
+			cur += (double)a[j].size;
+		after[j] = cur;
+		if (cur > peak)
+			peak = cur;
+	}
+	/* steps: cut where live bytes fall below a quarter of the peak after passing half of it */
+	size_t *cut = xcalloc(na + 1, sizeof *cut), ncut = 0;
+	cut[ncut++] = 0;
+	int armed = 0;
+	for (size_t j = 0; j < na; j++) {
+		if (after[j] > peak / 2)
+			armed = 1;
+		if (armed && j + 1 < na && live[j + 1] < peak / 4) {
+			cut[ncut++] = j + 1;
+			armed = 0;
+		}
+	}
+	size_t K = ncut;
+	cut[ncut] = na;
+	free(live);
+	free(delta);
+	free(after);
+	/* step of every allocation, step time, per-step scale */
+	double *tau_of = xcalloc(na + 1, sizeof *tau_of); /* step time of allocation ordinal j (and of na) */
+	for (size_t k = 0; k < K; k++) {
+		double n = (double)(cut[k + 1] - cut[k]);
+		for (size_t j = cut[k]; j < cut[k + 1]; j++) {
+			tau_of[j] = (double)k + (double)(j - cut[k]) / n;
+			a[j].step = (uint32_t)k;
+		}
+	}
+	tau_of[na] = (double)K;
+	double *big = xcalloc(K, sizeof *big), *sorted = xcalloc(K, sizeof *sorted);
+	for (size_t i = 0; i < na; i++)
+		if (!a[i].persist && a[i].size >= AS_MiB)
+			big[a[i].step] += (double)a[i].size;
+	memcpy(sorted, big, K * sizeof *sorted);
+	qsort(sorted, K, sizeof *sorted, dbl_cmp);
+	double med = sorted[K / 2];
+	int varies = med > 0 && sorted[0] > 0 && sorted[K - 1] / sorted[0] > 1.02;
+	double *scale = xcalloc(K, sizeof *scale);
+	for (size_t k = 0; k < K; k++)
+		scale[k] = varies && big[k] > 0 ? big[k] / med : 1;
+	/* rows */
+	double B = (double)o->bins;
+	frow *rows = xcalloc(na, sizeof *rows);
+	size_t nr = 0;
+	frow *prs = xcalloc(npers ? npers : 1, sizeof *prs);
+	size_t np = 0;
+	double *lives = xcalloc(na, sizeof *lives);
+	size_t nl = 0;
+	for (size_t i = 0; i < na; i++) {
+		size_t k = a[i].step;
+		double t0 = tau_of[i], n = (double)(cut[k + 1] - cut[k]);
+		uint32_t bin = (uint32_t)fmin(B - 1, floor((t0 - (double)k) * B));
+		if (a[i].persist) {
+			prs[np++] = (frow){ bin, 0, qsize((double)a[i].size), (int64_t)k, 1 };
+			continue;
+		}
+		/* the free's step time: between the step times of the allocations around it */
+		double e = a[i].end + 0.5; /* the allocation ordinal it precedes */
+		size_t ej = (size_t)e;
+		double life = tau_of[ej] - t0 - 0.5 / n;
+		lives[nl++] = a[i].end - a[i].start;
+		int64_t ql = life * n < 1 ? LIFE_ZERO : (int64_t)llround(log2(life) * 8);
+		int sc = varies && a[i].size >= AS_MiB;
+		rows[nr++] = (frow){ bin, (uint8_t)sc, qsize((double)a[i].size / (sc ? scale[k] : 1)), ql, 1 };
+	}
+	qsort(rows, nr, sizeof *rows, row_cmp);
+	qsort(prs, np, sizeof *prs, row_cmp);
+	qsort(lives, nl, sizeof *lives, dbl_cmp);
+	/* the report */
+	fprintf(out, "# allocsim gen parameters: the phase model, fitted by 'allocsim gen --fit' (doc/generator.md)\n");
+	char *esc = as_escape(path, 0);
+	fprintf(out, "# trace: %s\n", esc);
+	free(esc);
+	fprintf(out, "# allocations: %zu; persistent: %" PRIu64 " (%" PRIu64 " bytes); transient: %zu\n", na, npers, pers_bytes, nl);
+	fprintf(out, "# steps: %zu, cut where transient live bytes fall below 1/4 of their peak (%.0f bytes)\n", K, peak);
+	fprintf(out, "# allocations per step:");
+	for (size_t k = 0; k < K; k++)
+		fprintf(out, " %zu", cut[k + 1] - cut[k]);
+	fprintf(out, "\n");
+	if (nl)
+		fprintf(out, "# transient lifetime in allocations: p50 %.1f p90 %.1f p99 %.1f max %.1f\n", lives[nl / 2],
+			lives[(size_t)(0.9 * (double)(nl - 1))], lives[(size_t)(0.99 * (double)(nl - 1))], lives[nl - 1]);
+	fprintf(out, "# size histogram (log2 bucket low bytes: count):");
+	{
+		uint64_t hist[64] = { 0 };
+		for (size_t i = 0; i < na; i++)
+			hist[63 - __builtin_clzll(a[i].size | 1)]++;
+		for (int i = 0; i < 64; i++)
+			if (hist[i])
+				fprintf(out, " %llu:%" PRIu64, 1ull << i, hist[i]);
+		fprintf(out, "\n");
+	}
+	fprintf(out, "model phase\nbins %" PRIu64 "\nfitted-steps %zu\nsteps %zu\n", o->bins, K, K);
+	if (varies) {
+		fprintf(out, "# per-step scale: bytes of the allocations >= 1 MiB over the median step's\nscale table:");
+		for (size_t k = 0; k < K; k++)
+			fprintf(out, "%s%.6g:1", k ? "," : "", scale[k]);
+		fprintf(out, "\n");
+	} else {
+		fprintf(out, "scale const:1\n");
+	}
+	for (size_t i = 0; i < np;) {
+		size_t j = i;
+		uint64_t c = 0;
+		while (j < np && prs[j].bin == prs[i].bin && prs[j].size == prs[i].size && prs[j].qlife == prs[i].qlife)
+			c++, j++;
+		fprintf(out, "persist %" PRIu64 " %" PRId64 " %u %" PRIu64 "\n", prs[i].size, prs[i].qlife, prs[i].bin, c);
+		i = j;
+	}
+	for (size_t i = 0; i < nr;) {
+		size_t j = i;
+		uint64_t c = 0;
+		while (j < nr && !row_cmp(&rows[j], &rows[i]))
+			c++, j++;
+		double life = rows[i].qlife == LIFE_ZERO ? 0 : exp2((double)rows[i].qlife / 8);
+		fprintf(out, "row %u %" PRIu64 " %.6g %" PRIu64 " %u\n", rows[i].bin, rows[i].size, life, c, rows[i].scales);
+		i = j;
+	}
+	free(a);
+	free(cut);
+	free(tau_of);
+	free(big);
+	free(sorted);
+	free(scale);
+	free(rows);
+	free(prs);
+	free(lives);
+	return 0;
+}

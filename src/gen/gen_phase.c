@@ -1,0 +1,228 @@
+/* gen_phase.c - the phase model: a repeating step described by a table of (position, size,
+ * lifetime) classes, as gen --fit extracts it from a real trace (gen_fit.c).
+ *
+ * A step is cut into --bins equal parts of its allocations. A row "BIN SIZE LIFE COUNT SCALES"
+ * says that COUNT allocations over the fitted steps (COUNT / --fitted-steps per step, on average)
+ * start in part BIN with SIZE bytes and live LIFE steps (fractions: 0.25 is a quarter step);
+ * SCALES 1 multiplies the size by the step's scale, drawn per step from --scale (the sequence
+ * length of a varlen workload, relative to the median). A row "persist SIZE STEP BIN COUNT"
+ * allocates COUNT buffers that stay live to the end, in step STEP (the last step if there are
+ * fewer), part BIN. Within a part the allocations are in random order. */
+#include "gen/gen.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct prow { uint32_t bin; uint8_t scales; uint64_t size; double life, count; } prow;
+typedef struct ppersist { uint64_t size, step, bin, count; } ppersist;
+
+#define PHASE_MAX_ROWS 1000000
+
+typedef struct phase {
+	uint64_t steps, bins, fitted_steps, max_size;
+	double size_scale;
+	gen_dist scale;
+	prow *rows;
+	size_t nrows, caprows;
+	ppersist *pers;
+	size_t npers, cappers;
+	gen_opt opts[12];
+} phase;
+
+static int parse_doubles(const char *v, double *out, int n)
+{
+	char *end;
+	for (int i = 0; i < n; i++) {
+		while (*v == ' ' || *v == '\t')
+			v++;
+		if (!*v)
+			return -1;
+		out[i] = strtod(v, &end);
+		if (end == v || !isfinite(out[i]) || out[i] < 0)
+			return -1;
+		v = end;
+	}
+	while (*v == ' ' || *v == '\t')
+		v++;
+	return *v ? -1 : 0;
+}
+
+static int add_row(void *mv, const char *v, char *msg, size_t msglen)
+{
+	phase *m = mv;
+	double x[5];
+	if (parse_doubles(v, x, 5) || x[0] >= 65536 || x[0] != floor(x[0]) || x[1] < 1 || x[1] >= (double)AS_MAX_REQUEST
+		|| x[2] > 1e6 || x[3] > 1e9 || (x[4] != 0 && x[4] != 1)) {
+		snprintf(msg, msglen, "'%s': expected 'BIN SIZE LIFE COUNT SCALES' (BIN < 65536, SIZE 1 .. 2^60-1, LIFE 0 .. 1e6 "
+			"steps, COUNT 0 .. 1e9, SCALES 0 or 1)", v);
+		return -1;
+	}
+	if (m->nrows == PHASE_MAX_ROWS) {
+		snprintf(msg, msglen, "more than %d rows", PHASE_MAX_ROWS);
+		return -1;
+	}
+	if (m->nrows == m->caprows) {
+		m->caprows = m->caprows ? 2 * m->caprows : 256;
+		m->rows = xrealloc(m->rows, m->caprows * sizeof *m->rows);
+	}
+	m->rows[m->nrows++] = (prow){ (uint32_t)x[0], (uint8_t)x[4], (uint64_t)x[1], x[2], x[3] };
+	return 0;
+}
+
+static int add_persist(void *mv, const char *v, char *msg, size_t msglen)
+{
+	phase *m = mv;
+	double x[4];
+	if (parse_doubles(v, x, 4) || x[0] < 1 || x[0] >= (double)AS_MAX_REQUEST || x[1] > 1e6 || x[2] >= 65536 || x[3] > 1e6
+		|| x[0] != floor(x[0]) || x[1] != floor(x[1]) || x[2] != floor(x[2]) || x[3] != floor(x[3])) {
+		snprintf(msg, msglen, "'%s': expected 'SIZE STEP BIN COUNT' (whole numbers: SIZE 1 .. 2^60-1, STEP <= 1e6, "
+			"BIN < 65536, COUNT <= 1e6)", v);
+		return -1;
+	}
+	if (m->npers == PHASE_MAX_ROWS) {
+		snprintf(msg, msglen, "more than %d rows", PHASE_MAX_ROWS);
+		return -1;
+	}
+	if (m->npers == m->cappers) {
+		m->cappers = m->cappers ? 2 * m->cappers : 64;
+		m->pers = xrealloc(m->pers, m->cappers * sizeof *m->pers);
+	}
+	m->pers[m->npers++] = (ppersist){ (uint64_t)x[0], (uint64_t)x[1], (uint64_t)x[2], (uint64_t)x[3] };
+	return 0;
+}
+
+static void *make(void)
+{
+	phase *m = xcalloc(1, sizeof *m);
+	char msg[64];
+	m->steps = 10, m->bins = 64, m->fitted_steps = 1, m->size_scale = 1, m->max_size = 64 * AS_GiB;
+	gen_dist_parse(&m->scale, "const:1", msg, sizeof msg);
+	const gen_opt o[] = {
+		{ "steps", GO_U64, &m->steps, 1, 1e6, 0, 0, "steps to draw (10)" },
+		{ "bins", GO_U64, &m->bins, 1, 65536, 0, 0, "parts of a step that rows name (64)" },
+		{ "fitted-steps", GO_U64, &m->fitted_steps, 1, 1e6, 0, 0, "steps the rows' counts add up over (1)" },
+		{ "scale", GO_DIST, &m->scale, 0, 0, 0, 0, "per-step size scale of the rows with SCALES 1 (const:1)" },
+		{ "size-scale", GO_DBL, &m->size_scale, 1e-6, 1e6, 0, 0, "every size multiplied by it: a bigger batch (1)" },
+		{ "max-size", GO_SIZE, &m->max_size, 1, (double)(AS_MAX_REQUEST - 1), 0, 0, "sizes are clamped to it (64GiB)" },
+		{ "row", GO_CALL, 0, 0, 0, 0, add_row, "a class: 'BIN SIZE LIFE COUNT SCALES' (repeat)" },
+		{ "persist", GO_CALL, 0, 0, 0, 0, add_persist, "live to the end: 'SIZE STEP BIN COUNT' (repeat)" },
+		{ 0 },
+	};
+	for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)
+		m->opts[i] = o[i];
+	return m;
+}
+
+static const gen_opt *opts(void *m) { return ((phase *)m)->opts; }
+
+static int check(void *mv, char *msg, size_t msglen)
+{
+	phase *m = mv;
+	if (!m->nrows && !m->npers) {
+		snprintf(msg, msglen, "the phase model needs rows ('row' or 'persist' lines: gen --fit TRACE writes them)");
+		return -1;
+	}
+	for (size_t i = 0; i < m->nrows; i++)
+		if (m->rows[i].bin >= m->bins) {
+			snprintf(msg, msglen, "a row names bin %u but --bins is %llu", m->rows[i].bin, (unsigned long long)m->bins);
+			return -1;
+		}
+	for (size_t i = 0; i < m->npers; i++)
+		if (m->pers[i].bin >= m->bins) {
+			snprintf(msg, msglen, "a persist row names bin %llu but --bins is %llu", (unsigned long long)m->pers[i].bin,
+				(unsigned long long)m->bins);
+			return -1;
+		}
+	return 0;
+}
+
+typedef struct pev { double u, life; uint64_t size, seq; } pev;
+
+static int by_u(const void *a, const void *b)
+{
+	const pev *x = a, *y = b;
+	if (x->u != y->u)
+		return x->u < y->u ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static uint64_t sized(const phase *m, double s)
+{
+	s *= m->size_scale;
+	if (!(s >= 1))
+		return 1;
+	if (s > (double)m->max_size)
+		return m->max_size;
+	return (uint64_t)llround(s);
+}
+
+static void run(void *mv, gen_ctx *g)
+{
+	phase *m = mv;
+	double B = (double)m->bins;
+	pev *ev = NULL;
+	size_t cap = 0;
+	for (uint64_t k = 0; k < m->steps && !g->over; k++) {
+		gen_phase(g, "step");
+		double s = gen_dist_draw(&m->scale, g->rng);
+		size_t n = 0;
+		for (size_t i = 0; i < m->nrows; i++) {
+			const prow *r = &m->rows[i];
+			double c = r->count / (double)m->fitted_steps;
+			uint64_t cnt = (uint64_t)floor(c);
+			if (gsl_rng_uniform(g->rng) < c - floor(c))
+				cnt++;
+			for (uint64_t j = 0; j < cnt && !g->over; j++) {
+				if (n + 1 > g->max_events) {
+					g->over = 1;
+					break;
+				}
+				if (n == cap) {
+					cap = cap ? 2 * cap : 4096;
+					ev = xrealloc(ev, cap * sizeof *ev);
+				}
+				ev[n] = (pev){ (r->bin + gsl_rng_uniform(g->rng)) / B, r->life, sized(m, (double)r->size * (r->scales ? s : 1)), n };
+				n++;
+			}
+		}
+		for (size_t i = 0; i < m->npers; i++) {
+			const ppersist *p = &m->pers[i];
+			if (!(p->step == k || (k == m->steps - 1 && p->step > k)))
+				continue;
+			for (uint64_t j = 0; j < p->count && !g->over; j++) {
+				if (n + 1 > g->max_events) {
+					g->over = 1;
+					break;
+				}
+				if (n == cap) {
+					cap = cap ? 2 * cap : 4096;
+					ev = xrealloc(ev, cap * sizeof *ev);
+				}
+				ev[n] = (pev){ (p->bin + gsl_rng_uniform(g->rng)) / B, -1, sized(m, (double)p->size), n };
+				n++;
+			}
+		}
+		qsort(ev, n, sizeof *ev, by_u);
+		for (size_t i = 0; i < n && !g->over; i++) {
+			double t = (double)k + ev[i].u;
+			gen_advance(g, t);
+			uint64_t id = gen_alloc(g, ev[i].size, 0);
+			if (ev[i].life >= 0)
+				gen_free_at(g, id, t + ev[i].life);
+		}
+	}
+	free(ev);
+	gen_flush(g);
+}
+
+static void destroy(void *mv)
+{
+	phase *m = mv;
+	gen_dist_free(&m->scale);
+	free(m->rows);
+	free(m->pers);
+	free(m);
+}
+
+const gen_model gen_model_phase = { "phase", "a repeating step as a table of (position, size, lifetime) classes: what "
+	"gen --fit extracts", make, opts, check, run, destroy };
