@@ -17,11 +17,13 @@
 #include <string.h>
 
 typedef struct fa { uint64_t size; double start, end; int persist; uint32_t step; } fa;
-typedef struct frow { uint32_t bin; uint8_t scales; uint64_t size; int64_t qlife; uint64_t count; } frow;
+typedef struct frow { uint8_t kind; uint32_t bin; uint8_t scales; uint64_t size; int64_t qlife; uint64_t count; } frow;
 
 static int row_cmp(const void *a, const void *b)
 {
 	const frow *x = a, *y = b;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
 	if (x->bin != y->bin)
 		return x->bin < y->bin ? -1 : 1;
 	if (x->scales != y->scales)
@@ -29,6 +31,18 @@ static int row_cmp(const void *a, const void *b)
 	if (x->size != y->size)
 		return x->size < y->size ? -1 : 1;
 	return x->qlife < y->qlife ? -1 : x->qlife > y->qlife;
+}
+
+static int sz_cmp(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
 }
 
 static int dbl_cmp(const void *a, const void *b)
@@ -50,6 +64,32 @@ static uint64_t qsize(double s)
 
 #define LIFE_ZERO INT64_MIN
 
+/* The smallest lag (in events, at most 20000, over the first 200000 events) at which the trace's
+ * sequence of allocations and frees matches itself nearly as well as at the best lag; the match
+ * (the fraction of equal events past the first quarter) in *match. 0 when there is none. */
+static size_t period(const char *t, size_t n, double *match)
+{
+	if (n > 200000)
+		n = 200000;
+	size_t maxlag = n / 3 < 20000 ? n / 3 : 20000, from = n / 4, bestlag = 0;
+	double best = 0;
+	double *f = xcalloc(maxlag + 1, sizeof *f);
+	for (size_t lag = 2; lag <= maxlag; lag++) {
+		size_t c = 0;
+		for (size_t i = from; i + lag < n; i++)
+			c += t[i] == t[i + lag];
+		f[lag] = n - lag > from ? (double)c / (double)(n - lag - from) : 0;
+		if (f[lag] > best)
+			best = f[lag];
+	}
+	for (size_t lag = 2; lag <= maxlag && !bestlag; lag++)
+		if (f[lag] >= best - 0.002)
+			bestlag = lag;
+	free(f);
+	*match = best;
+	return bestlag;
+}
+
 int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 {
 	as_evbuf b = { 0 };
@@ -58,6 +98,8 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 	fa *a = NULL;
 	size_t na = 0, capa = 0;
 	uint64_t *slot_to = xcalloc(b.nslots ? b.nslots : 1, sizeof *slot_to);
+	char *tok = xmalloc(b.n + 1);
+	size_t ntok = 0;
 	as_event ev;
 	for (size_t i = 0; i < b.n; i++) {
 		as_evbuf_event(&b, i, &ev);
@@ -69,9 +111,11 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 			a[na] = (fa){ ev.size, (double)na, -1, 0, 0 };
 			slot_to[ev.slot] = na + 1;
 			na++;
+			tok[ntok++] = 'a';
 		} else if (ev.type == EV_FREE && ev.slot < b.nslots && slot_to[ev.slot]) {
 			a[slot_to[ev.slot] - 1].end = (double)na - 0.5;
 			slot_to[ev.slot] = 0;
+			tok[ntok++] = 'f';
 		}
 	}
 	free(slot_to);
@@ -80,6 +124,7 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 	as_evbuf_free(&b);
 	if (!na) {
 		free(a);
+		free(tok);
 		return as_fail(err, AS_EXIT_DATAERR, "%s: no allocations to fit", path);
 	}
 	/* persistent vs transient; the transient live bytes at each allocation */
@@ -107,18 +152,36 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 		if (cur > peak)
 			peak = cur;
 	}
-	/* steps: cut where live bytes fall below a quarter of the peak after passing half of it */
-	size_t *cut = xcalloc(na + 1, sizeof *cut), ncut = 0;
+	/* steps: the period of the alloc/free pattern where it repeats, else the cycles of live bytes */
+	size_t *cut = xcalloc(na + 2, sizeof *cut), ncut = 0;
+	double match = 0;
+	size_t lag = period(tok, ntok, &match), pa = 0;
+	if (lag) {
+		for (size_t i = ntok / 4; i < ntok / 4 + lag; i++)
+			pa += tok[i] == 'a';
+	}
+	int periodic = lag && match >= 0.93 && pa >= 2 && pa * 2 <= na;
 	cut[ncut++] = 0;
-	int armed = 0;
-	for (size_t j = 0; j < na; j++) {
-		if (after[j] > peak / 2)
-			armed = 1;
-		if (armed && j + 1 < na && live[j + 1] < peak / 4) {
-			cut[ncut++] = j + 1;
-			armed = 0;
+	if (periodic) {
+		size_t lo = na - 2 * pa, at = lo;
+		for (size_t j = lo; j < na - pa; j++)
+			if (live[j] < live[at])
+				at = j;
+		for (size_t c = at % pa; c < na; c += pa)
+			if (c > 0)
+				cut[ncut++] = c;
+	} else {
+		double lmax = 0;
+		for (size_t j = 0; j + 1 < na; j++) {
+			if (after[j] > lmax)
+				lmax = after[j];
+			if (lmax > peak / 4 && live[j + 1] < lmax / 4) {
+				cut[ncut++] = j + 1;
+				lmax = 0;
+			}
 		}
 	}
+	free(tok);
 	size_t K = ncut;
 	cut[ncut] = na;
 	free(live);
@@ -134,17 +197,56 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 		}
 	}
 	tau_of[na] = (double)K;
+	/* the first step (set-up: parameters, optimizer states) and a last partial step are kept apart */
+	size_t *lens = xcalloc(K, sizeof *lens);
+	for (size_t k = 0; k < K; k++)
+		lens[k] = cut[k + 1] - cut[k];
+	int has_first = K >= 3, has_last = 0;
+	if (K >= 3) {
+		size_t *ml = xcalloc(K, sizeof *ml), nm = 0;
+		for (size_t k = 1; k + 1 < K; k++)
+			ml[nm++] = lens[k];
+		qsort(ml, nm, sizeof *ml, sz_cmp);
+		has_last = (double)lens[K - 1] < 0.9 * (double)ml[nm / 2];
+		free(ml);
+	}
+	size_t r0 = has_first ? 1 : 0, r1 = K - (has_last ? 1 : 0), nrep = r1 - r0;
 	double *big = xcalloc(K, sizeof *big), *sorted = xcalloc(K, sizeof *sorted);
 	for (size_t i = 0; i < na; i++)
 		if (!a[i].persist && a[i].size >= AS_MiB)
 			big[a[i].step] += (double)a[i].size;
-	memcpy(sorted, big, K * sizeof *sorted);
-	qsort(sorted, K, sizeof *sorted, dbl_cmp);
-	double med = sorted[K / 2];
-	int varies = med > 0 && sorted[0] > 0 && sorted[K - 1] / sorted[0] > 1.02;
+	memcpy(sorted, big + r0, nrep * sizeof *sorted);
+	qsort(sorted, nrep, sizeof *sorted, dbl_cmp);
+	double med = sorted[nrep / 2];
+	/* shapes vary when the steps' sizes of 1 MiB or more differ: more distinct sizes over all the
+	 * steps than 1.5 times a step's own */
+	double per_step = 0;
+	size_t nall = 0;
+	{
+		uint64_t *sz = xcalloc(na, sizeof *sz);
+		for (size_t k = r0; k < r1; k++) {
+			size_t n = 0;
+			for (size_t j = cut[k]; j < cut[k + 1]; j++)
+				if (!a[j].persist && a[j].size >= AS_MiB)
+					sz[n++] = a[j].size;
+			qsort(sz, n, sizeof *sz, u64_cmp);
+			for (size_t j = 0; j < n; j++)
+				per_step += !j || sz[j] != sz[j - 1];
+		}
+		size_t n = 0;
+		for (size_t j = cut[r0]; j < cut[r1]; j++)
+			if (!a[j].persist && a[j].size >= AS_MiB)
+				sz[n++] = a[j].size;
+		qsort(sz, n, sizeof *sz, u64_cmp);
+		for (size_t j = 0; j < n; j++)
+			nall += !j || sz[j] != sz[j - 1];
+		free(sz);
+		per_step /= (double)nrep;
+	}
+	int varies = med > 0 && sorted[0] > 0 && (double)nall > 1.5 * per_step;
 	double *scale = xcalloc(K, sizeof *scale);
 	for (size_t k = 0; k < K; k++)
-		scale[k] = varies && big[k] > 0 ? big[k] / med : 1;
+		scale[k] = varies && big[k] > 0 && k >= r0 && k < r1 ? big[k] / med : 1;
 	/* rows */
 	double B = (double)o->bins;
 	frow *rows = xcalloc(na, sizeof *rows);
@@ -158,7 +260,7 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 		double t0 = tau_of[i], n = (double)(cut[k + 1] - cut[k]);
 		uint32_t bin = (uint32_t)fmin(B - 1, floor((t0 - (double)k) * B));
 		if (a[i].persist) {
-			prs[np++] = (frow){ bin, 0, qsize((double)a[i].size), (int64_t)k, 1 };
+			prs[np++] = (frow){ 0, bin, 0, qsize((double)a[i].size), (int64_t)k, 1 };
 			continue;
 		}
 		/* the free's step time: between the step times of the allocations around it */
@@ -167,8 +269,9 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 		double life = tau_of[ej] - t0 - 0.5 / n;
 		lives[nl++] = a[i].end - a[i].start;
 		int64_t ql = life * n < 1 ? LIFE_ZERO : (int64_t)llround(log2(life) * 8);
-		int sc = varies && a[i].size >= AS_MiB;
-		rows[nr++] = (frow){ bin, (uint8_t)sc, qsize((double)a[i].size / (sc ? scale[k] : 1)), ql, 1 };
+		uint8_t kind = k < r0 ? 1 : k >= r1 ? 2 : 0;
+		int sc = !kind && varies && a[i].size >= AS_MiB;
+		rows[nr++] = (frow){ kind, bin, (uint8_t)sc, qsize((double)a[i].size / (sc ? scale[k] : 1)), ql, 1 };
 	}
 	qsort(rows, nr, sizeof *rows, row_cmp);
 	qsort(prs, np, sizeof *prs, row_cmp);
@@ -197,11 +300,15 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 				fprintf(out, " %llu:%" PRIu64, 1ull << i, hist[i]);
 		fprintf(out, "\n");
 	}
-	fprintf(out, "model phase\nbins %" PRIu64 "\nfitted-steps %zu\nsteps %zu\n", o->bins, K, K);
+	fprintf(out, "# step cuts: %s (%s %.4f)%s%s\n", periodic ? "the alloc/free pattern's period" : "cycles of transient live bytes",
+		periodic ? "match" : "best period match", match, has_first ? "; first step apart" : "", has_last ? "; last partial step apart" : "");
+	fprintf(out, "# shapes: %zu distinct sizes >= 1 MiB over the steps, %.1f per step: %s\n", nall, per_step,
+		varies ? "they vary, sizes fitted relative to the step's scale" : "fixed");
+	fprintf(out, "model phase\nbins %" PRIu64 "\nfitted-steps %zu\nsteps %zu\n", o->bins, nrep, K);
 	if (varies) {
 		fprintf(out, "# per-step scale: bytes of the allocations >= 1 MiB over the median step's\nscale table:");
-		for (size_t k = 0; k < K; k++)
-			fprintf(out, "%s%.6g:1", k ? "," : "", scale[k]);
+		for (size_t k = r0; k < r1; k++)
+			fprintf(out, "%s%.6g:1", k > r0 ? "," : "", scale[k]);
 		fprintf(out, "\n");
 	} else {
 		fprintf(out, "scale const:1\n");
@@ -220,7 +327,8 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 		while (j < nr && !row_cmp(&rows[j], &rows[i]))
 			c++, j++;
 		double life = rows[i].qlife == LIFE_ZERO ? 0 : exp2((double)rows[i].qlife / 8);
-		fprintf(out, "row %u %" PRIu64 " %.6g %" PRIu64 " %u\n", rows[i].bin, rows[i].size, life, c, rows[i].scales);
+		static const char *const kw[] = { "row", "first", "last" };
+		fprintf(out, "%s %u %" PRIu64 " %.6g %" PRIu64 " %u\n", kw[rows[i].kind], rows[i].bin, rows[i].size, life, c, rows[i].scales);
 		i = j;
 	}
 	free(a);
@@ -229,6 +337,7 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 	free(big);
 	free(sorted);
 	free(scale);
+	free(lens);
 	free(rows);
 	free(prs);
 	free(lives);

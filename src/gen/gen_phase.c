@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct prow { uint32_t bin; uint8_t scales; uint64_t size; double life, count; } prow;
+typedef struct prow { uint32_t bin; uint8_t scales, kind; uint64_t size; double life, count; } prow; /* kind: 0 every step, 1 first, 2 last */
 typedef struct ppersist { uint64_t size, step, bin, count; } ppersist;
 
 #define PHASE_MAX_ROWS 1000000
@@ -23,10 +23,10 @@ typedef struct phase {
 	double size_scale;
 	gen_dist scale;
 	prow *rows;
-	size_t nrows, caprows;
+	size_t nrows, caprows, nkind[3];
 	ppersist *pers;
 	size_t npers, cappers;
-	gen_opt opts[12];
+	gen_opt opts[14];
 } phase;
 
 static int parse_doubles(const char *v, double *out, int n)
@@ -47,7 +47,7 @@ static int parse_doubles(const char *v, double *out, int n)
 	return *v ? -1 : 0;
 }
 
-static int add_row(void *mv, const char *v, char *msg, size_t msglen)
+static int add_kind(void *mv, const char *v, char *msg, size_t msglen, int kind)
 {
 	phase *m = mv;
 	double x[5];
@@ -65,9 +65,13 @@ static int add_row(void *mv, const char *v, char *msg, size_t msglen)
 		m->caprows = m->caprows ? 2 * m->caprows : 256;
 		m->rows = xrealloc(m->rows, m->caprows * sizeof *m->rows);
 	}
-	m->rows[m->nrows++] = (prow){ (uint32_t)x[0], (uint8_t)x[4], (uint64_t)x[1], x[2], x[3] };
+	m->rows[m->nrows++] = (prow){ (uint32_t)x[0], (uint8_t)x[4], (uint8_t)kind, (uint64_t)x[1], x[2], x[3] };
+	m->nkind[kind]++;
 	return 0;
 }
+static int add_row(void *m, const char *v, char *msg, size_t msglen) { return add_kind(m, v, msg, msglen, 0); }
+static int add_first(void *m, const char *v, char *msg, size_t msglen) { return add_kind(m, v, msg, msglen, 1); }
+static int add_last(void *m, const char *v, char *msg, size_t msglen) { return add_kind(m, v, msg, msglen, 2); }
 
 static int add_persist(void *mv, const char *v, char *msg, size_t msglen)
 {
@@ -105,6 +109,8 @@ static void *make(void)
 		{ "size-scale", GO_DBL, &m->size_scale, 1e-6, 1e6, 0, 0, "every size multiplied by it: a bigger batch (1)" },
 		{ "max-size", GO_SIZE, &m->max_size, 1, (double)(AS_MAX_REQUEST - 1), 0, 0, "sizes are clamped to it (64GiB)" },
 		{ "row", GO_CALL, 0, 0, 0, 0, add_row, "a class: 'BIN SIZE LIFE COUNT SCALES' (repeat)" },
+		{ "first", GO_CALL, 0, 0, 0, 0, add_first, "a class of the first step only (its COUNT not divided) (repeat)" },
+		{ "last", GO_CALL, 0, 0, 0, 0, add_last, "a class of the last step only (repeat)" },
 		{ "persist", GO_CALL, 0, 0, 0, 0, add_persist, "live to the end: 'SIZE STEP BIN COUNT' (repeat)" },
 		{ 0 },
 	};
@@ -166,9 +172,12 @@ static void run(void *mv, gen_ctx *g)
 		gen_phase(g, "step");
 		double s = gen_dist_draw(&m->scale, g->rng);
 		size_t n = 0;
+		int kind = k == 0 && m->nkind[1] ? 1 : k + 1 == m->steps && k && m->nkind[2] ? 2 : 0;
 		for (size_t i = 0; i < m->nrows; i++) {
 			const prow *r = &m->rows[i];
-			double c = r->count / (double)m->fitted_steps;
+			if (r->kind != kind)
+				continue;
+			double c = kind ? r->count : r->count / (double)m->fitted_steps;
 			uint64_t cnt = (uint64_t)floor(c);
 			if (gsl_rng_uniform(g->rng) < c - floor(c))
 				cnt++;
