@@ -32,6 +32,11 @@ for f in "$srcdir"/tests/fuzz-findings/*/*; do
 		run timeout "$LIMIT" "$A" calibrate --from-log -o "$TMP/fit.csv" "$f"
 		ok $([ "$st" = 0 ] || [ "$st" = 65 ]; echo $?) "model/$(basename "$f") as a device log: exit $st (0 or 65)"
 		continue ;;
+	gen) # fuzz_gen.c: a model's name, then option lines; as a --params file
+		{ printf 'model '; cat "$f"; } > "$in"
+		run timeout "$LIMIT" "$A" gen --params "$in" --max-events 20000 -o "$TMP/gen.trace"
+		ok $([ "$st" = 0 ] || [ "$st" = 64 ] || [ "$st" = 65 ]; echo $?) "gen/$(basename "$f") as a parameter file: exit $st (0, 64 or 65)"
+		continue ;;
 	*) continue ;;
 	esac
 	for c in "" "expandable_segments:True"; do

@@ -17,7 +17,7 @@
 #include <string.h>
 
 typedef struct fa { uint64_t size; double start, end; int persist; uint32_t step; } fa;
-typedef struct frow { uint8_t kind; uint32_t bin; uint8_t scales; uint64_t size; int64_t qlife; uint64_t count; } frow;
+typedef struct frow { uint8_t kind; uint32_t bin; uint8_t scales; uint64_t size; int64_t qlife; uint64_t count; double off; } frow;
 
 static int row_cmp(const void *a, const void *b)
 {
@@ -163,13 +163,22 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 	int periodic = lag && match >= 0.93 && pa >= 2 && pa * 2 <= na;
 	cut[ncut++] = 0;
 	if (periodic) {
-		size_t lo = na - 2 * pa, at = lo;
-		for (size_t j = lo; j < na - pa; j++)
-			if (live[j] < live[at])
-				at = j;
-		for (size_t c = at % pa; c < na; c += pa)
-			if (c > 0)
-				cut[ncut++] = c;
+		/* each cut at the least transient live bytes between half a period and a period and a half
+		 * after the last (the first: up to two periods in, set-up makes the first step longer) */
+		for (size_t c = 0;;) {
+			size_t lo = c + pa / 2, hi = c ? c + pa + pa / 2 : 2 * pa;
+			if (hi > na)
+				hi = na;
+			if (lo >= hi)
+				break;
+			size_t at = lo;
+			for (size_t j = lo; j < hi; j++)
+				if (live[j] < live[at])
+					at = j;
+			if (hi == na && na - at < pa / 2)
+				break;
+			cut[ncut++] = c = at;
+		}
 	} else {
 		double lmax = 0;
 		for (size_t j = 0; j + 1 < na; j++) {
@@ -179,6 +188,14 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 				cut[ncut++] = j + 1;
 				lmax = 0;
 			}
+		}
+		/* each cut moved to the trough: the least live bytes in the first half of its step */
+		for (size_t k = 1; k < ncut; k++) {
+			size_t end = k + 1 < ncut ? cut[k + 1] : na, hi = cut[k] + (end - cut[k]) / 2, at = cut[k];
+			for (size_t j = cut[k]; j < hi; j++)
+				if (live[j] < live[at])
+					at = j;
+			cut[k] = at;
 		}
 	}
 	free(tok);
@@ -260,7 +277,7 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 		double t0 = tau_of[i], n = (double)(cut[k + 1] - cut[k]);
 		uint32_t bin = (uint32_t)fmin(B - 1, floor((t0 - (double)k) * B));
 		if (a[i].persist) {
-			prs[np++] = (frow){ 0, bin, 0, qsize((double)a[i].size), (int64_t)k, 1 };
+			prs[np++] = (frow){ 0, bin, 0, qsize((double)a[i].size), (int64_t)k, 1, 0 };
 			continue;
 		}
 		/* the free's step time: between the step times of the allocations around it */
@@ -271,7 +288,8 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 		int64_t ql = life * n < 1 ? LIFE_ZERO : (int64_t)llround(log2(life) * 8);
 		uint8_t kind = k < r0 ? 1 : k >= r1 ? 2 : 0;
 		int sc = !kind && varies && a[i].size >= AS_MiB;
-		rows[nr++] = (frow){ kind, bin, (uint8_t)sc, qsize((double)a[i].size / (sc ? scale[k] : 1)), ql, 1 };
+		rows[nr++] = (frow){ kind, bin, (uint8_t)sc, qsize((double)a[i].size / (sc ? scale[k] : 1)), ql, 1,
+			(t0 - (double)k) * B - bin };
 	}
 	qsort(rows, nr, sizeof *rows, row_cmp);
 	qsort(prs, np, sizeof *prs, row_cmp);
@@ -324,11 +342,13 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 	for (size_t i = 0; i < nr;) {
 		size_t j = i;
 		uint64_t c = 0;
+		double off = 0;
 		while (j < nr && !row_cmp(&rows[j], &rows[i]))
-			c++, j++;
+			off += rows[j].off, c++, j++;
 		double life = rows[i].qlife == LIFE_ZERO ? 0 : exp2((double)rows[i].qlife / 8);
 		static const char *const kw[] = { "row", "first", "last" };
-		fprintf(out, "%s %u %" PRIu64 " %.6g %" PRIu64 " %u\n", kw[rows[i].kind], rows[i].bin, rows[i].size, life, c, rows[i].scales);
+		fprintf(out, "%s %u %" PRIu64 " %.6g %" PRIu64 " %u %.3f\n", kw[rows[i].kind], rows[i].bin, rows[i].size, life, c,
+			rows[i].scales, fmin(0.999, off / (double)c));
 		i = j;
 	}
 	free(a);

@@ -13,20 +13,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct prow { uint32_t bin; uint8_t scales, kind; uint64_t size; double life, count; } prow; /* kind: 0 every step, 1 first, 2 last */
+typedef struct prow { uint32_t bin; uint8_t scales, kind; uint64_t size; double life, count, off; } prow; /* kind: 0 every step, 1 first, 2 last */
 typedef struct ppersist { uint64_t size, step, bin, count; } ppersist;
 
 #define PHASE_MAX_ROWS 1000000
 
 typedef struct phase {
 	uint64_t steps, bins, fitted_steps, max_size;
-	double size_scale;
+	double size_scale, jitter;
 	gen_dist scale;
 	prow *rows;
 	size_t nrows, caprows, nkind[3];
 	ppersist *pers;
 	size_t npers, cappers;
-	gen_opt opts[14];
+	gen_opt opts[16];
 } phase;
 
 static int parse_doubles(const char *v, double *out, int n)
@@ -50,11 +50,11 @@ static int parse_doubles(const char *v, double *out, int n)
 static int add_kind(void *mv, const char *v, char *msg, size_t msglen, int kind)
 {
 	phase *m = mv;
-	double x[5];
-	if (parse_doubles(v, x, 5) || x[0] >= 65536 || x[0] != floor(x[0]) || x[1] < 1 || x[1] >= (double)AS_MAX_REQUEST
+	double x[6] = { 0, 0, 0, 0, 0, -1 };
+	if ((parse_doubles(v, x, 5) && parse_doubles(v, x, 6)) || x[5] >= 1 || x[0] >= 65536 || x[0] != floor(x[0]) || x[1] < 1 || x[1] >= (double)AS_MAX_REQUEST
 		|| x[2] > 1e6 || x[3] > 1e9 || (x[4] != 0 && x[4] != 1)) {
-		snprintf(msg, msglen, "'%s': expected 'BIN SIZE LIFE COUNT SCALES' (BIN < 65536, SIZE 1 .. 2^60-1, LIFE 0 .. 1e6 "
-			"steps, COUNT 0 .. 1e9, SCALES 0 or 1)", v);
+		snprintf(msg, msglen, "'%s': expected 'BIN SIZE LIFE COUNT SCALES [OFFSET]' (BIN < 65536, SIZE 1 .. 2^60-1, LIFE "
+			"0 .. 1e6 steps, COUNT 0 .. 1e9, SCALES 0 or 1, OFFSET 0 .. 1)", v);
 		return -1;
 	}
 	if (m->nrows == PHASE_MAX_ROWS) {
@@ -65,7 +65,7 @@ static int add_kind(void *mv, const char *v, char *msg, size_t msglen, int kind)
 		m->caprows = m->caprows ? 2 * m->caprows : 256;
 		m->rows = xrealloc(m->rows, m->caprows * sizeof *m->rows);
 	}
-	m->rows[m->nrows++] = (prow){ (uint32_t)x[0], (uint8_t)x[4], (uint8_t)kind, (uint64_t)x[1], x[2], x[3] };
+	m->rows[m->nrows++] = (prow){ (uint32_t)x[0], (uint8_t)x[4], (uint8_t)kind, (uint64_t)x[1], x[2], x[3], x[5] };
 	m->nkind[kind]++;
 	return 0;
 }
@@ -99,7 +99,7 @@ static void *make(void)
 {
 	phase *m = xcalloc(1, sizeof *m);
 	char msg[64];
-	m->steps = 10, m->bins = 64, m->fitted_steps = 1, m->size_scale = 1, m->max_size = 64 * AS_GiB;
+	m->steps = 10, m->bins = 64, m->fitted_steps = 1, m->size_scale = 1, m->jitter = 0.1, m->max_size = 64 * AS_GiB;
 	gen_dist_parse(&m->scale, "const:1", msg, sizeof msg);
 	const gen_opt o[] = {
 		{ "steps", GO_U64, &m->steps, 1, 1e6, 0, 0, "steps to draw (10)" },
@@ -107,6 +107,7 @@ static void *make(void)
 		{ "fitted-steps", GO_U64, &m->fitted_steps, 1, 1e6, 0, 0, "steps the rows' counts add up over (1)" },
 		{ "scale", GO_DIST, &m->scale, 0, 0, 0, 0, "per-step size scale of the rows with SCALES 1 (const:1)" },
 		{ "size-scale", GO_DBL, &m->size_scale, 1e-6, 1e6, 0, 0, "every size multiplied by it: a bigger batch (1)" },
+		{ "jitter", GO_DBL, &m->jitter, 0, 1, 0, 0, "spread, in parts, around a row's OFFSET (0.1)" },
 		{ "max-size", GO_SIZE, &m->max_size, 1, (double)(AS_MAX_REQUEST - 1), 0, 0, "sizes are clamped to it (64GiB)" },
 		{ "row", GO_CALL, 0, 0, 0, 0, add_row, "a class: 'BIN SIZE LIFE COUNT SCALES' (repeat)" },
 		{ "first", GO_CALL, 0, 0, 0, 0, add_first, "a class of the first step only (its COUNT not divided) (repeat)" },
@@ -190,7 +191,8 @@ static void run(void *mv, gen_ctx *g)
 					cap = cap ? 2 * cap : 4096;
 					ev = xrealloc(ev, cap * sizeof *ev);
 				}
-				ev[n] = (pev){ (r->bin + gsl_rng_uniform(g->rng)) / B, r->life, sized(m, (double)r->size * (r->scales ? s : 1)), n };
+				double at = r->off >= 0 ? r->off + m->jitter * (gsl_rng_uniform(g->rng) - 0.5) : gsl_rng_uniform(g->rng);
+				ev[n] = (pev){ (r->bin + fmin(0.999999, fmax(0, at))) / B, r->life, sized(m, (double)r->size * (r->scales ? s : 1)), n };
 				n++;
 			}
 		}
@@ -211,7 +213,8 @@ static void run(void *mv, gen_ctx *g)
 				n++;
 			}
 		}
-		qsort(ev, n, sizeof *ev, by_u);
+		if (n)
+			qsort(ev, n, sizeof *ev, by_u);
 		for (size_t i = 0; i < n && !g->over; i++) {
 			double t = (double)k + ev[i].u;
 			gen_advance(g, t);
