@@ -75,7 +75,7 @@ def main():
     for t in traces:
         name = os.path.basename(t).split(".")[0]
         params = os.path.join(outdir, name + ".params")
-        run([allocsim, "gen", "--fit", t, "--bins", os.environ.get('BINS','64'), "-o", params])
+        run([allocsim, "gen", "--fit", t, "-o", params])
         real = {k: peak(allocsim, t, c) for k, c in SETTINGS}
         rpol = policies(allocsim, t)
         for s in seeds:

@@ -226,7 +226,7 @@ static int write_trace(gen_ctx *g, const char *out, const char *model, uint64_t 
 
 static int do_fit(int argc, char **argv)
 {
-	gen_fit_opts fo = { 64, 64, NULL };
+	gen_fit_opts fo = { 64, 1, NULL };
 	const char *out = NULL;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -239,6 +239,7 @@ static int do_fit(int argc, char **argv)
 			else if (!strcmp(a, "--bins")) {
 				if (as_parse_u64(v, &fo.bins) || fo.bins < 1 || fo.bins > 4096)
 					return cli_usage_error("gen", "--bins: '%s' is not a whole number in 1 .. 4096", v);
+				fo.bins_auto = 0;
 			} else
 				out = v;
 		} else {

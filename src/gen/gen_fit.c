@@ -17,7 +17,7 @@
 #include <string.h>
 
 typedef struct fa { uint64_t size; double start, end; int persist; uint32_t step; } fa;
-typedef struct frow { uint8_t kind; uint32_t bin; uint8_t scales; uint64_t size; int64_t qlife; uint64_t count; double off; } frow;
+typedef struct frow { uint8_t kind; uint32_t bin; double scales; uint64_t size; int64_t qlife; uint64_t count; double off; } frow;
 
 static int row_cmp(const void *a, const void *b)
 {
@@ -264,8 +264,94 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 	double *scale = xcalloc(K, sizeof *scale);
 	for (size_t k = 0; k < K; k++)
 		scale[k] = varies && big[k] > 0 && k >= r0 && k < r1 ? big[k] / med : 1;
+	/* Periodic with varying shapes: slots. The steps are cut exactly a period apart, so that the
+	 * j-th allocation of every step is the same tensor (its slot); a slot's size follows the step's
+	 * scale s as SIZE x s^EXP, EXP its least-squares slope in log-log (0 for a weight, 1 for an
+	 * activation of the sequence length, 2 for attention scores), the step's scale the median over
+	 * the slots of 1 MiB or more of their size over their median size. One row per slot. */
+	int slots = periodic && varies && pa <= 4096 && o->bins_auto;
+	double *sexp = NULL, *ssize = NULL, *slife = NULL;
+	uint64_t *scount = NULL;
+	if (slots) {
+		size_t at = na - 2 * pa;
+		for (size_t j = na - 2 * pa; j < na - pa; j++)
+			if (live[j] < live[at])
+				at = j;
+		ncut = 0;
+		cut[ncut++] = 0;
+		for (size_t c = at % pa; c < na; c += pa)
+			if (c > 0)
+				cut[ncut++] = c;
+		K = ncut;
+		cut[ncut] = na;
+		for (size_t k = 0; k < K; k++) {
+			double n = (double)(cut[k + 1] - cut[k]);
+			for (size_t j = cut[k]; j < cut[k + 1]; j++) {
+				tau_of[j] = (double)k + (double)(j - cut[k]) / n;
+				a[j].step = (uint32_t)k;
+			}
+		}
+		tau_of[na] = (double)K;
+		has_first = K >= 3;
+		has_last = K >= 3 && cut[K] - cut[K - 1] < pa;
+		r0 = has_first ? 1 : 0, r1 = K - (has_last ? 1 : 0), nrep = r1 - r0;
+		double *v = xcalloc(nrep + 1, sizeof *v), *ratio = xcalloc(nrep * pa + 1, sizeof *ratio);
+		double *smed = xcalloc(pa, sizeof *smed);
+		size_t *nr_k = xcalloc(nrep + 1, sizeof *nr_k);
+		for (size_t j = 0; j < pa; j++) { /* each slot's median size */
+			size_t n = 0;
+			for (size_t k = r0; k < r1; k++)
+				if (!a[cut[k] + j].persist)
+					v[n++] = (double)a[cut[k] + j].size;
+			qsort(v, n, sizeof *v, dbl_cmp);
+			smed[j] = n ? v[n / 2] : 0;
+			for (size_t k = r0; k < r1 && smed[j] >= (double)AS_MiB; k++)
+				if (!a[cut[k] + j].persist)
+					ratio[(k - r0) * pa + nr_k[k - r0]++] = (double)a[cut[k] + j].size / smed[j];
+		}
+		for (size_t k = r0; k < r1; k++) { /* each step's scale */
+			double *rk = ratio + (k - r0) * pa;
+			qsort(rk, nr_k[k - r0], sizeof *rk, dbl_cmp);
+			scale[k] = nr_k[k - r0] ? rk[nr_k[k - r0] / 2] : 1;
+		}
+		sexp = xcalloc(pa, sizeof *sexp), ssize = xcalloc(pa, sizeof *ssize), slife = xcalloc(pa, sizeof *slife);
+		scount = xcalloc(pa, sizeof *scount);
+		for (size_t j = 0; j < pa; j++) {
+			double sx = 0, sy = 0, sxx = 0, sxy = 0, n = 0;
+			for (size_t k = r0; k < r1; k++) {
+				const fa *x = &a[cut[k] + j];
+				if (x->persist)
+					continue;
+				double lx = log(scale[k]), ly = log((double)x->size / fmax(1, smed[j]));
+				sx += lx, sy += ly, sxx += lx * lx, sxy += lx * ly, n++;
+			}
+			double e = 0;
+			if (smed[j] >= (double)AS_MiB && n >= 2 && n * sxx - sx * sx > 1e-9 * n * n)
+				e = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+			e = fmin(3, fmax(0, round(e * 4) / 4));
+			sexp[j] = e;
+			double ls = 0;
+			size_t nl2 = 0;
+			for (size_t k = r0; k < r1; k++) {
+				const fa *x = &a[cut[k] + j];
+				if (x->persist)
+					continue;
+				ls += log((double)x->size) - e * log(scale[k]);
+				size_t ej = (size_t)(x->end + 0.5);
+				v[nl2++] = tau_of[ej] - tau_of[cut[k] + j] - 0.5 / (double)pa;
+			}
+			qsort(v, nl2, sizeof *v, dbl_cmp);
+			ssize[j] = nl2 ? exp(ls / (double)nl2) : 0;
+			slife[j] = nl2 ? v[nl2 / 2] : 0;
+			scount[j] = nl2;
+		}
+		free(v);
+		free(ratio);
+		free(smed);
+		free(nr_k);
+	}
 	/* rows */
-	double B = (double)o->bins;
+	double B = slots ? (double)pa : (double)o->bins;
 	frow *rows = xcalloc(na, sizeof *rows);
 	size_t nr = 0;
 	frow *prs = xcalloc(npers ? npers : 1, sizeof *prs);
@@ -287,10 +373,18 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 		lives[nl++] = a[i].end - a[i].start;
 		int64_t ql = life * n < 1 ? LIFE_ZERO : (int64_t)llround(log2(life) * 8);
 		uint8_t kind = k < r0 ? 1 : k >= r1 ? 2 : 0;
+		if (slots && !kind)
+			continue;
 		int sc = !kind && varies && a[i].size >= AS_MiB;
-		rows[nr++] = (frow){ kind, bin, (uint8_t)sc, qsize((double)a[i].size / (sc ? scale[k] : 1)), ql, 1,
+		rows[nr++] = (frow){ kind, bin, sc, qsize((double)a[i].size / (sc ? scale[k] : 1)), ql, 1,
 			(t0 - (double)k) * B - bin };
 	}
+	for (size_t j = 0; slots && j < pa; j++)
+		if (scount[j]) {
+			double L = slife[j] * (double)pa < 1 ? 0 : slife[j];
+			rows[nr++] = (frow){ 0, (uint32_t)j, sexp[j], qsize(ssize[j]), L > 0 ? (int64_t)llround(log2(L) * 8) : LIFE_ZERO,
+				scount[j], 0.5 * (double)scount[j] };
+		}
 	qsort(rows, nr, sizeof *rows, row_cmp);
 	qsort(prs, np, sizeof *prs, row_cmp);
 	qsort(lives, nl, sizeof *lives, dbl_cmp);
@@ -322,9 +416,12 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 		periodic ? "match" : "best period match", match, has_first ? "; first step apart" : "", has_last ? "; last partial step apart" : "");
 	fprintf(out, "# shapes: %zu distinct sizes >= 1 MiB over the steps, %.1f per step: %s\n", nall, per_step,
 		varies ? "they vary, sizes fitted relative to the step's scale" : "fixed");
-	fprintf(out, "model phase\nbins %" PRIu64 "\nfitted-steps %zu\nsteps %zu\n", o->bins, nrep, K);
+	if (slots)
+		fprintf(out, "# slots: the steps cut a period (%zu allocations) apart, one row per slot, SCALES its exponent\n", pa);
+	fprintf(out, "model phase\nbins %" PRIu64 "\nfitted-steps %zu\nsteps %zu\n", slots ? (uint64_t)pa : o->bins, nrep, K);
 	if (varies) {
-		fprintf(out, "# per-step scale: bytes of the allocations >= 1 MiB over the median step's\nscale table:");
+		fprintf(out, "# per-step scale: %s\nscale-draw shuffle\nscale table:", slots ? "the median over the slots of 1 MiB or more of "
+			"their size over their median" : "bytes of the allocations >= 1 MiB over the median step's");
 		for (size_t k = r0; k < r1; k++)
 			fprintf(out, "%s%.6g:1", k > r0 ? "," : "", scale[k]);
 		fprintf(out, "\n");
@@ -344,10 +441,10 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 		uint64_t c = 0;
 		double off = 0;
 		while (j < nr && !row_cmp(&rows[j], &rows[i]))
-			off += rows[j].off, c++, j++;
+			off += rows[j].off, c += rows[j].count, j++;
 		double life = rows[i].qlife == LIFE_ZERO ? 0 : exp2((double)rows[i].qlife / 8);
 		static const char *const kw[] = { "row", "first", "last" };
-		fprintf(out, "%s %u %" PRIu64 " %.6g %" PRIu64 " %u %.3f\n", kw[rows[i].kind], rows[i].bin, rows[i].size, life, c,
+		fprintf(out, "%s %u %" PRIu64 " %.6g %" PRIu64 " %g %.3f\n", kw[rows[i].kind], rows[i].bin, rows[i].size, life, c,
 			rows[i].scales, fmin(0.999, off / (double)c));
 		i = j;
 	}
@@ -358,6 +455,10 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 	free(sorted);
 	free(scale);
 	free(lens);
+	free(sexp);
+	free(ssize);
+	free(slife);
+	free(scount);
 	free(rows);
 	free(prs);
 	free(lives);
