@@ -201,7 +201,6 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 	free(tok);
 	size_t K = ncut;
 	cut[ncut] = na;
-	free(live);
 	free(delta);
 	free(after);
 	/* step of every allocation, step time, per-step scale */
@@ -455,6 +454,7 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 	free(sorted);
 	free(scale);
 	free(lens);
+	free(live);
 	free(sexp);
 	free(ssize);
 	free(slife);
