@@ -7,7 +7,13 @@ reserved bytes of the real and the generated trace under default, max_split_size
 expandable_segments:True, and Kendall's tau-b between the real and the generated ranking of the
 settings and of the policies. Exit 1 when a target (10 %, tau >= 0.8) is missed and --strict.
 
-usage: gen-validate.py ALLOCSIM OUTDIR TRACE... [--seeds 1,2,3] [--strict] [--markdown]
+usage: gen-validate.py ALLOCSIM OUTDIR TRACE... [--seeds 1,2,3 | --seeds A..B] [--scale-draw HOW] [--strict]
+       [--markdown] [--summary]
+
+--scale-draw passes gen's option (the fit writes 'sequence': the fitted steps' scales in their order).
+
+--summary prints, per trace, the median and range of each error over the seeds and how many seeds
+meet every target, instead of one row per seed.
 """
 import csv, io, os, subprocess, sys
 
@@ -61,11 +67,24 @@ def main():
     seeds, strict, md = [1], False, False
     if "--seeds" in argv:
         i = argv.index("--seeds")
-        seeds = [int(s) for s in argv[i + 1].split(",")]
+        spec = argv[i + 1]
+        if ".." in spec:
+            lo, hi = spec.split("..")
+            seeds = list(range(int(lo), int(hi) + 1))
+        else:
+            seeds = [int(s) for s in spec.split(",")]
         del argv[i:i + 2]
     if "--strict" in argv:
         strict = True
         argv.remove("--strict")
+    extra = []
+    if "--scale-draw" in argv:
+        i = argv.index("--scale-draw")
+        extra = ["--scale-draw", argv[i + 1]]
+        del argv[i:i + 2]
+    summary = "--summary" in argv
+    if summary:
+        argv.remove("--summary")
     if "--markdown" in argv:
         md = True
         argv.remove("--markdown")
@@ -80,7 +99,7 @@ def main():
         rpol = policies(allocsim, t)
         for s in seeds:
             g = os.path.join(outdir, "%s.seed%d.trace" % (name, s))
-            run([allocsim, "gen", "--params", params, "--seed", str(s), "-o", g])
+            run([allocsim, "gen", "--params", params, "--seed", str(s)] + extra + ["-o", g])
             gen = {k: peak(allocsim, g, c) for k, c in SETTINGS}
             gpol = policies(allocsim, g)
             pols = [p for p in rpol if p in gpol]
@@ -90,7 +109,26 @@ def main():
             met = all(abs(e) <= 10 for e in errs.values()) and ts >= 0.8 and tp >= 0.8
             ok &= met
             rows.append((name, s, real, gen, errs, ts, tp, met))
-    if md:
+    if summary:
+        print("| trace | seeds | " + " | ".join("%s error: median (min .. max)" % k for k in TARGET) +
+              " | tau settings: median (min) | tau policies: median (min) | seeds meeting every target |")
+        print("|---|---|" + "---|" * len(TARGET) + "---|---|---|")
+        names = []
+        for r in rows:
+            if r[0] not in names:
+                names.append(r[0])
+        med = lambda v: sorted(v)[len(v) // 2]
+        for name in names:
+            rs = [r for r in rows if r[0] == name]
+            cells = []
+            for k in TARGET:
+                e = [r[4][k] for r in rs]
+                cells.append("%+.1f%% (%+.1f .. %+.1f)" % (med(e), min(e), max(e)))
+            ts = [r[5] for r in rs]
+            tp = [r[6] for r in rs]
+            print("| %s | %d | %s | %.2f (%.2f) | %.2f (%.2f) | %d of %d |" % (name, len(rs), " | ".join(cells), med(ts), min(ts),
+                                                                     med(tp), min(tp), sum(r[7] for r in rs), len(rs)))
+    elif md:
         print("| trace | seed | " + " | ".join("%s real / gen (GiB, err)" % k for k in TARGET) +
               " | tau settings | tau policies | met |")
         print("|---|---|" + "---|" * len(TARGET) + "---|---|---|")

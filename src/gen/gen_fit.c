@@ -17,7 +17,8 @@
 #include <string.h>
 
 typedef struct fa { uint64_t size; double start, end; int persist; uint32_t step; } fa;
-typedef struct frow { uint8_t kind; uint32_t bin; double scales; uint64_t size; int64_t qlife; uint64_t count; double off; } frow;
+typedef struct frow { uint8_t kind; uint32_t bin; double scales; uint64_t size; int64_t qlife; uint64_t count; double off, exact; } frow;
+/* exact: a slot's lifetime as measured (the median over the steps), else -1: qlife's */
 
 static int row_cmp(const void *a, const void *b)
 {
@@ -315,35 +316,49 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 		}
 		sexp = xcalloc(pa, sizeof *sexp), ssize = xcalloc(pa, sizeof *ssize), slife = xcalloc(pa, sizeof *slife);
 		scount = xcalloc(pa, sizeof *scount);
+		/* robust to a step that is not aligned (the first after set-up): the exponent is the median
+		 * of the slopes between pairs of steps (Theil-Sen), the size the median of size / s^EXP */
+		double *lx = xcalloc(nrep + 1, sizeof *lx), *ly = xcalloc(nrep + 1, sizeof *ly);
+		double *slopes = xcalloc(nrep * nrep / 2 + 1, sizeof *slopes);
 		for (size_t j = 0; j < pa; j++) {
-			double sx = 0, sy = 0, sxx = 0, sxy = 0, n = 0;
+			size_t n = 0, ns = 0;
 			for (size_t k = r0; k < r1; k++) {
 				const fa *x = &a[cut[k] + j];
 				if (x->persist)
 					continue;
-				double lx = log(scale[k]), ly = log((double)x->size / fmax(1, smed[j]));
-				sx += lx, sy += ly, sxx += lx * lx, sxy += lx * ly, n++;
+				lx[n] = log(scale[k]);
+				ly[n++] = log((double)x->size);
 			}
 			double e = 0;
-			if (smed[j] >= (double)AS_MiB && n >= 2 && n * sxx - sx * sx > 1e-9 * n * n)
-				e = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+			if (smed[j] >= (double)AS_MiB) {
+				for (size_t p1 = 0; p1 < n; p1++)
+					for (size_t p2 = p1 + 1; p2 < n; p2++)
+						if (fabs(lx[p2] - lx[p1]) > 0.05)
+							slopes[ns++] = (ly[p2] - ly[p1]) / (lx[p2] - lx[p1]);
+				qsort(slopes, ns, sizeof *slopes, dbl_cmp);
+				e = ns ? slopes[ns / 2] : 0;
+			}
 			e = fmin(3, fmax(0, round(e * 4) / 4));
 			sexp[j] = e;
-			double ls = 0;
 			size_t nl2 = 0;
 			for (size_t k = r0; k < r1; k++) {
 				const fa *x = &a[cut[k] + j];
 				if (x->persist)
 					continue;
-				ls += log((double)x->size) - e * log(scale[k]);
 				size_t ej = (size_t)(x->end + 0.5);
-				v[nl2++] = tau_of[ej] - tau_of[cut[k] + j] - 0.5 / (double)pa;
+				v[nl2] = tau_of[ej] - tau_of[cut[k] + j] - 0.5 / (double)pa;
+				ly[nl2] = log((double)x->size) - e * log(scale[k]);
+				nl2++;
 			}
 			qsort(v, nl2, sizeof *v, dbl_cmp);
-			ssize[j] = nl2 ? exp(ls / (double)nl2) : 0;
+			qsort(ly, nl2, sizeof *ly, dbl_cmp);
+			ssize[j] = nl2 ? exp(ly[nl2 / 2]) : 0;
 			slife[j] = nl2 ? v[nl2 / 2] : 0;
 			scount[j] = nl2;
 		}
+		free(lx);
+		free(ly);
+		free(slopes);
 		free(v);
 		free(ratio);
 		free(smed);
@@ -362,7 +377,7 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 		double t0 = tau_of[i], n = (double)(cut[k + 1] - cut[k]);
 		uint32_t bin = (uint32_t)fmin(B - 1, floor((t0 - (double)k) * B));
 		if (a[i].persist) {
-			prs[np++] = (frow){ 0, bin, 0, qsize((double)a[i].size), (int64_t)k, 1, 0 };
+			prs[np++] = (frow){ 0, bin, 0, qsize((double)a[i].size), (int64_t)k, 1, 0, -1 };
 			continue;
 		}
 		/* the free's step time: between the step times of the allocations around it */
@@ -376,13 +391,13 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 			continue;
 		int sc = !kind && varies && a[i].size >= AS_MiB;
 		rows[nr++] = (frow){ kind, bin, sc, qsize((double)a[i].size / (sc ? scale[k] : 1)), ql, 1,
-			(t0 - (double)k) * B - bin };
+			(t0 - (double)k) * B - bin, -1 };
 	}
 	for (size_t j = 0; slots && j < pa; j++)
 		if (scount[j]) {
 			double L = slife[j] * (double)pa < 1 ? 0 : slife[j];
 			rows[nr++] = (frow){ 0, (uint32_t)j, sexp[j], qsize(ssize[j]), L > 0 ? (int64_t)llround(log2(L) * 8) : LIFE_ZERO,
-				scount[j], 0.5 * (double)scount[j] };
+				scount[j], 0.5 * (double)scount[j], L };
 		}
 	qsort(rows, nr, sizeof *rows, row_cmp);
 	qsort(prs, np, sizeof *prs, row_cmp);
@@ -419,7 +434,7 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 		fprintf(out, "# slots: the steps cut a period (%zu allocations) apart, one row per slot, SCALES its exponent\n", pa);
 	fprintf(out, "model phase\nbins %" PRIu64 "\nfitted-steps %zu\nsteps %zu\n", slots ? (uint64_t)pa : o->bins, nrep, K);
 	if (varies) {
-		fprintf(out, "# per-step scale: %s\nscale-draw shuffle\nscale table:", slots ? "the median over the slots of 1 MiB or more of "
+		fprintf(out, "# per-step scale: %s\nscale-draw sequence\nscale table:", slots ? "the median over the slots of 1 MiB or more of "
 			"their size over their median" : "bytes of the allocations >= 1 MiB over the median step's");
 		for (size_t k = r0; k < r1; k++)
 			fprintf(out, "%s%.6g:1", k > r0 ? "," : "", scale[k]);
@@ -441,7 +456,7 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 		double off = 0;
 		while (j < nr && !row_cmp(&rows[j], &rows[i]))
 			off += rows[j].off, c += rows[j].count, j++;
-		double life = rows[i].qlife == LIFE_ZERO ? 0 : exp2((double)rows[i].qlife / 8);
+		double life = rows[i].exact >= 0 ? rows[i].exact : rows[i].qlife == LIFE_ZERO ? 0 : exp2((double)rows[i].qlife / 8);
 		static const char *const kw[] = { "row", "first", "last" };
 		fprintf(out, "%s %u %" PRIu64 " %.6g %" PRIu64 " %g %.3f\n", kw[rows[i].kind], rows[i].bin, rows[i].size, life, c,
 			rows[i].scales, fmin(0.999, off / (double)c));

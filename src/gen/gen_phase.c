@@ -107,8 +107,8 @@ static void *make(void)
 		{ "bins", GO_U64, &m->bins, 1, 65536, 0, 0, "parts of a step that rows name (64)" },
 		{ "fitted-steps", GO_U64, &m->fitted_steps, 1, 1e6, 0, 0, "steps the rows' counts add up over (1)" },
 		{ "scale", GO_DIST, &m->scale, 0, 0, 0, 0, "per-step size scale of the rows with SCALES 1 (const:1)" },
-		{ "scale-draw", GO_ENUM, &m->shuffle, 0, 0, "random|shuffle", 0, "random: --scale drawn each step; shuffle: a "
-			"table's values each once a pass, in random order (random)" },
+		{ "scale-draw", GO_ENUM, &m->shuffle, 0, 0, "random|shuffle|sequence", 0, "random: --scale drawn each step; "
+			"shuffle: a table's values each once a pass, in random order; sequence: in the table's order (random)" },
 		{ "size-scale", GO_DBL, &m->size_scale, 1e-6, 1e6, 0, 0, "every size multiplied by it: a bigger batch (1)" },
 		{ "jitter", GO_DBL, &m->jitter, 0, 1, 0, 0, "spread, in parts, around a row's OFFSET (0.1)" },
 		{ "max-size", GO_SIZE, &m->max_size, 1, (double)(AS_MAX_REQUEST - 1), 0, 0, "sizes are clamped to it (64GiB)" },
@@ -219,7 +219,8 @@ static void run(void *mv, gen_ctx *g)
 				nperm = m->scale.n;
 			}
 			if (nperm == m->scale.n) {
-				gsl_ran_shuffle(g->rng, perm, m->scale.n, sizeof *perm);
+				if (m->shuffle == 1)
+					gsl_ran_shuffle(g->rng, perm, m->scale.n, sizeof *perm);
 				nperm = 0;
 			}
 			s = m->scale.v[perm[nperm++]];
