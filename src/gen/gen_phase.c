@@ -1,13 +1,14 @@
 /* gen_phase.c - the phase model: a repeating step described by a table of (position, size,
  * lifetime) classes, as gen --fit extracts it from a real trace (gen_fit.c).
  *
- * A step is cut into --bins equal parts of its allocations. A row "BIN SIZE LIFE COUNT SCALES"
- * says that COUNT allocations over the fitted steps (COUNT / --fitted-steps per step, on average)
- * start in part BIN with SIZE bytes and live LIFE steps (fractions: 0.25 is a quarter step);
- * SCALES 1 multiplies the size by the step's scale, drawn per step from --scale (the sequence
- * length of a varlen workload, relative to the median). A row "persist SIZE STEP BIN COUNT"
+ * A step is cut into --bins equal parts of its allocations. A row "BIN SIZE LIFE COUNT SCALES
+ * [OFFSET]" says that COUNT allocations over the fitted steps (COUNT / --fitted-steps per step, on
+ * average) start in part BIN (at OFFSET within it, else anywhere) with SIZE x s^SCALES bytes, s the
+ * step's scale drawn from --scale (the sequence length of a varlen workload, relative to the
+ * median), and live LIFE steps (fractions: 0.25 is a quarter step). "first" and "last" rows belong
+ * to the first and the last step only (COUNT not divided). A row "persist SIZE STEP BIN COUNT"
  * allocates COUNT buffers that stay live to the end, in step STEP (the last step if there are
- * fewer), part BIN. Within a part the allocations are in random order. */
+ * fewer), part BIN. doc/generator.md. */
 #include "gen/gen.h"
 #include <math.h>
 #include <stdlib.h>
