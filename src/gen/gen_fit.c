@@ -364,9 +364,169 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 		free(smed);
 		free(nr_k);
 	}
+	/* No exact period but varying shapes (varlen training, whose steps differ in their number of
+	 * allocations): each step's transient allocations are aligned to those of the step of median
+	 * length (Needleman-Wunsch on size class relative to the step's scale and lifetime class), and
+	 * the matched ones make slots as above; the rest become classes. */
+	size_t kR = 0, nR = 0, m = 0;
+	int aligned = 0;
+	frow *arows = NULL;
+	size_t nar = 0;
+	if (!slots && !periodic && varies && o->bins_auto && nrep >= 3) {
+		size_t *ord = xcalloc(nrep, sizeof *ord);
+		for (size_t k = r0; k < r1; k++)
+			ord[k - r0] = lens[k] * 65536 + k;
+		qsort(ord, nrep, sizeof *ord, sz_cmp);
+		kR = ord[nrep / 2] % 65536;
+		nR = lens[kR];
+		free(ord);
+		aligned = nR <= 8192 && K < 65536;
+	}
+	if (aligned) {
+		size_t *R = xcalloc(nR, sizeof *R);
+		for (size_t i = cut[kR]; i < cut[kR + 1]; i++)
+			if (!a[i].persist)
+				R[m++] = i;
+		size_t maxlen = 0;
+		for (size_t k = r0; k < r1; k++)
+			maxlen = lens[k] > maxlen ? lens[k] : maxlen;
+		int32_t *H = xcalloc((maxlen + 1) * (m + 1), sizeof *H);
+		uint8_t *tr = xcalloc((maxlen + 1) * (m + 1), 1);
+		size_t *Sx = xcalloc(maxlen + 1, sizeof *Sx), *M = xcalloc(nrep * m + 1, sizeof *M);
+		uint8_t *used = xcalloc(na, 1);
+#define TOKS(i, k) (a[i].size >= AS_MiB ? 1000 + llround(log2((double)a[i].size / scale[k]) * 2) : llround(log2((double)a[i].size) * 2))
+#define TOKL(i) llround(log2(1 + (a[i].end < 0 ? N : a[i].end - a[i].start)))
+		for (size_t k = r0; k < r1; k++) {
+			size_t n = 0;
+			for (size_t i = cut[k]; i < cut[k + 1]; i++)
+				if (!a[i].persist)
+					Sx[n++] = i;
+			size_t W = m + 1;
+			for (size_t y = 0; y <= m; y++)
+				H[y] = -(int32_t)y, tr[y] = 2;
+			for (size_t x = 1; x <= n; x++) {
+				H[x * W] = -(int32_t)x, tr[x * W] = 1;
+				long long sx = TOKS(Sx[x - 1], k), lx = TOKL(Sx[x - 1]);
+				for (size_t y = 1; y <= m; y++) {
+					long long sy = TOKS(R[y - 1], kR), ly = TOKL(R[y - 1]);
+					int32_t sim = sx == sy ? (lx == ly ? 3 : 1) : -2;
+					int32_t d = H[(x - 1) * W + y - 1] + sim, u = H[(x - 1) * W + y] - 1, l = H[x * W + y - 1] - 1;
+					if (d >= u && d >= l)
+						H[x * W + y] = d, tr[x * W + y] = 0;
+					else if (u >= l)
+						H[x * W + y] = u, tr[x * W + y] = 1;
+					else
+						H[x * W + y] = l, tr[x * W + y] = 2;
+				}
+			}
+			for (size_t x = n, y = m; x || y;) {
+				uint8_t t = tr[x * W + y];
+				if (t == 0) {
+					if (TOKS(Sx[x - 1], k) == TOKS(R[y - 1], kR)) {
+						M[(k - r0) * m + y - 1] = Sx[x - 1] + 1;
+						used[Sx[x - 1]] = 1;
+					}
+					x--, y--;
+				} else if (t == 1) {
+					x--;
+				} else {
+					y--;
+				}
+			}
+		}
+#undef TOKS
+#undef TOKL
+		free(H);
+		free(tr);
+		free(Sx);
+		/* the steps' scales: the median over the slots of 1 MiB or more of size over the slot's median */
+		double *v = xcalloc(nrep + 1, sizeof *v), *smed = xcalloc(m + 1, sizeof *smed);
+		double *ratio = xcalloc(nrep * m + 1, sizeof *ratio);
+		size_t *nr_k = xcalloc(nrep + 1, sizeof *nr_k);
+		for (size_t y = 0; y < m; y++) {
+			size_t n = 0;
+			for (size_t k = 0; k < nrep; k++)
+				if (M[k * m + y])
+					v[n++] = (double)a[M[k * m + y] - 1].size;
+			qsort(v, n, sizeof *v, dbl_cmp);
+			smed[y] = n ? v[n / 2] : 0;
+			for (size_t k = 0; k < nrep && smed[y] >= (double)AS_MiB; k++)
+				if (M[k * m + y])
+					ratio[k * m + nr_k[k]++] = (double)a[M[k * m + y] - 1].size / smed[y];
+		}
+		double *newscale = xcalloc(K, sizeof *newscale);
+		for (size_t k = 0; k < K; k++)
+			newscale[k] = 1;
+		for (size_t k = 0; k < nrep; k++) {
+			qsort(ratio + k * m, nr_k[k], sizeof *ratio, dbl_cmp);
+			newscale[k + r0] = nr_k[k] ? ratio[k * m + nr_k[k] / 2] : 1;
+		}
+		double Bn = (double)nR;
+		arows = xcalloc(na + m + 1, sizeof *arows);
+		double *lx = xcalloc(nrep + 1, sizeof *lx), *ly = xcalloc(nrep + 1, sizeof *ly);
+		double *slopes = xcalloc(nrep * nrep / 2 + 1, sizeof *slopes);
+		for (size_t y = 0; y < m; y++) {
+			size_t n = 0, ns = 0;
+			for (size_t k = 0; k < nrep; k++)
+				if (M[k * m + y]) {
+					lx[n] = log(newscale[k + r0]);
+					ly[n++] = log((double)a[M[k * m + y] - 1].size);
+				}
+			if (!n)
+				continue;
+			double e = 0;
+			if (smed[y] >= (double)AS_MiB) {
+				for (size_t p1 = 0; p1 < n; p1++)
+					for (size_t p2 = p1 + 1; p2 < n; p2++)
+						if (fabs(lx[p2] - lx[p1]) > 0.05)
+							slopes[ns++] = (ly[p2] - ly[p1]) / (lx[p2] - lx[p1]);
+				qsort(slopes, ns, sizeof *slopes, dbl_cmp);
+				e = ns ? slopes[ns / 2] : 0;
+			}
+			e = fmin(3, fmax(0, round(e * 4) / 4));
+			size_t c = 0;
+			for (size_t k = 0; k < nrep; k++)
+				if (M[k * m + y]) {
+					size_t i = M[k * m + y] - 1;
+					v[c] = tau_of[(size_t)(a[i].end + 0.5)] - tau_of[i] - 0.5 / (double)lens[k + r0];
+					ly[c] = log((double)a[i].size) - e * log(newscale[k + r0]);
+					c++;
+				}
+			qsort(v, c, sizeof *v, dbl_cmp);
+			qsort(ly, c, sizeof *ly, dbl_cmp);
+			double L = v[c / 2] * Bn < 1 ? 0 : v[c / 2];
+			arows[nar++] = (frow){ 0, (uint32_t)(R[y] - cut[kR]), e, qsize(exp(ly[c / 2])),
+				L > 0 ? (int64_t)llround(log2(L) * 8) : LIFE_ZERO, c, 0.5 * (double)c, L };
+		}
+		/* the allocations no slot took: classes in the reference step's parts */
+		for (size_t k = r0; k < r1; k++)
+			for (size_t i = cut[k]; i < cut[k + 1]; i++) {
+				if (a[i].persist || used[i])
+					continue;
+				double n = (double)lens[k], pos = (double)(i - cut[k]) / n * Bn;
+				uint32_t bin = (uint32_t)fmin(Bn - 1, floor(pos));
+				double life = tau_of[(size_t)(a[i].end + 0.5)] - tau_of[i] - 0.5 / n;
+				int64_t ql = life * n < 1 ? LIFE_ZERO : (int64_t)llround(log2(life) * 8);
+				int sc = a[i].size >= AS_MiB;
+				arows[nar++] = (frow){ 0, bin, sc, qsize((double)a[i].size / (sc ? newscale[k] : 1)), ql, 1, pos - bin, -1 };
+			}
+		for (size_t k = 0; k < K; k++)
+			scale[k] = newscale[k];
+		free(newscale);
+		free(lx);
+		free(ly);
+		free(slopes);
+		free(v);
+		free(smed);
+		free(ratio);
+		free(nr_k);
+		free(M);
+		free(used);
+		free(R);
+	}
 	/* rows */
-	double B = slots ? (double)pa : (double)o->bins;
-	frow *rows = xcalloc(na, sizeof *rows);
+	double B = slots ? (double)pa : aligned ? (double)nR : (double)o->bins;
+	frow *rows = xcalloc(na + nar + 1, sizeof *rows);
 	size_t nr = 0;
 	frow *prs = xcalloc(npers ? npers : 1, sizeof *prs);
 	size_t np = 0;
@@ -387,12 +547,15 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 		lives[nl++] = a[i].end - a[i].start;
 		int64_t ql = life * n < 1 ? LIFE_ZERO : (int64_t)llround(log2(life) * 8);
 		uint8_t kind = k < r0 ? 1 : k >= r1 ? 2 : 0;
-		if (slots && !kind)
+		if ((slots || aligned) && !kind)
 			continue;
 		int sc = !kind && varies && a[i].size >= AS_MiB;
 		rows[nr++] = (frow){ kind, bin, sc, qsize((double)a[i].size / (sc ? scale[k] : 1)), ql, 1,
 			(t0 - (double)k) * B - bin, -1 };
 	}
+	for (size_t j = 0; j < nar; j++)
+		rows[nr++] = arows[j];
+	free(arows);
 	for (size_t j = 0; slots && j < pa; j++)
 		if (scount[j]) {
 			double L = slife[j] * (double)pa < 1 ? 0 : slife[j];
@@ -432,9 +595,13 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 		varies ? "they vary, sizes fitted relative to the step's scale" : "fixed");
 	if (slots)
 		fprintf(out, "# slots: the steps cut a period (%zu allocations) apart, one row per slot, SCALES its exponent\n", pa);
-	fprintf(out, "model phase\nbins %" PRIu64 "\nfitted-steps %zu\nsteps %zu\n", slots ? (uint64_t)pa : o->bins, nrep, K);
+	if (aligned)
+		fprintf(out, "# slots: the steps aligned to step %zu (%zu allocations), one row per slot it matched, SCALES its exponent\n",
+			kR, nR);
+	fprintf(out, "model phase\nbins %" PRIu64 "\nfitted-steps %zu\nsteps %zu\n", slots ? (uint64_t)pa : aligned ? (uint64_t)nR : o->bins,
+		nrep, K);
 	if (varies) {
-		fprintf(out, "# per-step scale: %s\nscale-draw sequence\nscale table:", slots ? "the median over the slots of 1 MiB or more of "
+		fprintf(out, "# per-step scale: %s\nscale-draw sequence\nscale table:", slots || aligned ? "the median over the slots of 1 MiB or more of "
 			"their size over their median" : "bytes of the allocations >= 1 MiB over the median step's");
 		for (size_t k = r0; k < r1; k++)
 			fprintf(out, "%s%.6g:1", k > r0 ? "," : "", scale[k]);
