@@ -495,7 +495,7 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 			qsort(v, c, sizeof *v, dbl_cmp);
 			qsort(ly, c, sizeof *ly, dbl_cmp);
 			double L = v[c / 2] * Bn < 1 ? 0 : v[c / 2];
-			arows[nar++] = (frow){ 0, (uint32_t)(R[y] - cut[kR]), e, qsize(exp(ly[c / 2])),
+			arows[nar++] = (frow){ 0, (uint32_t)(R[y] - cut[kR]), e, (uint64_t)fmax(1, llround(exp(ly[c / 2]))),
 				L > 0 ? (int64_t)llround(log2(L) * 8) : LIFE_ZERO, c, 0.5 * (double)c, L };
 		}
 		/* the allocations no slot took: classes in the reference step's parts */
@@ -559,7 +559,7 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 	for (size_t j = 0; slots && j < pa; j++)
 		if (scount[j]) {
 			double L = slife[j] * (double)pa < 1 ? 0 : slife[j];
-			rows[nr++] = (frow){ 0, (uint32_t)j, sexp[j], qsize(ssize[j]), L > 0 ? (int64_t)llround(log2(L) * 8) : LIFE_ZERO,
+			rows[nr++] = (frow){ 0, (uint32_t)j, sexp[j], (uint64_t)fmax(1, llround(ssize[j])), L > 0 ? (int64_t)llround(log2(L) * 8) : LIFE_ZERO,
 				scount[j], 0.5 * (double)scount[j], L };
 		}
 	qsort(rows, nr, sizeof *rows, row_cmp);
