@@ -80,6 +80,24 @@ for c in "" max_split_size_mb:128 expandable_segments:True; do
 	[ -n "$r" ] && [ -n "$g" ] && awk -v r="$r" -v g="$g" 'BEGIN { d = (g - r) / r; exit !(d <= 0.1 && d >= -0.1) }'
 	ok $? "seed_example ${c:-default}: generated peak reserved $g within 10% of the real $r"
 done
+# at other scales: twice the steps, twice the sizes
+"$A" gen --params "$TMP/seed.params" --size-scale 2 -o "$TMP/seed2.trace"
+is "$(info "$TMP/seed2.trace" peak_live_requested_bytes)" "$(( $(info "$TMP/seed.trace" peak_live_requested_bytes) * 2 ))" \
+	"--size-scale 2: the peak live bytes doubled"
+st1=$(grep -c '^model' "$TMP/seed.params"); k=$(awk '$1=="steps" {print $2}' "$TMP/seed.params")
+"$A" gen --params "$TMP/seed.params" --steps $((2 * k)) -o "$TMP/seed3.trace"
+a1=$(info "$TMP/seed.trace" alloc_events); a2=$(info "$TMP/seed3.trace" alloc_events)
+[ "$st1" = 1 ] && [ -n "$a1" ] && [ -n "$a2" ] && [ "$a2" -gt $((a1 * 19 / 10)) ] && [ "$a2" -lt $((a1 * 21 / 10)) ]
+ok $? "--steps $((2 * k)) (twice the fitted $k): about twice the allocations ($a1 -> $a2)"
+# bert (varying lengths, a period of 205 allocations): slots; its peaks within 10 % too
+S="$T/bert_infer_varlen__default.pickle.gz"
+"$A" gen --fit "$S" -o "$TMP/bert.params" && "$A" gen --params "$TMP/bert.params" -o "$TMP/bert.trace"
+grep -q '^# slots: the steps cut a period (205 allocations) apart' "$TMP/bert.params"; ok $? "bert: the fit finds the period of 205 allocations and fits slots"
+for c in "" max_split_size_mb:128 expandable_segments:True; do
+	r=$(peak "$S" "$c"); g=$(peak "$TMP/bert.trace" "$c")
+	[ -n "$r" ] && [ -n "$g" ] && awk -v r="$r" -v g="$g" 'BEGIN { d = (g - r) / r; exit !(d <= 0.1 && d >= -0.1) }'
+	ok $? "bert ${c:-default}: generated peak reserved $g within 10% of the real $r"
+done
 run "$A" gen --fit "$TMP/nope.trace"; is "$st" 66 "gen --fit of a missing trace: exit 66"
 echo "1..$n"
 [ "$failed" = 0 ]
