@@ -8,9 +8,10 @@ expandable_segments:True, and Kendall's tau-b between the real and the generated
 settings and of the policies. Exit 1 when a target (10 %, tau >= 0.8) is missed and --strict.
 
 usage: gen-validate.py ALLOCSIM OUTDIR TRACE... [--seeds 1,2,3 | --seeds A..B] [--scale-draw HOW] [--strict]
-       [--markdown] [--summary]
+       [--fit-model iid] [--markdown] [--summary]
 
---scale-draw passes gen's option (the fit writes 'sequence': the fitted steps' scales in their order).
+--scale-draw passes gen's option (the fit writes 'sequence': the fitted steps' scales in their order);
+--fit-model iid fits the iid model instead of the phase model (the baseline without structure).
 
 --summary prints, per trace, the median and range of each error over the seeds and how many seeds
 meet every target, instead of one row per seed.
@@ -77,7 +78,11 @@ def main():
     if "--strict" in argv:
         strict = True
         argv.remove("--strict")
-    extra = []
+    extra, fitm = [], []
+    if "--fit-model" in argv:
+        i = argv.index("--fit-model")
+        fitm = ["--model", argv[i + 1]]
+        del argv[i:i + 2]
     if "--scale-draw" in argv:
         i = argv.index("--scale-draw")
         extra = ["--scale-draw", argv[i + 1]]
@@ -94,7 +99,7 @@ def main():
     for t in traces:
         name = os.path.basename(t).split(".")[0]
         params = os.path.join(outdir, name + ".params")
-        run([allocsim, "gen", "--fit", t, "-o", params])
+        run([allocsim, "gen", "--fit", t] + fitm + ["-o", params])
         real = {k: peak(allocsim, t, c) for k, c in SETTINGS}
         rpol = policies(allocsim, t)
         for s in seeds:

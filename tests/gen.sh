@@ -98,6 +98,12 @@ for c in "" max_split_size_mb:128 expandable_segments:True; do
 	[ -n "$r" ] && [ -n "$g" ] && awk -v r="$r" -v g="$g" 'BEGIN { d = (g - r) / r; exit !(d <= 0.1 && d >= -0.1) }'
 	ok $? "bert ${c:-default}: generated peak reserved $g within 10% of the real $r"
 done
+# --model iid: the sizes' and lifetimes' empirical tables; as many allocations as the trace
+"$A" gen --fit "$T/seed_example__default.pickle.gz" --model iid -o "$TMP/iid.params" && "$A" gen --params "$TMP/iid.params" -o "$TMP/iid.trace"
+is "$(info "$TMP/iid.trace" alloc_events)" "5189" "gen --fit --model iid: the trace's 5189 allocations"
+is "$(awk '$1=="size" {n = split(substr($2, 7), e, ","); for (i = 1; i <= n; i++) { split(e[i], p, ":"); s += p[2] } print s}' "$TMP/iid.params")" "5189" \
+	"... its size table counts every one"
+run "$A" gen --fit "$T/seed_example__default.pickle.gz" --model slots; is "$st" 64 "gen --fit --model slots: exit 64"
 run "$A" gen --fit "$TMP/nope.trace"; is "$st" 66 "gen --fit of a missing trace: exit 66"
 echo "1..$n"
 [ "$failed" = 0 ]

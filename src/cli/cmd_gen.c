@@ -9,14 +9,15 @@
 
 static const char gen_usage[] =
 	"usage: allocsim gen MODEL [--OPTION VALUE]... [--params FILE] [--seed N] -o TRACE\n"
-	"       allocsim gen --fit TRACE [--bins N] [-o PARAMS]\n"
+	"       allocsim gen --fit TRACE [--model phase|iid] [--bins N] [-o PARAMS]\n"
 	"       allocsim gen MODEL --help\n"
 	"\n"
 	"Draws a synthetic trace from a model with GSL's random variates (MT19937 seeded with --seed): the\n"
 	"same options and seed give the same bytes. TRACE is allocsim's native format (gzip'd when it ends\n"
 	"in .gz, the binary format when it ends in .asbin, '-' standard output), written only once the\n"
 	"whole trace was drawn. --fit reads a real trace and prints the phase model's parameters (a\n"
-	"parameter file for --params) so that gen can redraw it, longer or scaled.\n"
+	"parameter file for --params) so that gen can redraw it, longer or scaled; --model iid prints the\n"
+	"iid model's instead (the sizes' and lifetimes' empirical distributions, drawn apart).\n"
 	"\n"
 	"models:\n"
 	"   train   training steps of a transformer or CNN (parameters, gradients, optimizer states,\n"
@@ -226,16 +227,21 @@ static int write_trace(gen_ctx *g, const char *out, const char *model, uint64_t 
 
 static int do_fit(int argc, char **argv)
 {
-	gen_fit_opts fo = { 64, 1, NULL };
+	gen_fit_opts fo = { 64, 1, 0, NULL };
 	const char *out = NULL;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--fit") || !strcmp(a, "--bins") || !strcmp(a, "-o") || !strcmp(a, "--output")) {
+		if (!strcmp(a, "--fit") || !strcmp(a, "--bins") || !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--model")) {
 			if (!v)
 				return cli_usage_error("gen", "%s needs a value", a);
 			i++;
 			if (!strcmp(a, "--fit"))
 				fo.trace = v;
+			else if (!strcmp(a, "--model")) {
+				if (strcmp(v, "phase") && strcmp(v, "iid"))
+					return cli_usage_error("gen", "--model: --fit writes the phase or the iid model, not '%s'", v);
+				fo.iid = !strcmp(v, "iid");
+			}
 			else if (!strcmp(a, "--bins")) {
 				if (as_parse_u64(v, &fo.bins) || fo.bins < 1 || fo.bins > 4096)
 					return cli_usage_error("gen", "--bins: '%s' is not a whole number in 1 .. 4096", v);
@@ -243,7 +249,7 @@ static int do_fit(int argc, char **argv)
 			} else
 				out = v;
 		} else {
-			return cli_usage_error("gen", "--fit takes TRACE, --bins N and -o PARAMS, not '%s'", a);
+			return cli_usage_error("gen", "--fit takes TRACE, --bins N, --model phase|iid and -o PARAMS, not '%s'", a);
 		}
 	}
 	if (!fo.trace)

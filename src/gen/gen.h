@@ -106,6 +106,6 @@ extern const gen_model gen_model_train, gen_model_serve, gen_model_iid, gen_mode
 const gen_model *gen_model_find(const char *name);
 
 /* gen --fit: reads a trace and prints the phase model's parameter file (gen_fit.c). */
-typedef struct gen_fit_opts { uint64_t bins; int bins_auto; const char *trace; } gen_fit_opts; /* bins_auto: --bins not given */
+typedef struct gen_fit_opts { uint64_t bins; int bins_auto, iid; const char *trace; } gen_fit_opts; /* bins_auto: --bins not given; iid: --model iid */
 int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err);
 #endif

@@ -91,6 +91,47 @@ static size_t period(const char *t, size_t n, double *match)
 	return bestlag;
 }
 
+/* The iid model's parameters: the sizes' and the lifetimes' empirical distributions, apart (what
+ * the iid model can take: no phase, no correlation between size and lifetime). Sizes to 1/64
+ * octave (below 1 MiB to 512 bytes), lifetimes in allocations to 1/8 octave; never freed: the
+ * trace's length. */
+static int fit_iid(const fa *a, size_t na, const char *path, FILE *out)
+{
+	uint64_t *sz = xcalloc(na, sizeof *sz);
+	double *lf = xcalloc(na, sizeof *lf);
+	for (size_t i = 0; i < na; i++) {
+		sz[i] = qsize((double)a[i].size);
+		double l = a[i].end < 0 ? (double)na : a[i].end - a[i].start;
+		lf[i] = l < 1 ? 0 : exp2(round(log2(l) * 8) / 8);
+	}
+	qsort(sz, na, sizeof *sz, u64_cmp);
+	qsort(lf, na, sizeof *lf, dbl_cmp);
+	char *esc = as_escape(path, 0);
+	fprintf(out, "# allocsim gen parameters: the iid model, fitted by 'allocsim gen --fit --model iid' (doc/generator.md)\n");
+	fprintf(out, "# trace: %s\n# allocations: %zu; sizes and lifetimes drawn apart from their empirical distributions\n", esc, na);
+	free(esc);
+	fprintf(out, "model iid\ncount %zu\nmax-size %" PRIu64 "\nsize table:", na, AS_MAX_REQUEST - 1);
+	for (size_t i = 0; i < na;) {
+		size_t j = i;
+		while (j < na && sz[j] == sz[i])
+			j++;
+		fprintf(out, "%s%" PRIu64 ":%zu", i ? "," : "", sz[i], j - i);
+		i = j;
+	}
+	fprintf(out, "\nlifetime table:");
+	for (size_t i = 0; i < na;) {
+		size_t j = i;
+		while (j < na && lf[j] == lf[i])
+			j++;
+		fprintf(out, "%s%.6g:%zu", i ? "," : "", lf[i], j - i);
+		i = j;
+	}
+	fprintf(out, "\n");
+	free(sz);
+	free(lf);
+	return 0;
+}
+
 int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 {
 	as_evbuf b = { 0 };
@@ -127,6 +168,12 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 		free(a);
 		free(tok);
 		return as_fail(err, AS_EXIT_DATAERR, "%s: no allocations to fit", path);
+	}
+	if (o->iid) {
+		free(tok);
+		int rc = fit_iid(a, na, path, out);
+		free(a);
+		return rc;
 	}
 	/* persistent vs transient; the transient live bytes at each allocation */
 	double N = (double)na;
