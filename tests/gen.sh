@@ -31,6 +31,13 @@ is "$(tail -16 "$TMP/f.trace" | awk '{print $1 $2}' | tr '\n' ' ')" "f2 f4 f6 f8
 # train: the parameters of GPT-2 small (124,439,808 with the 1024 positions) in fp32, never freed
 "$A" gen train --steps 1 --optimizer none -o "$TMP/t.trace"
 is "$(awk '$1=="a" && ++k<=148 {s+=$3} END {print s}' "$TMP/t.trace")" "$((124439808 * 4))" "train: GPT-2 small's parameters, 4 bytes each"
+# ranks: ZeRO-1 over 8 ranks keeps Adam's two states as flat shards of 1/8 of the parameters' bytes
+# (497,759,232 / 8), and updates the shard through one temporary of that size; --tp 4 splits QKV
+"$A" gen train --steps 1 --ranks 8 --zero 1 -o "$TMP/z.trace"
+is "$(awk '$1=="a" && $3==62219904' "$TMP/z.trace" | wc -l | tr -d ' ')" "3" "train --ranks 8 --zero 1: two state shards of 62219904 bytes and one update temporary"
+"$A" gen train --steps 1 --tp 4 -o "$TMP/tp.trace"
+is "$(awk '$1=="a" && ++k==5 {print $3}' "$TMP/tp.trace")" "$((576 * 768 * 4))" "train --tp 4: the QKV weight is 576 x 768 (a quarter of 2304 rows)"
+run "$A" gen train --zero 2 -o "$TMP/x.trace"; is "$st" 64 "train --zero without --ranks: exit 64"
 # .asbin gets the binary format with the same events
 "$A" gen serve --requests 30 -o "$TMP/s.trace" && "$A" gen serve --requests 30 -o "$TMP/s.asbin"
 is "$(peak "$TMP/s.asbin" "")" "$(peak "$TMP/s.trace" "")" "serve: the .asbin and the native trace replay alike"

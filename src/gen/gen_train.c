@@ -15,9 +15,9 @@ enum { OPT_ADAM, OPT_SGD, OPT_NONE };
 typedef struct train {
 	int arch, optimizer;
 	uint64_t layers, hidden, heads, ffn_mult, vocab, batch, max_seq, dtype, steps, streams;
-	uint64_t image, channels, stages, workspace;
+	uint64_t image, channels, stages, workspace, ranks, zero, tp;
 	gen_dist seq;
-	gen_opt opts[20];
+	gen_opt opts[24];
 	/* state */
 	uint64_t *params;     /* sizes */
 	size_t nparams, capparams;
@@ -31,7 +31,7 @@ static void *make(void)
 	char msg[256];
 	m->layers = 12, m->hidden = 768, m->heads = 12, m->ffn_mult = 4, m->vocab = 50257, m->batch = 8;
 	m->max_seq = 1024, m->dtype = 4, m->steps = 10, m->streams = 1;
-	m->image = 224, m->channels = 64, m->stages = 4, m->workspace = 32 * AS_MiB;
+	m->image = 224, m->channels = 64, m->stages = 4, m->workspace = 32 * AS_MiB, m->ranks = 1, m->zero = 0, m->tp = 1;
 	gen_dist_parse(&m->seq, "uniform:128,1024", msg, sizeof msg);
 	const gen_opt o[] = {
 		{ "arch", GO_ENUM, &m->arch, 0, 0, "transformer|cnn", 0, "transformer (default) or cnn" },
@@ -51,6 +51,9 @@ static void *make(void)
 		{ "channels", GO_U64, &m->channels, 1, 1 << 14, 0, 0, "cnn: channels of the first stage (64)" },
 		{ "stages", GO_U64, &m->stages, 1, 8, 0, 0, "cnn: stages, each halving the side and doubling the channels (4)" },
 		{ "workspace", GO_SIZE, &m->workspace, 0, (double)(64 * AS_GiB), 0, 0, "cnn: convolution workspace per call (32MiB)" },
+		{ "ranks", GO_U64, &m->ranks, 1, 65536, 0, 0, "data-parallel ranks; the trace is one rank's (1)" },
+		{ "zero", GO_U64, &m->zero, 0, 2, 0, 0, "ZeRO stage: 1 shards the optimizer states over --ranks, 2 the gradients too (0)" },
+		{ "tp", GO_U64, &m->tp, 1, 1024, 0, 0, "transformer: tensor-parallel ranks splitting heads, MLP and vocabulary (1)" },
 		{ 0 },
 	};
 	for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)
@@ -59,6 +62,9 @@ static void *make(void)
 }
 
 static const gen_opt *opts(void *m) { return ((train *)m)->opts; }
+
+/* n split over the tensor-parallel ranks (rounded up) */
+static uint64_t tp(const train *m, uint64_t n) { return (n + m->tp - 1) / m->tp; }
 
 static void param(train *m, uint64_t n)
 {
@@ -74,11 +80,11 @@ static void build_params(train *m)
 {
 	uint64_t H = m->hidden, F = m->ffn_mult * H;
 	if (m->arch == ARCH_TRANSFORMER) {
-		param(m, m->vocab * H);
+		param(m, tp(m, m->vocab) * H);
 		param(m, m->max_seq * H);
 		for (uint64_t l = 0; l < m->layers; l++) {
-			param(m, H), param(m, H), param(m, 3 * H * H), param(m, 3 * H), param(m, H * H), param(m, H);
-			param(m, H), param(m, H), param(m, F * H), param(m, F), param(m, H * F), param(m, H);
+			param(m, H), param(m, H), param(m, tp(m, 3 * H) * H), param(m, tp(m, 3 * H)), param(m, tp(m, H) * H), param(m, H);
+			param(m, H), param(m, H), param(m, tp(m, F) * H), param(m, tp(m, F)), param(m, H * tp(m, F)), param(m, H);
 		}
 		param(m, H), param(m, H);
 		return;
@@ -97,6 +103,14 @@ static void build_params(train *m)
 static int check(void *mv, char *msg, size_t msglen)
 {
 	train *m = mv;
+	if (m->tp > 1 && (m->arch != ARCH_TRANSFORMER || m->heads % m->tp)) {
+		snprintf(msg, msglen, "--tp %llu needs the transformer and --heads a multiple of it", (unsigned long long)m->tp);
+		return -1;
+	}
+	if (m->zero && m->ranks < 2) {
+		snprintf(msg, msglen, "--zero %llu shards over --ranks, which is 1", (unsigned long long)m->zero);
+		return -1;
+	}
 	if (m->arch == ARCH_TRANSFORMER && m->hidden % m->heads) {
 		snprintf(msg, msglen, "--hidden %llu is not a multiple of --heads %llu", (unsigned long long)m->hidden,
 			(unsigned long long)m->heads);
@@ -138,22 +152,22 @@ static void forward(train *m, gen_ctx *g, saved *sv, uint64_t S)
 		save(g, sv, T * H * e); /* embeddings */
 		for (uint64_t l = 0; l < m->layers; l++) {
 			save(g, sv, T * H * e), save(g, sv, T * 4), save(g, sv, T * 4); /* ln1 out, mean, rstd */
-			save(g, sv, T * 3 * H * e);                                    /* qkv */
-			uint64_t sc = B * m->heads * S * S * e;
+			save(g, sv, T * tp(m, 3 * H) * e);                             /* qkv */
+			uint64_t sc = B * tp(m, m->heads) * S * S * e;
 			uint64_t pre = gen_alloc(g, sc, 0);                              /* scores */
 			save(g, sv, sc);                                                 /* softmax */
 			gen_free(g, pre);
-			save(g, sv, T * H * e);                                          /* attention out */
+			save(g, sv, T * tp(m, H) * e);                                   /* attention out */
 			temp(g, T * H * e);                                              /* projection */
 			save(g, sv, T * H * e);                                          /* residual */
 			save(g, sv, T * H * e), save(g, sv, T * 4), save(g, sv, T * 4); /* ln2 */
-			save(g, sv, T * F * e), save(g, sv, T * F * e);                  /* fc, gelu */
+			save(g, sv, T * tp(m, F) * e), save(g, sv, T * tp(m, F) * e);    /* fc, gelu */
 			temp(g, T * H * e);
 			save(g, sv, T * H * e);                                          /* residual */
 		}
 		save(g, sv, T * H * e);                         /* ln_f */
-		save(g, sv, T * m->vocab * e);                  /* logits */
-		save(g, sv, T * m->vocab * e);                  /* log_softmax */
+		save(g, sv, T * tp(m, m->vocab) * e);           /* logits */
+		save(g, sv, T * tp(m, m->vocab) * e);           /* log_softmax */
 		temp(g, 4);                                     /* loss */
 		return;
 	}
@@ -191,7 +205,7 @@ static void run(void *mv, gen_ctx *g)
 	for (size_t i = 0; i < m->nparams; i++)
 		gen_alloc(g, m->params[i], 0);            /* the model's parameters: never freed */
 	saved sv = { 0 };
-	uint64_t pbytes = 0;
+	uint64_t pbytes = 0, zshard = 0;
 	for (size_t i = 0; i < m->nparams; i++)
 		pbytes += m->params[i];
 	for (uint64_t step = 0; step < m->steps && !g->over; step++) {
@@ -209,7 +223,8 @@ static void run(void *mv, gen_ctx *g)
 		/* backward: each saved activation's gradient is made, then it is freed; the parameter
 		 * gradients of a layer appear as the pass reaches it (parameters in reverse order) */
 		size_t p = m->nparams, per = sv.n / (m->nparams ? m->nparams : 1) + 1;
-		uint64_t prev = 0, bucket = 0, bucket_fill = 0;
+		uint64_t prev = 0, bucket = 0, bucket_fill = 0, zfill = 0;
+		size_t zfrom = m->nparams;
 		uint64_t *buckets = NULL;
 		size_t nb = 0;
 		for (size_t i = sv.n; i-- > 0;) {
@@ -220,6 +235,15 @@ static void run(void *mv, gen_ctx *g)
 			while (p && (sv.n - i) * m->nparams >= (m->nparams - p + 1) * sv.n) {
 				p--;
 				grads[p] = gen_alloc(g, m->params[p], 0);
+				if (m->zero >= 2) { /* reduce-scattered into the rank's shard in 25 MiB buckets, then freed */
+					zfill += m->params[p];
+					if (zfill >= 25 * AS_MiB) {
+						for (size_t q = p; q < zfrom; q++)
+							gen_free(g, grads[q]), grads[q] = 0;
+						zfrom = p;
+						zfill = 0;
+					}
+				}
 				if (m->streams > 1) { /* gradient buckets of 25 MiB reduced on the side stream */
 					bucket_fill += m->params[p];
 					if (!bucket || bucket_fill >= 25 * AS_MiB) {
@@ -237,19 +261,31 @@ static void run(void *mv, gen_ctx *g)
 			p--;
 			grads[p] = gen_alloc(g, m->params[p], 0);
 		}
+		if (m->zero >= 2) {
+			for (size_t q = 0; q < zfrom; q++)
+				gen_free(g, grads[q]), grads[q] = 0;
+			if (!zshard)
+				zshard = gen_alloc(g, (pbytes + m->ranks - 1) / m->ranks, 0); /* the rank's gradient shard */
+		}
 		gen_free(g, in_main);
 		for (size_t i = 0; i < nb; i++)
 			gen_free(g, buckets[i]);
 		free(buckets);
 		/* optimizer */
 		int nst = m->optimizer == OPT_ADAM ? 2 : m->optimizer == OPT_SGD ? 1 : 0;
-		if (nst && !m->states) {
+		if (nst && !m->states && m->zero) { /* ZeRO: each state one flat shard of the parameters */
+			m->states = xcalloc((size_t)nst, sizeof *m->states);
+			for (int k = 0; k < nst; k++)
+				m->states[m->nstates++] = gen_alloc(g, (pbytes + m->ranks - 1) / m->ranks, 0);
+		} else if (nst && !m->states) {
 			m->states = xcalloc(m->nparams * (size_t)nst, sizeof *m->states);
 			for (size_t i = 0; i < m->nparams; i++)
 				for (int k = 0; k < nst; k++)
 					m->states[m->nstates++] = gen_alloc(g, m->params[i], 0);
 		}
-		if (nst) { /* foreach kernels: one temporary per parameter, freed together */
+		if (nst && m->zero) { /* the shard's update, then the updated shard all-gathered */
+			temp(g, (pbytes + m->ranks - 1) / m->ranks);
+		} else if (nst) { /* foreach kernels: one temporary per parameter, freed together */
 			uint64_t *tmp = xcalloc(m->nparams, sizeof *tmp);
 			for (size_t i = 0; i < m->nparams; i++)
 				tmp[i] = gen_alloc(g, m->params[i], 0);
@@ -259,7 +295,6 @@ static void run(void *mv, gen_ctx *g)
 		}
 		for (size_t i = 0; i < m->nparams; i++) /* zero_grad(set_to_none=True) */
 			gen_free(g, grads[i]);
-		(void)pbytes;
 	}
 	free(grads);
 	free(sv.id);
