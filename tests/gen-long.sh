@@ -26,10 +26,10 @@ while IFS= read -r l; do n=$((n + 1)); echo "${l%% - *} $n - ${l#* - }"; done < 
 awk 'BEGIN { srand(35)
 	nm = split("train serve iid phase", models, " ")
 	no = split("seed=0,1,18446744073709551615,-1,x|max-events=1,1000,50000000,50000001|fragment=0,1MiB,64MiB,1GiB,1TiB|fragment-piece=1,512,2MiB,0|fragment-keep=0,1,3,1000001|" \
-	  "layers=1,3,0,2000|hidden=64,768,7,0|heads=1,4,12,0|batch=1,4,100000|seq=uniform:1,64,lognormal:32,1,const:0,pareto:1,0.5,weibull:10,2,table:16:1,32:3,nope|max-seq=1,64,99999999|arch=cnn,transformer,rnn|optimizer=adam,sgd,none,lion|steps=1,3,0|streams=1,2,3|image=8,32,7|channels=1,8,99999|workspace=0,1MiB,1TiB|" \
+	  "layers=1,3,0,2000|hidden=64,768,7,0|heads=1,4,12,0|batch=1,4,100000|seq=uniform:1,64,lognormal:32,1,const:0,pareto:1,0.5,weibull:10,2,table:16:1,32:3,nope|max-seq=1,64,99999999|arch=cnn,transformer,rnn|optimizer=adam,sgd,none,lion|steps=1,3,0|streams=1,2,3|image=8,32,7|channels=1,8,99999|workspace=0,1MiB,1TiB|ranks=1,8,0|zero=0,1,2,3|tp=1,2,4,5|" \
 	  "requests=1,20,0,2000000|arrival-shape=0.01,0.5,5,0|arrival-mean=0,1,100,-1|prompt=lognormal:64,1,const:1,exp:0|output=lognormal:16,2,uniform:1,8,uniform:8,1|max-new=1,64,0|max-len=2,128,100|kv=contiguous,grow,paged,ring|kv-bytes-per-token=1,4KiB,512KiB,2GiB|kv-groups=1,4,0|page-tokens=1,16,0|grow-chunk=1,16|max-batch=1,8|kv-budget=0,1MiB,64MiB|act-bytes-per-token=0,1KiB|vocab=1,32000|" \
 	  "count=1,500,0|size=lognormal:1MiB,3,pareto:4096,1.1,weibull:1MiB,0.5,gamma:2,1KiB,exp:1,table:512:1,2MiB:0.5,table:,lognormal:-1,1|lifetime=exp:10,const:0,pareto:1,0.8,table:1:1|max-size=1,1GiB|quantum=1,512,2MiB,0|" \
-	  "bins=1,64,0|fitted-steps=1,2|scale=const:1,table:0.5:1,2:1|size-scale=0.5,2,0|row=0 4096 0.5 3 0,0 1MiB 1 1 1,70000 1 1 1 0,0 0 0 0 0|first=0 512 0 1 0|last=1 8192 2 1 0|persist=4096 0 0 2,1 1 1 2000000|bogus=1", opts, "|")
+	  "bins=1,64,0|fitted-steps=1,2|scale=const:1,table:0.5:1,2:1|size-scale=0.5,2,0|scale-draw=random,shuffle,sequence,sorted|jitter=0,0.5,2|row=0 4096 0.5 3 0,0 1MiB 1 1 1,70000 1 1 1 0,0 0 0 0 0|first=0 512 0 1 0|last=1 8192 2 1 0|persist=4096 0 0 2,1 1 1 2000000|bogus=1", opts, "|")
 	for (r = 0; r < 300; r++) {
 		line = models[int(rand() * nm) + 1]
 		k = int(rand() * 5)
