@@ -64,6 +64,7 @@ static uint64_t qsize(double s)
 }
 
 #define LIFE_ZERO INT64_MIN
+#define TS_MAX 1000 /* Theil-Sen: pairs of at most this many steps */
 
 /* The smallest lag (in events, at most 20000, over the first 200000 events) at which the trace's
  * sequence of allocations and frees matches itself nearly as well as at the best lag; the match
@@ -366,7 +367,7 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 		/* robust to a step that is not aligned (the first after set-up): the exponent is the median
 		 * of the slopes between pairs of steps (Theil-Sen), the size the median of size / s^EXP */
 		double *lx = xcalloc(nrep + 1, sizeof *lx), *ly = xcalloc(nrep + 1, sizeof *ly);
-		double *slopes = xcalloc(nrep * nrep / 2 + 1, sizeof *slopes);
+		double *slopes = xcalloc(TS_MAX * TS_MAX / 2 + 1, sizeof *slopes);
 		for (size_t j = 0; j < pa; j++) {
 			size_t n = 0, ns = 0;
 			for (size_t k = r0; k < r1; k++) {
@@ -378,8 +379,9 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 			}
 			double e = 0;
 			if (smed[j] >= (double)AS_MiB) {
-				for (size_t p1 = 0; p1 < n; p1++)
-					for (size_t p2 = p1 + 1; p2 < n; p2++)
+				size_t st = n > TS_MAX ? (n + TS_MAX - 1) / TS_MAX : 1; /* at most TS_MAX steps' pairs */
+				for (size_t p1 = 0; p1 < n; p1 += st)
+					for (size_t p2 = p1 + st; p2 < n; p2 += st)
 						if (fabs(lx[p2] - lx[p1]) > 0.05)
 							slopes[ns++] = (ly[p2] - ly[p1]) / (lx[p2] - lx[p1]);
 				qsort(slopes, ns, sizeof *slopes, dbl_cmp);
@@ -427,7 +429,11 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 		kR = ord[nrep / 2] % 65536;
 		nR = lens[kR];
 		free(ord);
-		aligned = nR <= 8192 && K < 65536;
+		size_t longest = 0;
+		for (size_t k = r0; k < r1; k++)
+			longest = lens[k] > longest ? lens[k] : longest;
+		/* the alignment's tables: (longest + 1) x (nR + 1) cells of 5 bytes, at most 160 MB */
+		aligned = nR <= 8192 && K < 65536 && (double)(longest + 1) * (double)(nR + 1) <= 32e6;
 	}
 	if (aligned) {
 		size_t *R = xcalloc(nR, sizeof *R);
@@ -511,7 +517,7 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 		double Bn = (double)nR;
 		arows = xcalloc(na + m + 1, sizeof *arows);
 		double *lx = xcalloc(nrep + 1, sizeof *lx), *ly = xcalloc(nrep + 1, sizeof *ly);
-		double *slopes = xcalloc(nrep * nrep / 2 + 1, sizeof *slopes);
+		double *slopes = xcalloc(TS_MAX * TS_MAX / 2 + 1, sizeof *slopes);
 		for (size_t y = 0; y < m; y++) {
 			size_t n = 0, ns = 0;
 			for (size_t k = 0; k < nrep; k++)
@@ -523,8 +529,9 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 				continue;
 			double e = 0;
 			if (smed[y] >= (double)AS_MiB) {
-				for (size_t p1 = 0; p1 < n; p1++)
-					for (size_t p2 = p1 + 1; p2 < n; p2++)
+				size_t st = n > TS_MAX ? (n + TS_MAX - 1) / TS_MAX : 1; /* at most TS_MAX steps' pairs */
+				for (size_t p1 = 0; p1 < n; p1 += st)
+					for (size_t p2 = p1 + st; p2 < n; p2 += st)
 						if (fabs(lx[p2] - lx[p1]) > 0.05)
 							slopes[ns++] = (ly[p2] - ly[p1]) / (lx[p2] - lx[p1]);
 				qsort(slopes, ns, sizeof *slopes, dbl_cmp);
