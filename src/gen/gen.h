@@ -17,7 +17,7 @@
 
 /* A distribution named on the command line: "lognormal:MEDIAN,SIGMA", "pareto:XM,ALPHA",
  * "weibull:SCALE,SHAPE", "gamma:SHAPE,SCALE", "exp:MEAN", "uniform:LO,HI", "const:V",
- * "table:V:W,V:W,..." (values with weights). Numbers take size units (KiB, MiB, GiB, k, M). */
+ * "table:V:W,V:W,..." (values with weights). Numbers take the size units (K, KiB: 1024; KB: 1000). */
 typedef enum { GD_CONST, GD_LOGNORMAL, GD_PARETO, GD_WEIBULL, GD_GAMMA, GD_EXP, GD_UNIFORM, GD_TABLE } gen_dist_kind;
 typedef struct gen_dist {
 	gen_dist_kind kind;

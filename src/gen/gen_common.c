@@ -7,15 +7,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---- numbers and distributions ----------------------------------------------------------- */
 
-/* A finite number with an optional unit: KiB/MiB/GiB/TiB (powers of 2), k/M/G (powers of 10). */
+/* A finite number with an optional unit, as sizes take them everywhere (src/util/common.c): K, M, G,
+ * T alone or with iB are powers of 1024, with B powers of 1000, B alone 1; in any case. */
 static int num(const char *s, char **end, double *out)
 {
 	static const struct { const char *u; double m; } units[] = {
 		{ "KiB", 1024.0 }, { "MiB", 1048576.0 }, { "GiB", 1073741824.0 }, { "TiB", 1099511627776.0 },
-		{ "k", 1e3 }, { "M", 1e6 }, { "G", 1e9 },
+		{ "KB", 1e3 }, { "MB", 1e6 }, { "GB", 1e9 }, { "TB", 1e12 },
+		{ "K", 1024.0 }, { "M", 1048576.0 }, { "G", 1073741824.0 }, { "T", 1099511627776.0 }, { "B", 1 },
 	};
 	errno = 0;
 	if (!*s || isspace((unsigned char)*s))
@@ -25,7 +28,7 @@ static int num(const char *s, char **end, double *out)
 		return -1;
 	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
 		size_t n = strlen(units[i].u);
-		if (!strncmp(*end, units[i].u, n)) {
+		if (!strncasecmp(*end, units[i].u, n)) {
 			v *= units[i].m;
 			*end += n;
 			break;
