@@ -17,11 +17,14 @@
  */
 #include "readers/trace.h"
 #include "readers/sites.h"
+#include "readers/poolinfer.h"
 #include "util/idmap.h"
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <errno.h>
 
 /* Kinds of values. From V_STR on, a value is an object (pv), shared by reference. */
 enum { V_EMPTY, V_NONE, V_BOOL, V_INT, V_FLOAT, V_GHOST, V_STR, V_BYTES, V_TUPLE, V_LIST, V_DICT };
@@ -157,7 +160,15 @@ typedef struct pk {
 	struct pkrange { uint64_t addr, size; uint32_t pool; } *pranges;
 	size_t npranges, cappranges;
 	as_sites sites;
+	/* pools of a snapshot that names none (poolinfer.c): ALLOCSIM_POOLS, and the first pass */
+	int pools_mode;      /* POOLS_AUTO, POOLS_ANNOTATION, POOLS_INFER */
+	int prepass;         /* this reader is the first pass: entries go to pinf, no events */
+	int pools_decided;   /* the main pass has decided (at its first entry) */
+	int annotated;       /* an entry names its pool (pool_id, user_metadata) */
+	as_poolinfer *pinf;  /* the first pass's answers (main pass), or what it gathers (first pass) */
 } pk;
+
+enum { POOLS_AUTO, POOLS_ANNOTATION, POOLS_INFER };
 
 static void memo_forget(pk *p, pv *v);
 
@@ -768,6 +779,72 @@ static int entry_pool(pk *p, rec *x, const val *meta, const val *pool_id)
 	return 0;
 }
 
+/*
+ * Pools of a 2.11 snapshot that names none (ALLOCSIM_POOLS=auto|infer; poolinfer.c). The main pass,
+ * at its first entry, reads the whole snapshot once more in a first pass (its own reader over the
+ * same file) that gives every entry to the inference; then each entry takes the pool found. auto
+ * does this only when the end state has private segments; infer always, and ignores user_metadata.
+ */
+static int pools_prepass(as_reader *r, pk *p, as_err *err)
+{
+	int fd = dup(r->in.fd);
+	if (fd < 0)
+		return as_fail(err, AS_EXIT_NOINPUT, "%s: cannot read it again: %s", r->in.path, strerror(errno));
+	as_reader_opts o;
+	memset(&o, 0, sizeof o);
+	o.has_device = 1;
+	o.device = p->device;
+	o.max_bytes = p->max_bytes;
+	o.pool_prepass = 1;
+	as_reader *q = NULL;
+	if (as_reader_open_fd(&q, fd, r->in.path, &o, err))
+		return -1;
+	as_event ev;
+	int rc;
+	while ((rc = as_reader_next(q, &ev, err)) > 0)
+		;
+	pk *qp = q->priv;
+	if (!rc && !qp->annotated) {
+		as_poolinfer_solve(qp->pinf);
+		p->pinf = qp->pinf;
+		qp->pinf = NULL;
+		as_poolinfer_stats st;
+		as_poolinfer_get_stats(p->pinf, &st);
+		r->meta.inferred_pools = st.pools ? st.pools : 1; /* 1: inferred, none found */
+		r->meta.pool_unplaced = st.unplaced;
+	}
+	as_reader_close(q);
+	return rc < 0 ? -1 : 0;
+}
+
+/* Each trace entry of the replayed device, before it is translated (x->pool from the snapshot). */
+static int pools_entry(as_reader *r, pk *p, rec *x, int code, as_err *err)
+{
+	if (p->prepass) {
+		if (x->pool)
+			p->annotated = 1;
+		as_poolinfer_entry(p->pinf, code == EF_OK ? x->action : PI_OTHER, x->index, x->addr, x->size, x->stream);
+		return 0;
+	}
+	if (!p->pools_decided) {
+		p->pools_decided = 1;
+		if (p->pools_mode == POOLS_INFER || (p->pools_mode == POOLS_AUTO && r->meta.private_segments && !x->pool))
+			if (pools_prepass(r, p, err))
+				return -1;
+	}
+	uint64_t a, b;
+	uint32_t flags;
+	if (p->pinf && code == EF_OK && !x->pool &&
+	    (x->action == A_ALLOC || x->action == A_OOM || x->action == A_SEG_ALLOC || x->action == A_SEG_MAP) &&
+	    as_poolinfer_pool(p->pinf, x->index, &a, &b, &flags)) {
+		int64_t n = pool_number(p, a, b, flags);
+		if (n < 0)
+			return perr(r, x->pos, err, "trace entry %" PRIu64 ": more than %u memory pools", x->index, AS_POOL_MAX);
+		x->pool = (uint32_t)n;
+	}
+	return 0;
+}
+
 /* The keys of a dict, for the writer's release (pyversion.c): the top level, allocator_settings and
  * the first trace entry (fast_entry leaves that one to the opcode loop). */
 static void note_keys(as_meta *m, const pv *d, int where)
@@ -807,12 +884,18 @@ static int trace_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 	case EF_OK:
 		if (p->keep_sites && x.action == A_ALLOC && frames && VKIND(*frames) == V_LIST)
 			x.site = entry_site(p, frames->u.p);
+		if (p->pools_mode == POOLS_INFER)
+			meta = NULL; /* the capture's own names are not read */
 		if ((meta || pid) && entry_pool(p, &x, meta, pid))
 			return perr(r, d->pos, err, "trace entry %" PRIu64 ": more than %u memory pools", x.index, AS_POOL_MAX);
+		if (pools_entry(r, p, &x, EF_OK, err))
+			return -1;
+		if (p->prepass)
+			return 0;
 		r->meta.named_pools = (uint32_t)p->npools;
 		return translate(r, p, &x, err);
 	case EF_SKIP:
-		return 0;
+		return pools_entry(r, p, &x, EF_SKIP, err);
 	case EF_NOACTION:
 		return perr(r, d->pos, err, "trace entry %" PRIu64 " has no 'action' string", x.index);
 	case EF_UNKNOWN:
@@ -838,9 +921,14 @@ static int segment_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 	uint64_t pa = 0, pb = 0;
 	if (spid && spid->n == 2 && !u64_of(&spid->items[0], &pa) && !u64_of(&spid->items[1], &pb) && (pa || pb))
 		m->private_segments++;
+	int sdev = get_u64(d, "device", &dev) ? -1 : dev > INT32_MAX ? INT32_MAX : (int)dev;
+	if (p->prepass && (sdev < 0 || sdev == p->want_device)) {
+		uint64_t addr, size;
+		if (!get_u64(d, "address", &addr) && !get_u64(d, "total_size", &size))
+			as_poolinfer_end_segment(p->pinf, addr, size, pa, pb);
+	}
 	if (!p->want_segments)
 		return 0;
-	int sdev = get_u64(d, "device", &dev) ? -1 : dev > INT32_MAX ? INT32_MAX : (int)dev;
 	as_snap_segment s;
 	memset(&s, 0, sizeof s);
 	if (get_u64(d, "address", &s.addr) || get_u64(d, "total_size", &s.total_size))
@@ -1064,6 +1152,29 @@ static int check_history(as_reader *r, pk *p, pv *top, uint64_t pos, as_err *err
 	return 0;
 }
 
+/* The recording's settings that decide the pool inference: allocator_settings' fields, else the
+ * PYTORCH_CUDA_ALLOC_CONF string. */
+static void pools_settings(pk *p, const pv *s, const char *conf)
+{
+	const val *e = s ? dict_get(s, "expandable_segments") : NULL;
+	int exp = e ? VKIND(*e) == V_BOOL && e->u.i : conf && strstr(conf, "expandable_segments:True") != NULL;
+	const val *ms = s ? dict_get(s, "max_split_size") : NULL;
+	uint64_t max_split = 0;
+	if (ms && VKIND(*ms) == V_INT && ms->u.i > 0 && (uint64_t)ms->u.i < ((uint64_t)1 << 62))
+		max_split = (uint64_t)ms->u.i;
+	else if (!ms && conf && strstr(conf, "max_split_size_mb:"))
+		max_split = strtoull(strstr(conf, "max_split_size_mb:") + 18, NULL, 10) << 20;
+	const val *gc = s ? dict_get(s, "garbage_collection_threshold") : NULL;
+	int g = gc ? (VKIND(*gc) == V_FLOAT ? gc->u.f > 0 : VKIND(*gc) == V_INT && gc->u.i > 0)
+		   : conf && strstr(conf, "garbage_collection_threshold") != NULL;
+	const pv *rd = s ? as_obj(dict_get(s, "roundup_power2_divisions"), V_DICT) : NULL;
+	int roundup = !s && conf && strstr(conf, "roundup_power2_divisions") != NULL;
+	for (size_t i = 1; rd && i < rd->n; i += 2)
+		if (VKIND(rd->items[i]) == V_INT && rd->items[i].u.i > 0)
+			roundup = 1;
+	as_poolinfer_settings(p->pinf, exp, max_split, g, roundup);
+}
+
 static void finish_top(as_reader *r, pk *p, const pv *top)
 {
 	as_meta *m = &r->meta;
@@ -1078,7 +1189,8 @@ static void finish_top(as_reader *r, pk *p, const pv *top)
 		m->settings = xstrdup(c ? c->s : "");
 		m->has_settings = 1;
 	}
-	(void)p;
+	if (p->prepass)
+		pools_settings(p, s, m->settings);
 }
 
 /* ---- the opcode interpreter ----------------------------------------------------------- */
@@ -1664,7 +1776,8 @@ done:
 	ok = 1;
 	/* the pool now, while the metadata string is held */
 	if (code == EF_OK && (have & (1u << K_META | 1u << K_POOL)))
-		poolerr = entry_pool(p, &x, have & 1u << K_META ? &f[K_META] : NULL, have & 1u << K_POOL ? &f[K_POOL] : NULL);
+		poolerr = entry_pool(p, &x, have & 1u << K_META && p->pools_mode != POOLS_INFER ? &f[K_META] : NULL,
+			have & 1u << K_POOL ? &f[K_POOL] : NULL);
 	r->meta.named_pools = (uint32_t)p->npools;
 	if (first)
 		r->meta.pyfields |= pyf | AS_PF_SNAPSHOT | AS_PF_ENTRY;
@@ -1706,7 +1819,9 @@ out:
 	x.index = p->nentries++;
 	if (poolerr)
 		return perr(r, dpos, err, "trace entry %" PRIu64 ": more than %u memory pools", x.index, AS_POOL_MAX);
-	if (code == EF_OK && translate(r, p, &x, err))
+	if (pools_entry(r, p, &x, code, err))
+		return -1;
+	if (code == EF_OK && !p->prepass && translate(r, p, &x, err))
 		return -1;
 	return 1;
 }
@@ -2079,6 +2194,7 @@ static void pickle_close(as_reader *r)
 	free(p->dev_entries);
 	free(p->seg_dev);
 	as_sites_free(&p->sites);
+	as_poolinfer_free(p->pinf);
 	free(p);
 }
 static const struct as_reader_ops pickle_ops = { "pytorch", pickle_next, pickle_close };
@@ -2094,6 +2210,21 @@ int as_pickle_open(as_reader *r, const as_reader_opts *o, as_err *err)
 	p->want_device = o->has_device ? o->device : -1;
 	p->any_device = o->any_device;
 	p->device = p->want_device;
+	p->prepass = o->pool_prepass;
+	if (p->prepass)
+		p->pinf = as_poolinfer_new();
+	const char *pm = getenv("ALLOCSIM_POOLS");
+	if (pm && *pm && strcmp(pm, "auto")) {
+		if (!strcmp(pm, "annotation"))
+			p->pools_mode = POOLS_ANNOTATION;
+		else if (!strcmp(pm, "infer"))
+			p->pools_mode = POOLS_INFER;
+		else {
+			as_poolinfer_free(p->pinf);
+			free(p);
+			return as_fail(err, AS_EXIT_USAGE, "ALLOCSIM_POOLS='%.40s': must be auto, annotation or infer", pm);
+		}
+	}
 	r->priv = p;
 	r->ops = &pickle_ops;
 	r->pos_is_line = 0;

@@ -82,6 +82,8 @@ typedef struct as_meta {
 	uint32_t pyfields;      /* snapshots: AS_PF_* bits, the fields that date the writer (pyversion.c) */
 	uint32_t private_segments; /* snapshots: end-state segments in private pools (segment_pool_id not (0, 0)) */
 	uint32_t named_pools;   /* private pools the events name (as_event.pool) */
+	uint32_t inferred_pools; /* snapshots: pools inferred from the segments (poolinfer.c; 0: not inferred) */
+	uint64_t pool_unplaced; /* ... requests served from memory the trace never shows (default pool) */
 } as_meta;
 
 /* The fields of a PyTorch snapshot that tell which release wrote it (src/readers/pyversion.c). */
@@ -157,6 +159,7 @@ typedef struct as_reader_opts {
 	int has_device, device; /* replay this device of a multi-device snapshot (--device N) */
 	int any_device;     /* no --device and several devices with history: the first (info), not an error */
 	int keep_sites;     /* give alloc events their site (as_event.site), where the trace has one */
+	int pool_prepass;   /* internal: the snapshot reader's first pass for pool inference (pickle.c) */
 } as_reader_opts;
 
 int as_reader_open(as_reader **out, const char *path, const as_reader_opts *opts, as_err *err);

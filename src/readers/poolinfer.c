@@ -1,0 +1,784 @@
+/*
+ * poolinfer.c - the memory pool of each request of a PyTorch 2.11 snapshot (which records none),
+ * from its segments. doc/pytorch-policy.md, "Private pools without annotation", says why each rule
+ * holds.
+ *
+ * A unit is a segment from its segment_alloc to its segment_free (under expandable segments: one
+ * reserved range, all its mappings); every request lies in the unit that served it and is in that
+ * unit's pool. A unit is placed:
+ *   1. by the end state: a unit still held at the snapshot has its 'segment_pool_id';
+ *   2. by a release: a full release (empty_cache(), or the out-of-memory flush where nothing but it
+ *      can release: no max_split_size_mb oversize release, no garbage collection) gives back every
+ *      wholly free segment of the default pool (every free page under expandable segments); a unit
+ *      that stays wholly free through one is a live private pool's;
+ *   3. by a request passed over: a request that took a new segment while a unit on its stream, of
+ *      its size class, had a free gap it fits is in another pool than that unit (non-expandable
+ *      segments; a free gap is counted small: every live block as if its unsplit remainder were
+ *      held); two units of one known pool in that relation mean the pool hands out blocks whole
+ *      (MemPool(no_split=True));
+ *   4. a plain segment under expandable_segments:True is a custom allocator's MemPool's;
+ *   5. which private pool: that of the nearest request on its stream in a private pool it is not
+ *      passed over by (rule 3); none: a pool of its own;
+ *   6. a unit no rule places is the pool of the nearest placed request on its stream when that is a
+ *      private pool it is not passed over by (the same capture or use_mem_pool), else the default.
+ */
+#include "readers/poolinfer.h"
+#include "util/common.h"
+#include "util/idmap.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define MiB ((uint64_t)1 << 20)
+#define NIL UINT32_MAX
+#define NOW UINT64_MAX
+#define SEARCH_MAX 200000 /* requests looked at either side of a unit's first one (rules 5, 6) */
+
+enum { L_NONE = -2, L_PRIV = -1 }; /* unit labels; >= 0: a pool (0 the default) */
+enum { W_NONE, W_END, W_BEHAV, W_NEIGH };
+
+typedef struct piv { uint64_t lo, hi; } piv;
+
+typedef struct unit {
+	uint64_t base, size, stream, born, died, live_bytes, first_req;
+	uint32_t head, nlive;
+	int exp, small, label, why, custom, r2, endpool;
+	uint64_t r2_maybe; /* the smallest release of a flush followed by a new segment it stayed free through (NOW: none) */
+	piv *maps;
+	size_t nmaps, capmaps;
+} unit;
+
+typedef struct node { uint64_t addr, size; uint32_t unit, prev, next; } node;
+typedef struct pipool { uint64_t a, b; uint32_t flags; int known; } pipool;
+typedef struct pires { uint64_t index; uint32_t pool; } pires;
+
+struct as_poolinfer {
+	int expandable, gc, roundup;
+	uint64_t max_split;
+	unit *u;
+	uint32_t nu, capu;
+	uint32_t *segs; /* live non-expandable units by base */
+	size_t nsegs, capsegs;
+	uint32_t *regs; /* expandable ranges by base */
+	size_t nregs, capregs;
+	uint64_t mapped, peak_mapped;
+	node *nodes;
+	uint32_t nnodes, capnodes, freenode;
+	idmap live; /* address -> 1 + node */
+	/* requests, in order */
+	uint64_t *rq_index, *rq_stream;
+	uint32_t *rq_unit;
+	size_t nrq, caprq;
+	/* segment_alloc/segment_map entries */
+	uint64_t *sg_index;
+	uint32_t *sg_unit;
+	size_t nsg, capsg;
+	/* oom entries: index, the request before */
+	uint64_t *oom_index, *oom_prev;
+	size_t noom, capoom;
+	/* rule 3's pairs */
+	struct pineq { uint32_t u[2]; uint64_t need, gap; } *neq;
+	size_t nneq, capneq;
+	/* the release run under way */
+	int in_run;
+	uint64_t run_start;
+	uint64_t run_small; /* the smallest segment (mapping) released in the run */
+	uint32_t *run_rel, *prev_rel;
+	size_t nrun_rel, caprun_rel, nprev_rel, capprev_rel;
+	int last_seg_alloc;
+	uint64_t last_index;
+	uint32_t last_unit;
+	/* end state */
+	struct { uint64_t addr, size, a, b; } *ends;
+	size_t nends, capends;
+	pipool *pools;
+	uint32_t npools;
+	pires *res;
+	size_t nres, rescur;
+	as_poolinfer_stats st;
+};
+
+#define GROW(arr, n, cap) do { if ((n) == (cap)) { (cap) = (cap) ? (cap) * 2 : 16; (arr) = xrealloc((arr), (cap) * sizeof(*(arr))); } } while (0)
+
+as_poolinfer *as_poolinfer_new(void)
+{
+	as_poolinfer *pi = xcalloc(1, sizeof(*pi));
+	idmap_init(&pi->live);
+	pi->freenode = NIL;
+	pi->last_unit = NIL;
+	return pi;
+}
+
+void as_poolinfer_free(as_poolinfer *pi)
+{
+	if (!pi)
+		return;
+	for (uint32_t i = 0; i < pi->nu; i++)
+		free(pi->u[i].maps);
+	free(pi->u);
+	free(pi->segs);
+	free(pi->regs);
+	free(pi->nodes);
+	idmap_free(&pi->live);
+	free(pi->rq_index);
+	free(pi->rq_stream);
+	free(pi->rq_unit);
+	free(pi->sg_index);
+	free(pi->sg_unit);
+	free(pi->oom_index);
+	free(pi->oom_prev);
+	free(pi->neq);
+	free(pi->run_rel);
+	free(pi->prev_rel);
+	free(pi->ends);
+	free(pi->pools);
+	free(pi->res);
+	free(pi);
+}
+
+void as_poolinfer_settings(as_poolinfer *pi, int expandable, uint64_t max_split, int gc, int roundup)
+{
+	pi->expandable = expandable;
+	pi->max_split = max_split;
+	pi->gc = gc;
+	pi->roundup = roundup;
+}
+
+void as_poolinfer_end_segment(as_poolinfer *pi, uint64_t addr, uint64_t size, uint64_t pa, uint64_t pb)
+{
+	GROW(pi->ends, pi->nends, pi->capends);
+	pi->ends[pi->nends].addr = addr;
+	pi->ends[pi->nends].size = size;
+	pi->ends[pi->nends].a = pa;
+	pi->ends[pi->nends++].b = pb;
+}
+
+/* ---- units ------------------------------------------------------------------------------- */
+
+static uint32_t unit_new(as_poolinfer *pi, int exp, uint64_t base, uint64_t size, uint64_t stream, uint64_t born)
+{
+	GROW(pi->u, pi->nu, pi->capu);
+	unit *u = &pi->u[pi->nu];
+	memset(u, 0, sizeof(*u));
+	u->base = base;
+	u->size = size;
+	u->stream = stream;
+	u->born = born;
+	u->died = NOW;
+	u->first_req = NOW;
+	u->head = NIL;
+	u->exp = exp;
+	u->small = exp ? size < 20 * MiB : size <= 2 * MiB;
+	u->label = L_NONE;
+	u->endpool = -1;
+	u->r2_maybe = NOW;
+	return pi->nu++;
+}
+
+/* The position of the first of ARR[0..n) (unit ids by base) whose base is above ADDR. */
+static size_t upper(const as_poolinfer *pi, const uint32_t *arr, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (pi->u[arr[mid]].base <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void sorted_insert(as_poolinfer *pi, uint32_t **arr, size_t *n, size_t *cap, uint32_t id)
+{
+	GROW(*arr, *n, *cap);
+	size_t at = upper(pi, *arr, *n, pi->u[id].base);
+	memmove(*arr + at + 1, *arr + at, (*n - at) * sizeof(uint32_t));
+	(*arr)[at] = id;
+	(*n)++;
+}
+
+/* The expandable range holding ADDR (a mapping of SIZE bytes there), or NIL. Ranges lie more than the
+ * device's memory apart, and what one maps lies less than the most ever mapped past its base. */
+static uint32_t region_of(const as_poolinfer *pi, uint64_t addr, uint64_t size)
+{
+	size_t at = upper(pi, pi->regs, pi->nregs, addr);
+	if (!at)
+		return NIL;
+	uint32_t id = pi->regs[at - 1];
+	return addr - pi->u[id].base < pi->peak_mapped + size ? id : NIL;
+}
+
+static uint32_t unit_of(const as_poolinfer *pi, uint64_t addr)
+{
+	size_t at = upper(pi, pi->segs, pi->nsegs, addr);
+	if (at) {
+		const unit *u = &pi->u[pi->segs[at - 1]];
+		if (addr - u->base < u->size)
+			return pi->segs[at - 1];
+	}
+	return region_of(pi, addr, 0);
+}
+
+static void map_add(unit *u, uint64_t lo, uint64_t hi)
+{
+	GROW(u->maps, u->nmaps, u->capmaps);
+	u->maps[u->nmaps].lo = lo;
+	u->maps[u->nmaps++].hi = hi;
+}
+
+static void map_remove(unit *u, uint64_t lo, uint64_t hi)
+{
+	size_t n = u->nmaps;
+	for (size_t i = 0; i < n; i++) {
+		piv m = u->maps[i];
+		if (m.hi <= lo || m.lo >= hi)
+			continue;
+		u->maps[i].hi = u->maps[i].lo; /* emptied; the pieces outside stay */
+		if (m.lo < lo)
+			u->maps[i].hi = lo;
+		if (m.hi > hi) {
+			if (m.lo < lo)
+				map_add(u, hi, m.hi);
+			else
+				u->maps[i].lo = hi, u->maps[i].hi = m.hi;
+		}
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < u->nmaps; i++)
+		if (u->maps[i].hi > u->maps[i].lo)
+			u->maps[k++] = u->maps[i];
+	u->nmaps = k;
+}
+
+/* ---- live blocks ------------------------------------------------------------------------- */
+
+static void block_add(as_poolinfer *pi, uint32_t uid, uint64_t addr, uint64_t size)
+{
+	uint32_t n;
+	if (pi->freenode != NIL) {
+		n = pi->freenode;
+		pi->freenode = pi->nodes[n].next;
+	} else {
+		GROW(pi->nodes, pi->nnodes, pi->capnodes);
+		n = pi->nnodes++;
+	}
+	node *x = &pi->nodes[n];
+	x->addr = addr;
+	x->size = size;
+	x->unit = uid;
+	x->prev = NIL;
+	x->next = NIL;
+	if (uid != NIL) {
+		unit *u = &pi->u[uid];
+		x->next = u->head;
+		if (u->head != NIL)
+			pi->nodes[u->head].prev = n;
+		u->head = n;
+		u->nlive++;
+		u->live_bytes += size;
+	}
+	void *old = idmap_get(&pi->live, addr);
+	if (old) { /* an address allocated twice without a free (the reader rejects it): forget the older */
+		uint32_t o = (uint32_t)((uintptr_t)old - 1);
+		pi->nodes[o].addr = UINT64_MAX;
+	}
+	idmap_put(&pi->live, addr, (void *)(uintptr_t)(n + 1));
+}
+
+static void block_del(as_poolinfer *pi, uint64_t addr)
+{
+	void *v = idmap_del(&pi->live, addr);
+	if (!v)
+		return;
+	uint32_t n = (uint32_t)((uintptr_t)v - 1);
+	node *x = &pi->nodes[n];
+	if (x->unit != NIL) {
+		unit *u = &pi->u[x->unit];
+		if (x->prev != NIL)
+			pi->nodes[x->prev].next = x->next;
+		else
+			u->head = x->next;
+		if (x->next != NIL)
+			pi->nodes[x->next].prev = x->prev;
+		u->nlive--;
+		u->live_bytes -= x->size;
+	}
+	x->next = pi->freenode;
+	pi->freenode = n;
+}
+
+static int cmp_piv(const void *a, const void *b)
+{
+	const piv *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* The unit's live blocks as address ranges, sorted, each widened by SLACK (an unsplit remainder). */
+static piv *occupied(const as_poolinfer *pi, const unit *u, uint64_t slack, size_t *n)
+{
+	piv *o = xmalloc((u->nlive + 1) * sizeof(piv));
+	size_t k = 0;
+	for (uint32_t i = u->head; i != NIL; i = pi->nodes[i].next) {
+		uint64_t sz = (pi->nodes[i].size + 511) / 512 * 512;
+		o[k].lo = pi->nodes[i].addr;
+		o[k++].hi = pi->nodes[i].addr + sz + slack;
+	}
+	qsort(o, k, sizeof(piv), cmp_piv);
+	*n = k;
+	return o;
+}
+
+/* Whether a free gap of GAP bytes surely serves a request of NEED bytes (PyTorch's get_free_block);
+ * the smallest gap that fits decides, whatever the max_split_size (see min_gap). */
+static int fits(const as_poolinfer *pi, uint64_t gap, uint64_t need)
+{
+	if (pi->max_split) {
+		if (need < pi->max_split && gap + MiB >= pi->max_split)
+			return 0; /* an oversize block serves no smaller request (gap counted small by < 1 MiB) */
+		if (need >= pi->max_split && gap >= need + 20 * MiB)
+			return 0;
+	}
+	return gap >= need;
+}
+
+/* The smallest free gap of non-expandable unit U of at least NEED bytes (0: none). */
+static uint64_t min_gap(const as_poolinfer *pi, const unit *u, uint64_t need)
+{
+	if (u->size < u->live_bytes || u->size - u->live_bytes < need)
+		return 0;
+	size_t n;
+	piv *o = occupied(pi, u, u->small ? 0 : MiB, &n);
+	uint64_t p = u->base, best = 0;
+	for (size_t i = 0; i <= n; i++) {
+		uint64_t end = i < n ? o[i].lo : u->base + u->size;
+		if (end > p && end - p >= need && (!best || end - p < best))
+			best = end - p;
+		if (i < n && o[i].hi > p)
+			p = o[i].hi;
+	}
+	free(o);
+	return best;
+}
+
+/* Whether expandable range U has a mapped page that no live block touches. */
+static int free_page(const as_poolinfer *pi, const unit *u)
+{
+	uint64_t page = u->small ? 2 * MiB : 20 * MiB;
+	size_t n;
+	piv *o = occupied(pi, u, MiB, &n);
+	int found = 0;
+	for (size_t m = 0; m < u->nmaps && !found; m++) {
+		for (uint64_t p = u->maps[m].lo; p + page <= u->maps[m].hi && !found; p += page) {
+			size_t i = 0;
+			while (i < n && !(o[i].lo < p + page && o[i].hi > p))
+				i++;
+			found = i == n;
+		}
+	}
+	free(o);
+	return found;
+}
+
+/* ---- release runs ------------------------------------------------------------------------ */
+
+static void close_run(as_poolinfer *pi, int next)
+{
+	int definite = next != PI_SEG_ALLOC && next != PI_SEG_MAP && next != PI_OOM;
+	/* a run followed by a new segment is a full release unless a partial one explains it: decided
+	 * once the settings are known (as_poolinfer_solve), by the smallest segment it released */
+	for (size_t i = 0; i < pi->nsegs; i++) {
+		unit *u = &pi->u[pi->segs[i]];
+		if (u->born < pi->run_start && !u->nlive) {
+			if (definite)
+				u->r2 = 1;
+			else if (pi->run_small < u->r2_maybe)
+				u->r2_maybe = pi->run_small;
+		}
+	}
+	for (size_t i = 0; i < pi->nregs; i++) {
+		unit *u = &pi->u[pi->regs[i]];
+		if (u->born < pi->run_start && !u->r2 && u->nmaps && (definite || pi->run_small < u->r2_maybe) && free_page(pi, u)) {
+			if (definite)
+				u->r2 = 1;
+			else
+				u->r2_maybe = pi->run_small;
+		}
+	}
+	/* what the next request may be passed over for (rule 3): the segments just released */
+	uint32_t *t = pi->prev_rel;
+	size_t c = pi->capprev_rel;
+	pi->prev_rel = pi->run_rel;
+	pi->capprev_rel = pi->caprun_rel;
+	pi->nprev_rel = pi->nrun_rel;
+	pi->run_rel = t;
+	pi->caprun_rel = c;
+	pi->nrun_rel = 0;
+	pi->in_run = 0;
+}
+
+static void pass_over(as_poolinfer *pi, uint32_t uid, uint32_t other, uint64_t need, uint64_t gap)
+{
+	GROW(pi->neq, pi->nneq, pi->capneq);
+	pi->neq[pi->nneq].u[0] = uid;
+	pi->neq[pi->nneq].u[1] = other;
+	pi->neq[pi->nneq].need = need;
+	pi->neq[pi->nneq++].gap = gap;
+}
+
+/* Rule 3 at a request that took the new non-expandable segment UID. */
+static void passed_over(as_poolinfer *pi, uint32_t uid, uint64_t size, uint64_t stream)
+{
+	unit *u = &pi->u[uid];
+	u->small = size <= MiB;
+	uint64_t need = size < 512 ? 512 : (size + 511) / 512 * 512;
+	for (size_t i = 0; i < pi->nsegs; i++) {
+		uint32_t x = pi->segs[i];
+		const unit *v = &pi->u[x];
+		uint64_t g;
+		if (x != uid && v->stream == stream && v->small == u->small && (g = min_gap(pi, v, need)))
+			pass_over(pi, uid, x, need, g);
+	}
+	for (size_t i = 0; i < pi->nprev_rel; i++) {
+		uint32_t x = pi->prev_rel[i];
+		const unit *v = &pi->u[x];
+		if (x != uid && !v->exp && v->stream == stream && v->small == u->small && v->size >= need)
+			pass_over(pi, uid, x, need, v->size);
+	}
+}
+
+void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t addr, uint64_t size, uint64_t stream)
+{
+	int in_run = action == PI_SEG_FREE || action == PI_SEG_UNMAP || (action == PI_FREE_DONE && pi->in_run);
+	if (pi->in_run && !in_run)
+		close_run(pi, action);
+	if (in_run && !pi->in_run) {
+		pi->in_run = 1;
+		pi->run_start = index;
+		pi->run_small = NOW;
+	}
+	int created = pi->last_seg_alloc && pi->last_index + 1 == index;
+	pi->last_seg_alloc = 0;
+	switch (action) {
+	case PI_SEG_ALLOC: {
+		uint32_t id = unit_new(pi, 0, addr, size, stream, index);
+		sorted_insert(pi, &pi->segs, &pi->nsegs, &pi->capsegs, id);
+		GROW(pi->sg_index, pi->nsg, pi->capsg);
+		pi->sg_unit = xrealloc(pi->sg_unit, pi->capsg * sizeof(uint32_t));
+		pi->sg_index[pi->nsg] = index;
+		pi->sg_unit[pi->nsg++] = id;
+		pi->last_seg_alloc = 1;
+		pi->last_unit = id;
+		break;
+	}
+	case PI_SEG_MAP: {
+		uint32_t id = region_of(pi, addr, size);
+		if (id == NIL) {
+			id = unit_new(pi, 1, addr, 0, stream, index);
+			sorted_insert(pi, &pi->regs, &pi->nregs, &pi->capregs, id);
+		}
+		map_add(&pi->u[id], addr, addr + size);
+		pi->mapped += size;
+		if (pi->mapped > pi->peak_mapped)
+			pi->peak_mapped = pi->mapped;
+		GROW(pi->sg_index, pi->nsg, pi->capsg);
+		pi->sg_unit = xrealloc(pi->sg_unit, pi->capsg * sizeof(uint32_t));
+		pi->sg_index[pi->nsg] = index;
+		pi->sg_unit[pi->nsg++] = id;
+		break;
+	}
+	case PI_SEG_FREE: {
+		size_t at = upper(pi, pi->segs, pi->nsegs, addr);
+		if (at && pi->u[pi->segs[at - 1]].base == addr) {
+			uint32_t id = pi->segs[at - 1];
+			pi->u[id].died = index;
+			memmove(pi->segs + at - 1, pi->segs + at, (pi->nsegs - at) * sizeof(uint32_t));
+			pi->nsegs--;
+			GROW(pi->run_rel, pi->nrun_rel, pi->caprun_rel);
+			pi->run_rel[pi->nrun_rel++] = id;
+		}
+		if (size < pi->run_small)
+			pi->run_small = size;
+		break;
+	}
+	case PI_SEG_UNMAP: {
+		uint32_t id = region_of(pi, addr, 0);
+		if (id != NIL)
+			map_remove(&pi->u[id], addr, addr + size);
+		pi->mapped = pi->mapped > size ? pi->mapped - size : 0;
+		if (size < pi->run_small)
+			pi->run_small = size;
+		break;
+	}
+	case PI_ALLOC: {
+		uint32_t id = unit_of(pi, addr);
+		GROW(pi->rq_index, pi->nrq, pi->caprq);
+		pi->rq_stream = xrealloc(pi->rq_stream, pi->caprq * sizeof(uint64_t));
+		pi->rq_unit = xrealloc(pi->rq_unit, pi->caprq * sizeof(uint32_t));
+		pi->rq_index[pi->nrq] = index;
+		pi->rq_stream[pi->nrq] = stream;
+		pi->rq_unit[pi->nrq] = id;
+		if (id != NIL) {
+			unit *u = &pi->u[id];
+			if (u->first_req == NOW) {
+				u->first_req = pi->nrq;
+				u->stream = stream; /* a range's stream: its first request's */
+			}
+			if (created && id == pi->last_unit)
+				passed_over(pi, id, size, stream);
+		}
+		pi->nrq++;
+		block_add(pi, id, addr, size);
+		pi->nprev_rel = 0;
+		break;
+	}
+	case PI_OOM:
+		GROW(pi->oom_index, pi->noom, pi->capoom);
+		pi->oom_prev = xrealloc(pi->oom_prev, pi->capoom * sizeof(uint64_t));
+		pi->oom_index[pi->noom] = index;
+		pi->oom_prev[pi->noom++] = pi->nrq ? pi->nrq - 1 : NOW;
+		break;
+	case PI_FREE_DONE:
+		block_del(pi, addr);
+		break;
+	default:
+		break;
+	}
+	pi->last_index = index;
+}
+
+/* ---- deciding ------------------------------------------------------------------------------ */
+
+static int pool_of_id(as_poolinfer *pi, uint64_t a, uint64_t b, int known)
+{
+	if (!a && !b)
+		return 0;
+	for (uint32_t i = 1; i < pi->npools; i++)
+		if (pi->pools[i].a == a && pi->pools[i].b == b)
+			return (int)i;
+	pi->pools = xrealloc(pi->pools, (pi->npools + 1) * sizeof(*pi->pools));
+	pi->pools[pi->npools] = (pipool){ a, b, 0, known };
+	return (int)pi->npools++;
+}
+
+/* Whether unit ID is passed over by (or passes over) a unit of pool L. */
+static int excluded(const as_poolinfer *pi, uint32_t id, int l)
+{
+	for (size_t i = 0; i < pi->nneq; i++) {
+		uint32_t o = pi->neq[i].u[0] == id ? pi->neq[i].u[1] : pi->neq[i].u[1] == id ? pi->neq[i].u[0] : NIL;
+		if (o != NIL && pi->u[o].label == l)
+			return 1;
+	}
+	return 0;
+}
+
+/* The label of the nearest request on unit ID's stream around its first one that ACCEPT takes:
+ * mode 0 (rule 5) the nearest private pool the unit is not excluded from; mode 1 (rule 6) the nearest
+ * placed request's pool, L_NONE where that is the default pool or one it is excluded from. */
+static int nearest(as_poolinfer *pi, uint32_t id, int mode)
+{
+	unit *u = &pi->u[id];
+	size_t k = (size_t)u->first_req;
+	for (size_t d = 1; d <= SEARCH_MAX; d++) {
+		int any = 0;
+		for (int side = 0; side < 2; side++) {
+			size_t j;
+			if (side == 0) {
+				if (k < d)
+					continue;
+				j = k - d;
+			} else {
+				if (k + d >= pi->nrq)
+					continue;
+				j = k + d;
+			}
+			any = 1;
+			uint32_t v = pi->rq_unit[j];
+			if (pi->rq_stream[j] != u->stream || v == NIL || v == id)
+				continue;
+			int l = pi->u[v].label;
+			if (l < 0)
+				continue;
+			int ok = l > 0 && !excluded(pi, id, l) && !!pi->u[v].custom == !!u->custom;
+			if (mode == 1)
+				return ok ? l : L_NONE;
+			if (ok)
+				return l;
+		}
+		if (!any)
+			break;
+	}
+	return L_NONE;
+}
+
+static int cmp_res(const void *a, const void *b)
+{
+	const pires *x = a, *y = b;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static void add_res(as_poolinfer *pi, size_t *cap, uint64_t index, int l)
+{
+	if (l <= 0)
+		return;
+	GROW(pi->res, pi->nres, *cap);
+	pi->res[pi->nres].index = index;
+	pi->res[pi->nres++].pool = (uint32_t)l;
+}
+
+void as_poolinfer_solve(as_poolinfer *pi)
+{
+	if (pi->in_run)
+		close_run(pi, PI_OTHER);
+	pi->pools = xcalloc(1, sizeof(*pi->pools));
+	pi->npools = 1;
+	/* rule 2 for the flushes followed by a new segment: full where nothing partial can release
+	 * (garbage collection off; without max_split_size_mb, or a segment below it released) */
+	for (uint32_t i = 0; i < pi->nu; i++)
+		if (pi->u[i].r2_maybe != NOW && !pi->gc && (!pi->max_split || pi->u[i].r2_maybe < pi->max_split))
+			pi->u[i].r2 = 1;
+	/* rule 3 with the recorded settings */
+	size_t k = 0;
+	for (size_t i = 0; i < pi->nneq; i++)
+		if (!pi->roundup && fits(pi, pi->neq[i].gap, pi->neq[i].need))
+			pi->neq[k++] = pi->neq[i];
+	pi->nneq = k;
+	/* rule 1 */
+	for (size_t e = 0; e < pi->nends; e++) {
+		uint64_t addr = pi->ends[e].addr;
+		uint32_t id = NIL;
+		size_t at = upper(pi, pi->segs, pi->nsegs, addr);
+		if (at && pi->u[pi->segs[at - 1]].base == addr)
+			id = pi->segs[at - 1];
+		else
+			id = region_of(pi, addr, 0);
+		if (id == NIL || pi->u[id].endpool >= 0)
+			continue;
+		pi->u[id].endpool = pool_of_id(pi, pi->ends[e].a, pi->ends[e].b, 1);
+	}
+	/* rule 3 between units of one known private pool: its blocks are handed out whole */
+	for (size_t i = 0; i < pi->nneq; i++) {
+		int a = pi->u[pi->neq[i].u[0]].endpool, b = pi->u[pi->neq[i].u[1]].endpool;
+		if (a > 0 && a == b)
+			pi->pools[a].flags |= AS_POOL_NOSPLIT;
+	}
+	k = 0;
+	for (size_t i = 0; i < pi->nneq; i++) {
+		int a = pi->u[pi->neq[i].u[0]].endpool, b = pi->u[pi->neq[i].u[1]].endpool;
+		if ((a > 0 && (pi->pools[a].flags & AS_POOL_NOSPLIT)) || (b > 0 && (pi->pools[b].flags & AS_POOL_NOSPLIT)))
+			continue;
+		pi->neq[k++] = pi->neq[i];
+	}
+	pi->nneq = k;
+	for (uint32_t i = 0; i < pi->nu; i++) {
+		unit *u = &pi->u[i];
+		if (u->endpool >= 0) {
+			u->label = u->endpool;
+			u->why = W_END;
+			if (u->endpool > 0 && pi->expandable && !u->exp)
+				pi->pools[u->endpool].flags |= AS_POOL_CUSTOM;
+		} else if (pi->expandable && !u->exp) {
+			u->label = L_PRIV, u->custom = 1, u->why = W_BEHAV; /* rule 4 */
+		} else if (u->r2) {
+			u->label = L_PRIV, u->why = W_BEHAV; /* rule 2 */
+		}
+		if (u->label > 0 && (pi->pools[u->label].flags & AS_POOL_CUSTOM))
+			u->custom = 1;
+	}
+	for (size_t i = 0; i < pi->nneq; i++) /* rule 3 against the default pool */
+		for (int s = 0; s < 2; s++) {
+			unit *u = &pi->u[pi->neq[i].u[s]], *v = &pi->u[pi->neq[i].u[!s]];
+			if (u->label == L_NONE && v->label == 0)
+				u->label = L_PRIV, u->why = W_BEHAV;
+		}
+	/* rule 5, in the order of the units' first requests (the units without one keep their label or
+	 * go to the default pool) */
+	uint64_t inferred = 0;
+	for (size_t r = 0; r < pi->nrq; r++) {
+		uint32_t id = pi->rq_unit[r];
+		if (id == NIL || pi->u[id].first_req != r || pi->u[id].label != L_PRIV)
+			continue;
+		int l = nearest(pi, id, 0);
+		if (l == L_NONE) {
+			l = pool_of_id(pi, PI_INFERRED_A, ++inferred, 0);
+			if (pi->u[id].custom)
+				pi->pools[l].flags |= AS_POOL_CUSTOM;
+		}
+		pi->u[id].label = l;
+	}
+	/* rule 6 */
+	for (size_t r = 0; r < pi->nrq; r++) {
+		uint32_t id = pi->rq_unit[r];
+		if (id == NIL || pi->u[id].first_req != r || pi->u[id].label != L_NONE)
+			continue;
+		int l = nearest(pi, id, 1);
+		pi->u[id].label = l > 0 ? l : 0;
+		pi->u[id].why = l > 0 ? W_NEIGH : W_NONE;
+	}
+	for (uint32_t i = 0; i < pi->nu; i++)
+		if (pi->u[i].label < 0)
+			pi->u[i].label = pi->u[i].custom && pi->expandable ? pool_of_id(pi, PI_INFERRED_A, ++inferred, 0) : 0;
+	/* every entry's pool */
+	size_t cap = 0;
+	for (size_t i = 0; i < pi->nsg; i++)
+		add_res(pi, &cap, pi->sg_index[i], pi->u[pi->sg_unit[i]].label);
+	for (size_t r = 0; r < pi->nrq; r++)
+		if (pi->rq_unit[r] != NIL)
+			add_res(pi, &cap, pi->rq_index[r], pi->u[pi->rq_unit[r]].label);
+	for (size_t i = 0; i < pi->noom; i++) /* a failed request: the pool of the request before it */
+		if (pi->oom_prev[i] != NOW && pi->rq_unit[pi->oom_prev[i]] != NIL)
+			add_res(pi, &cap, pi->oom_index[i], pi->u[pi->rq_unit[pi->oom_prev[i]]].label);
+	qsort(pi->res, pi->nres, sizeof(pires), cmp_res);
+	/* statistics */
+	as_poolinfer_stats *s = &pi->st;
+	memset(s, 0, sizeof(*s));
+	s->units = pi->nu;
+	s->requests = pi->nrq;
+	for (uint32_t i = 0; i < pi->nu; i++) {
+		const unit *u = &pi->u[i];
+		s->private_units += u->label > 0;
+		s->by_end_state += u->why == W_END;
+		s->by_behaviour += u->why == W_BEHAV;
+		s->by_neighbours += u->why == W_NEIGH;
+		if (u->custom && u->label > 0)
+			pi->pools[u->label].flags |= AS_POOL_CUSTOM;
+	}
+	for (size_t r = 0; r < pi->nrq; r++)
+		s->unplaced += pi->rq_unit[r] == NIL;
+	s->pools = pi->npools - 1;
+	for (uint32_t i = 1; i < pi->npools; i++) {
+		s->inferred_pools += !pi->pools[i].known;
+		s->nosplit_pools += !!(pi->pools[i].flags & AS_POOL_NOSPLIT);
+		s->custom_pools += !!(pi->pools[i].flags & AS_POOL_CUSTOM);
+	}
+}
+
+int as_poolinfer_pool(as_poolinfer *pi, uint64_t index, uint64_t *a, uint64_t *b, uint32_t *flags)
+{
+	size_t i = pi->rescur;
+	if (i >= pi->nres || pi->res[i].index > index) { /* not the next one: search */
+		size_t lo = 0, hi = pi->nres;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (pi->res[mid].index < index)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		i = lo;
+	}
+	while (i < pi->nres && pi->res[i].index < index)
+		i++;
+	pi->rescur = i;
+	if (i >= pi->nres || pi->res[i].index != index)
+		return 0;
+	const pipool *p = &pi->pools[pi->res[i].pool];
+	*a = p->a;
+	*b = p->b;
+	*flags = p->flags;
+	return 1;
+}
+
+void as_poolinfer_get_stats(const as_poolinfer *pi, as_poolinfer_stats *s)
+{
+	*s = pi->st;
+}
