@@ -25,6 +25,8 @@
 #include "readers/poolinfer.h"
 #include "util/common.h"
 #include "util/idmap.h"
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,6 +155,11 @@ void as_poolinfer_end_segment(as_poolinfer *pi, uint64_t addr, uint64_t size, ui
 }
 
 /* ---- units ------------------------------------------------------------------------------- */
+
+static void u_small_map(unit *u, uint64_t size)
+{
+	u->small = size < 20 * MiB;
+}
 
 static uint32_t unit_new(as_poolinfer *pi, int exp, uint64_t base, uint64_t size, uint64_t stream, uint64_t born)
 {
@@ -446,6 +453,19 @@ static void passed_over(as_poolinfer *pi, uint32_t uid, uint64_t size, uint64_t 
 	}
 }
 
+/* Rule 3 under expandable segments: a pool has one range per stream and size class, which it maps
+ * more of as needed; a request that made a new one is another pool's than every range of that stream
+ * and class still mapped. */
+static void new_range(as_poolinfer *pi, uint32_t uid, uint64_t stream)
+{
+	for (size_t i = 0; i < pi->nregs; i++) {
+		uint32_t x = pi->regs[i];
+		const unit *v = &pi->u[x];
+		if (x != uid && v->stream == stream && v->small == pi->u[uid].small && v->nmaps && v->first_req != NOW)
+			pass_over(pi, uid, x, 0, 0);
+	}
+}
+
 void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t addr, uint64_t size, uint64_t stream)
 {
 	int in_run = action == PI_SEG_FREE || action == PI_SEG_UNMAP || (action == PI_FREE_DONE && pi->in_run);
@@ -474,7 +494,10 @@ void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t a
 		uint32_t id = region_of(pi, addr, size);
 		if (id == NIL) {
 			id = unit_new(pi, 1, addr, 0, stream, index);
+			u_small_map(&pi->u[id], size);
 			sorted_insert(pi, &pi->regs, &pi->nregs, &pi->capregs, id);
+			pi->last_seg_alloc = 1; /* a new range: its request is another pool's than the ranges of its kind there */
+			pi->last_unit = id;
 		}
 		map_add(&pi->u[id], addr, addr + size);
 		pi->mapped += size;
@@ -523,8 +546,10 @@ void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t a
 				u->first_req = pi->nrq;
 				u->stream = stream; /* a range's stream: its first request's */
 			}
-			if (created && id == pi->last_unit)
+			if (created && id == pi->last_unit && !u->exp)
 				passed_over(pi, id, size, stream);
+			else if (created && id == pi->last_unit)
+				new_range(pi, id, stream);
 		}
 		pi->nrq++;
 		block_add(pi, id, addr, size);
@@ -639,7 +664,7 @@ void as_poolinfer_solve(as_poolinfer *pi)
 	/* rule 3 with the recorded settings */
 	size_t k = 0;
 	for (size_t i = 0; i < pi->nneq; i++)
-		if (!pi->roundup && fits(pi, pi->neq[i].gap, pi->neq[i].need))
+		if (!pi->neq[i].need || (!pi->roundup && fits(pi, pi->neq[i].gap, pi->neq[i].need)))
 			pi->neq[k++] = pi->neq[i];
 	pi->nneq = k;
 	/* rule 1 */
@@ -728,6 +753,16 @@ void as_poolinfer_solve(as_poolinfer *pi)
 		if (pi->oom_prev[i] != NOW && pi->rq_unit[pi->oom_prev[i]] != NIL)
 			add_res(pi, &cap, pi->oom_index[i], pi->u[pi->rq_unit[pi->oom_prev[i]]].label);
 	qsort(pi->res, pi->nres, sizeof(pires), cmp_res);
+	if (getenv("ALLOCSIM_POOLS_DEBUG")) /* every unit and its pool, for a developer */
+		for (uint32_t i = 0; i < pi->nu; i++) {
+			const unit *u = &pi->u[i];
+			fprintf(stderr, "unit %u %s %" PRIx64 " size %" PRIu64 " stream %" PRIx64 " born %" PRIu64 " died %" PRId64
+				" first_req %" PRId64 " pool %d (%s) r2 %d custom %d flags %x\n", i, u->exp ? "exp" : "seg", u->base, u->size,
+				u->stream, u->born, u->died == NOW ? (int64_t)-1 : (int64_t)u->died,
+				u->first_req == NOW ? (int64_t)-1 : (int64_t)pi->rq_index[u->first_req], u->label,
+				(const char *[]){ "none", "end", "behaviour", "neighbours" }[u->why], u->r2, u->custom,
+				u->label > 0 ? pi->pools[u->label].flags : 0);
+		}
 	/* statistics */
 	as_poolinfer_stats *s = &pi->st;
 	memset(s, 0, sizeof(*s));
