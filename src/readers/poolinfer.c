@@ -63,6 +63,7 @@ struct as_poolinfer {
 	uint32_t *regs; /* expandable ranges by base */
 	size_t nregs, capregs;
 	uint64_t mapped, peak_mapped;
+	uint64_t spacing; /* the smallest distance between two ranges' bases (0: fewer than two) */
 	node *nodes;
 	uint32_t nnodes, capnodes, freenode;
 	idmap live; /* address -> 1 + node */
@@ -204,15 +205,20 @@ static void sorted_insert(as_poolinfer *pi, uint32_t **arr, size_t *n, size_t *c
 	(*n)++;
 }
 
-/* The expandable range holding ADDR (a mapping of SIZE bytes there), or NIL. Ranges lie more than the
- * device's memory apart, and what one maps lies less than the most ever mapped past its base. */
+/* The expandable range holding ADDR (a mapping of SIZE bytes there), or NIL. PyTorch reserves each
+ * range's addresses whole (1.125 x the device's memory) and maps its pages from its start, so ranges
+ * lie at least that far apart (the smallest distance between two bases seen bounds it), and what one
+ * maps lies within twice the most ever mapped past its base (unmapped holes below it included). */
 static uint32_t region_of(const as_poolinfer *pi, uint64_t addr, uint64_t size)
 {
 	size_t at = upper(pi, pi->regs, pi->nregs, addr);
 	if (!at)
 		return NIL;
 	uint32_t id = pi->regs[at - 1];
-	return addr - pi->u[id].base < pi->peak_mapped + size ? id : NIL;
+	uint64_t reach = 2 * pi->peak_mapped + size;
+	if (pi->spacing && pi->spacing < reach)
+		reach = pi->spacing;
+	return addr - pi->u[id].base < reach ? id : NIL;
 }
 
 static uint32_t unit_of(const as_poolinfer *pi, uint64_t addr)
@@ -496,6 +502,11 @@ void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t a
 			id = unit_new(pi, 1, addr, 0, stream, index);
 			u_small_map(&pi->u[id], size);
 			sorted_insert(pi, &pi->regs, &pi->nregs, &pi->capregs, id);
+			for (size_t i = 1; i < pi->nregs; i++) {
+				uint64_t d = pi->u[pi->regs[i]].base - pi->u[pi->regs[i - 1]].base;
+				if (!pi->spacing || d < pi->spacing)
+					pi->spacing = d;
+			}
 			pi->last_seg_alloc = 1; /* a new range: its request is another pool's than the ranges of its kind there */
 			pi->last_unit = id;
 		}
