@@ -334,7 +334,8 @@ static piv *occupied(const as_poolinfer *pi, const unit *u, uint64_t slack, size
 	for (uint32_t i = u->head; i != NIL; i = pi->nodes[i].next) {
 		uint64_t sz = (pi->nodes[i].size + 511) / 512 * 512;
 		o[k].lo = pi->nodes[i].addr;
-		o[k++].hi = pi->nodes[i].addr + sz + slack;
+		/* a request of max_split_size or more takes its block whole (should_split), up to 20 MiB more */
+		o[k++].hi = pi->nodes[i].addr + sz + (pi->max_split && sz >= pi->max_split && !u->exp ? 20 * MiB : slack);
 	}
 	qsort(o, k, sizeof(piv), cmp_piv);
 	*n = k;
@@ -450,12 +451,6 @@ static void passed_over(as_poolinfer *pi, uint32_t uid, uint64_t size, uint64_t 
 		uint64_t g;
 		if (x != uid && v->stream == stream && v->small == u->small && (g = min_gap(pi, v, need)))
 			pass_over(pi, uid, x, need, g);
-	}
-	for (size_t i = 0; i < pi->nprev_rel; i++) {
-		uint32_t x = pi->prev_rel[i];
-		const unit *v = &pi->u[x];
-		if (x != uid && !v->exp && v->stream == stream && v->small == u->small && v->size >= need)
-			pass_over(pi, uid, x, need, v->size);
 	}
 }
 
@@ -774,6 +769,10 @@ void as_poolinfer_solve(as_poolinfer *pi)
 				(const char *[]){ "none", "end", "behaviour", "neighbours" }[u->why], u->r2, u->custom,
 				u->label > 0 ? pi->pools[u->label].flags : 0);
 		}
+	if (getenv("ALLOCSIM_POOLS_DEBUG"))
+		for (size_t i = 0; i < pi->nneq; i++)
+			fprintf(stderr, "passed over: unit %u / unit %u (need %" PRIu64 ", gap %" PRIu64 ")\n", pi->neq[i].u[0],
+				pi->neq[i].u[1], pi->neq[i].need, pi->neq[i].gap);
 	/* statistics */
 	as_poolinfer_stats *s = &pi->st;
 	memset(s, 0, sizeof(*s));
