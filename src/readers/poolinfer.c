@@ -43,7 +43,7 @@ typedef struct piv { uint64_t lo, hi; } piv;
 typedef struct unit {
 	uint64_t base, size, stream, born, died, live_bytes, first_req;
 	uint32_t head, nlive;
-	int exp, small, label, why, custom, r2, endpool;
+	int exp, small, label, why, custom, r2, endpool, selfpass;
 	uint64_t r2_maybe; /* the smallest release of a flush followed by a new segment it stayed free through (NOW: none) */
 	piv *maps;
 	size_t nmaps, capmaps;
@@ -79,7 +79,7 @@ struct as_poolinfer {
 	uint64_t *oom_index, *oom_prev;
 	size_t noom, capoom;
 	/* rule 3's pairs */
-	struct pineq { uint32_t u[2]; uint64_t need, gap; } *neq;
+	struct pineq { uint32_t u[2]; uint64_t need, gap; int empty; } *neq; /* u[0] passed u[1] over (u[1] wholly free: empty) */
 	size_t nneq, capneq;
 	/* the release run under way */
 	int in_run;
@@ -87,7 +87,8 @@ struct as_poolinfer {
 	uint64_t run_small; /* the smallest segment (mapping) released in the run */
 	uint32_t *run_rel, *prev_rel;
 	size_t nrun_rel, caprun_rel, nprev_rel, capprev_rel;
-	int last_seg_alloc;
+	int last_seg_alloc, last_map_new;
+	uint64_t last_map_lo, last_map_hi;
 	uint64_t last_index;
 	uint32_t last_unit;
 	/* end state */
@@ -436,6 +437,7 @@ static void pass_over(as_poolinfer *pi, uint32_t uid, uint32_t other, uint64_t n
 	pi->neq[pi->nneq].u[0] = uid;
 	pi->neq[pi->nneq].u[1] = other;
 	pi->neq[pi->nneq].need = need;
+	pi->neq[pi->nneq].empty = !pi->u[other].nlive;
 	pi->neq[pi->nneq++].gap = gap;
 }
 
@@ -452,6 +454,33 @@ static void passed_over(as_poolinfer *pi, uint32_t uid, uint64_t size, uint64_t 
 		if (x != uid && v->stream == stream && v->small == u->small && (g = min_gap(pi, v, need)))
 			pass_over(pi, uid, x, need, g);
 	}
+}
+
+/* Whether expandable range U had, before the mapping just made, a free mapped gap apart from it that
+ * fits SIZE bytes: a request maps pages only when no mapped free block of its pool fits, so such a gap
+ * means the pool hands out its blocks whole (MemPool(no_split=True)). */
+static int mapped_gap(const as_poolinfer *pi, const unit *u, uint64_t size)
+{
+	uint64_t need = size < 512 ? 512 : (size + 511) / 512 * 512;
+	size_t n;
+	piv *o = occupied(pi, u, 512, &n);
+	int found = 0;
+	for (size_t m = 0; m < u->nmaps && !found; m++) {
+		uint64_t p = u->maps[m].lo, hi = u->maps[m].hi;
+		for (size_t i = 0; i <= n && !found; i++) {
+			uint64_t end = i < n ? o[i].lo : hi;
+			if (end > hi)
+				end = hi;
+			/* a gap touching the new mapping is part of the block the request took */
+			if (end > p && end - p >= need && end != pi->last_map_lo && p != pi->last_map_hi &&
+			    !(p < pi->last_map_hi && end > pi->last_map_lo))
+				found = 1;
+			if (i < n && o[i].hi > p)
+				p = o[i].hi;
+		}
+	}
+	free(o);
+	return found;
 }
 
 /* Rule 3 under expandable segments: a pool has one range per stream and size class, which it maps
@@ -504,7 +533,15 @@ void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t a
 			}
 			pi->last_seg_alloc = 1; /* a new range: its request is another pool's than the ranges of its kind there */
 			pi->last_unit = id;
+			pi->last_map_new = 1;
 		}
+		else {
+			pi->last_seg_alloc = 1;
+			pi->last_unit = id;
+			pi->last_map_new = 0;
+		}
+		pi->last_map_lo = addr;
+		pi->last_map_hi = addr + size;
 		map_add(&pi->u[id], addr, addr + size);
 		pi->mapped += size;
 		if (pi->mapped > pi->peak_mapped)
@@ -554,8 +591,10 @@ void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t a
 			}
 			if (created && id == pi->last_unit && !u->exp)
 				passed_over(pi, id, size, stream);
-			else if (created && id == pi->last_unit)
+			else if (created && id == pi->last_unit && pi->last_map_new)
 				new_range(pi, id, stream);
+			else if (created && id == pi->last_unit && !pi->roundup && mapped_gap(pi, u, size))
+				u->selfpass = 1;
 		}
 		pi->nrq++;
 		block_add(pi, id, addr, size);
@@ -656,6 +695,62 @@ static void add_res(as_poolinfer *pi, size_t *cap, uint64_t index, int l)
 	pi->res[pi->nres++].pool = (uint32_t)l;
 }
 
+/* Rules 1, 2, 4, 3 (against the default pool), 5 and 6: every unit's label. */
+static void label_all(as_poolinfer *pi, uint64_t *inferred)
+{
+	for (uint32_t i = 0; i < pi->nu; i++) {
+		pi->u[i].label = L_NONE;
+		pi->u[i].why = W_NONE;
+	}
+	for (uint32_t i = 0; i < pi->nu; i++) {
+		unit *u = &pi->u[i];
+		if (u->endpool >= 0) {
+			u->label = u->endpool;
+			u->why = W_END;
+			if (u->endpool > 0 && pi->expandable && !u->exp)
+				pi->pools[u->endpool].flags |= AS_POOL_CUSTOM;
+		} else if (pi->expandable && !u->exp) {
+			u->label = L_PRIV, u->custom = 1, u->why = W_BEHAV; /* rule 4 */
+		} else if (u->r2) {
+			u->label = L_PRIV, u->why = W_BEHAV; /* rule 2 */
+		}
+		if (u->label > 0 && (pi->pools[u->label].flags & AS_POOL_CUSTOM))
+			u->custom = 1;
+	}
+	for (size_t i = 0; i < pi->nneq; i++) /* rule 3 against the default pool */
+		for (int s = 0; s < 2; s++) {
+			unit *u = &pi->u[pi->neq[i].u[s]], *v = &pi->u[pi->neq[i].u[!s]];
+			if (u->label == L_NONE && v->label == 0)
+				u->label = L_PRIV, u->why = W_BEHAV;
+		}
+	/* rule 5, in the order of the units' first requests (the units without one keep their label or
+	 * go to the default pool) */
+	for (size_t r = 0; r < pi->nrq; r++) {
+		uint32_t id = pi->rq_unit[r];
+		if (id == NIL || pi->u[id].first_req != r || pi->u[id].label != L_PRIV)
+			continue;
+		int l = nearest(pi, id, 0);
+		if (l == L_NONE) {
+			l = pool_of_id(pi, PI_INFERRED_A, ++*inferred, 0);
+			if (pi->u[id].custom)
+				pi->pools[l].flags |= AS_POOL_CUSTOM;
+		}
+		pi->u[id].label = l;
+	}
+	/* rule 6 */
+	for (size_t r = 0; r < pi->nrq; r++) {
+		uint32_t id = pi->rq_unit[r];
+		if (id == NIL || pi->u[id].first_req != r || pi->u[id].label != L_NONE)
+			continue;
+		int l = nearest(pi, id, 1);
+		pi->u[id].label = l > 0 ? l : 0;
+		pi->u[id].why = l > 0 ? W_NEIGH : W_NONE;
+	}
+	for (uint32_t i = 0; i < pi->nu; i++)
+		if (pi->u[i].label < 0)
+			pi->u[i].label = pi->u[i].custom && pi->expandable ? pool_of_id(pi, PI_INFERRED_A, ++*inferred, 0) : 0;
+}
+
 void as_poolinfer_solve(as_poolinfer *pi)
 {
 	if (pi->in_run)
@@ -692,62 +787,37 @@ void as_poolinfer_solve(as_poolinfer *pi)
 		if (a > 0 && a == b)
 			pi->pools[a].flags |= AS_POOL_NOSPLIT;
 	}
+	/* ... whose gaps beside live blocks are then not free (a wholly free segment's are) */
 	k = 0;
 	for (size_t i = 0; i < pi->nneq; i++) {
-		int a = pi->u[pi->neq[i].u[0]].endpool, b = pi->u[pi->neq[i].u[1]].endpool;
-		if ((a > 0 && (pi->pools[a].flags & AS_POOL_NOSPLIT)) || (b > 0 && (pi->pools[b].flags & AS_POOL_NOSPLIT)))
+		int b = pi->u[pi->neq[i].u[1]].endpool;
+		if (b > 0 && (pi->pools[b].flags & AS_POOL_NOSPLIT) && !pi->neq[i].empty)
 			continue;
 		pi->neq[k++] = pi->neq[i];
 	}
 	pi->nneq = k;
-	for (uint32_t i = 0; i < pi->nu; i++) {
-		unit *u = &pi->u[i];
-		if (u->endpool >= 0) {
-			u->label = u->endpool;
-			u->why = W_END;
-			if (u->endpool > 0 && pi->expandable && !u->exp)
-				pi->pools[u->endpool].flags |= AS_POOL_CUSTOM;
-		} else if (pi->expandable && !u->exp) {
-			u->label = L_PRIV, u->custom = 1, u->why = W_BEHAV; /* rule 4 */
-		} else if (u->r2) {
-			u->label = L_PRIV, u->why = W_BEHAV; /* rule 2 */
-		}
-		if (u->label > 0 && (pi->pools[u->label].flags & AS_POOL_CUSTOM))
-			u->custom = 1;
-	}
-	for (size_t i = 0; i < pi->nneq; i++) /* rule 3 against the default pool */
-		for (int s = 0; s < 2; s++) {
-			unit *u = &pi->u[pi->neq[i].u[s]], *v = &pi->u[pi->neq[i].u[!s]];
-			if (u->label == L_NONE && v->label == 0)
-				u->label = L_PRIV, u->why = W_BEHAV;
-		}
-	/* rule 5, in the order of the units' first requests (the units without one keep their label or
-	 * go to the default pool) */
 	uint64_t inferred = 0;
-	for (size_t r = 0; r < pi->nrq; r++) {
-		uint32_t id = pi->rq_unit[r];
-		if (id == NIL || pi->u[id].first_req != r || pi->u[id].label != L_PRIV)
-			continue;
-		int l = nearest(pi, id, 0);
-		if (l == L_NONE) {
-			l = pool_of_id(pi, PI_INFERRED_A, ++inferred, 0);
-			if (pi->u[id].custom)
-				pi->pools[l].flags |= AS_POOL_CUSTOM;
-		}
-		pi->u[id].label = l;
-	}
-	/* rule 6 */
-	for (size_t r = 0; r < pi->nrq; r++) {
-		uint32_t id = pi->rq_unit[r];
-		if (id == NIL || pi->u[id].first_req != r || pi->u[id].label != L_NONE)
-			continue;
-		int l = nearest(pi, id, 1);
-		pi->u[id].label = l > 0 ? l : 0;
-		pi->u[id].why = l > 0 ? W_NEIGH : W_NONE;
-	}
+	label_all(pi, &inferred);
+	/* a unit that passed over a free gap of its own range, or two units of one pool passing each other
+	 * over: the pool hands out blocks whole; without those pairs, once more */
+	int again = 0;
 	for (uint32_t i = 0; i < pi->nu; i++)
-		if (pi->u[i].label < 0)
-			pi->u[i].label = pi->u[i].custom && pi->expandable ? pool_of_id(pi, PI_INFERRED_A, ++inferred, 0) : 0;
+		if (pi->u[i].selfpass && pi->u[i].label > 0)
+			pi->pools[pi->u[i].label].flags |= AS_POOL_NOSPLIT;
+	k = 0;
+	for (size_t i = 0; i < pi->nneq; i++) {
+		int b = pi->u[pi->neq[i].u[1]].label;
+		if (b > 0 && (pi->pools[b].flags & AS_POOL_NOSPLIT) && !pi->neq[i].empty) {
+			again = 1;
+			continue;
+		}
+		pi->neq[k++] = pi->neq[i];
+	}
+	pi->nneq = k;
+	if (again) {
+		inferred = 0;
+		label_all(pi, &inferred);
+	}
 	/* every entry's pool */
 	size_t cap = 0;
 	for (size_t i = 0; i < pi->nsg; i++)
