@@ -791,32 +791,31 @@ void as_poolinfer_solve(as_poolinfer *pi)
 	k = 0;
 	for (size_t i = 0; i < pi->nneq; i++) {
 		int b = pi->u[pi->neq[i].u[1]].endpool;
-		if (b > 0 && (pi->pools[b].flags & AS_POOL_NOSPLIT) && !pi->neq[i].empty)
+		if (pi->neq[i].need && b > 0 && (pi->pools[b].flags & AS_POOL_NOSPLIT) && !pi->neq[i].empty)
 			continue;
 		pi->neq[k++] = pi->neq[i];
 	}
 	pi->nneq = k;
-	uint64_t inferred = 0;
-	label_all(pi, &inferred);
 	/* a unit that passed over a free gap of its own range, or two units of one pool passing each other
-	 * over: the pool hands out blocks whole; without those pairs, once more */
-	int again = 0;
-	for (uint32_t i = 0; i < pi->nu; i++)
-		if (pi->u[i].selfpass && pi->u[i].label > 0)
-			pi->pools[pi->u[i].label].flags |= AS_POOL_NOSPLIT;
-	k = 0;
-	for (size_t i = 0; i < pi->nneq; i++) {
-		int b = pi->u[pi->neq[i].u[1]].label;
-		if (b > 0 && (pi->pools[b].flags & AS_POOL_NOSPLIT) && !pi->neq[i].empty) {
-			again = 1;
-			continue;
-		}
-		pi->neq[k++] = pi->neq[i];
-	}
-	pi->nneq = k;
-	if (again) {
+	 * over: the pool hands out blocks whole, and its gaps beside live blocks were not free; labelled
+	 * again without those pairs until none goes */
+	uint64_t inferred;
+	for (int round = 0; round < 8; round++) {
 		inferred = 0;
 		label_all(pi, &inferred);
+		for (uint32_t i = 0; i < pi->nu; i++)
+			if (pi->u[i].selfpass && pi->u[i].label > 0)
+				pi->pools[pi->u[i].label].flags |= AS_POOL_NOSPLIT;
+		k = 0;
+		for (size_t i = 0; i < pi->nneq; i++) {
+			int b = pi->u[pi->neq[i].u[1]].label;
+			if (pi->neq[i].need && b > 0 && (pi->pools[b].flags & AS_POOL_NOSPLIT) && !pi->neq[i].empty)
+				continue;
+			pi->neq[k++] = pi->neq[i];
+		}
+		if (k == pi->nneq)
+			break;
+		pi->nneq = k;
 	}
 	/* every entry's pool */
 	size_t cap = 0;
