@@ -396,6 +396,41 @@ static int free_page(const as_poolinfer *pi, const unit *u)
 
 /* ---- release runs ------------------------------------------------------------------------ */
 
+static void pass_over(as_poolinfer *pi, uint32_t uid, uint32_t other, uint64_t need, uint64_t gap);
+
+/* Whether segment A comes after segment B in a pool's release (release_blocks: its small blocks, then
+ * its large ones, each set in the order of stream, size, address). */
+static int after(const unit *a, const unit *b)
+{
+	if (a->small != b->small)
+		return !a->small;
+	if (a->stream != b->stream)
+		return a->stream > b->stream;
+	if (a->size != b->size)
+		return a->size > b->size;
+	return a->base > b->base;
+}
+
+/* An empty_cache() releases each pool's free segments in turn, each pool's in one order: where the
+ * order starts again, another pool's release began (rule 3 by release order), and the segments of
+ * the two stretches are in different pools. */
+static void release_order(as_poolinfer *pi)
+{
+	size_t start = 0, prev = 0; /* the stretch before [start, i) */
+	for (size_t i = 1; i <= pi->nrun_rel; i++) {
+		if (i < pi->nrun_rel && after(&pi->u[pi->run_rel[i]], &pi->u[pi->run_rel[i - 1]]))
+			continue;
+		if (i == pi->nrun_rel && !start)
+			break;
+		if (start) /* stretches [prev, start) and [start, i) */
+			for (size_t a = prev; a < start; a++)
+				for (size_t b = start; b < i && (b - start) * (start - prev) < 4096; b++)
+					pass_over(pi, pi->run_rel[b], pi->run_rel[a], 0, 0);
+		prev = start;
+		start = i;
+	}
+}
+
 static void close_run(as_poolinfer *pi, int next)
 {
 	int definite = next != PI_SEG_ALLOC && next != PI_SEG_MAP && next != PI_OOM;
@@ -419,6 +454,8 @@ static void close_run(as_poolinfer *pi, int next)
 				u->r2_maybe = pi->run_small;
 		}
 	}
+	if (definite)
+		release_order(pi);
 	/* what the next request may be passed over for (rule 3): the segments just released */
 	uint32_t *t = pi->prev_rel;
 	size_t c = pi->capprev_rel;
@@ -630,12 +667,14 @@ static int pool_of_id(as_poolinfer *pi, uint64_t a, uint64_t b, int known)
 	return (int)pi->npools++;
 }
 
-/* Whether unit ID is passed over by (or passes over) a unit of pool L. */
+/* Whether unit ID is passed over by (or passes over) a unit of pool L. In a pool that hands out
+ * blocks whole, a gap beside a live block was not free: such a pair says nothing there. */
 static int excluded(const as_poolinfer *pi, uint32_t id, int l)
 {
+	int whole = l > 0 && (pi->pools[l].flags & AS_POOL_NOSPLIT);
 	for (size_t i = 0; i < pi->nneq; i++) {
 		uint32_t o = pi->neq[i].u[0] == id ? pi->neq[i].u[1] : pi->neq[i].u[1] == id ? pi->neq[i].u[0] : NIL;
-		if (o != NIL && pi->u[o].label == l)
+		if (o != NIL && pi->u[o].label == l && !(whole && pi->neq[i].need && !pi->neq[i].empty))
 			return 1;
 	}
 	return 0;
@@ -787,35 +826,18 @@ void as_poolinfer_solve(as_poolinfer *pi)
 		if (a > 0 && a == b)
 			pi->pools[a].flags |= AS_POOL_NOSPLIT;
 	}
-	/* ... whose gaps beside live blocks are then not free (a wholly free segment's are) */
-	k = 0;
-	for (size_t i = 0; i < pi->nneq; i++) {
-		int b = pi->u[pi->neq[i].u[1]].endpool;
-		if (pi->neq[i].need && b > 0 && (pi->pools[b].flags & AS_POOL_NOSPLIT) && !pi->neq[i].empty)
-			continue;
-		pi->neq[k++] = pi->neq[i];
-	}
-	pi->nneq = k;
-	/* a unit that passed over a free gap of its own range, or two units of one pool passing each other
-	 * over: the pool hands out blocks whole, and its gaps beside live blocks were not free; labelled
-	 * again without those pairs until none goes */
 	uint64_t inferred;
 	for (int round = 0; round < 8; round++) {
 		inferred = 0;
 		label_all(pi, &inferred);
+		int more = 0;
 		for (uint32_t i = 0; i < pi->nu; i++)
-			if (pi->u[i].selfpass && pi->u[i].label > 0)
+			if (pi->u[i].selfpass && pi->u[i].label > 0 && !(pi->pools[pi->u[i].label].flags & AS_POOL_NOSPLIT)) {
 				pi->pools[pi->u[i].label].flags |= AS_POOL_NOSPLIT;
-		k = 0;
-		for (size_t i = 0; i < pi->nneq; i++) {
-			int b = pi->u[pi->neq[i].u[1]].label;
-			if (pi->neq[i].need && b > 0 && (pi->pools[b].flags & AS_POOL_NOSPLIT) && !pi->neq[i].empty)
-				continue;
-			pi->neq[k++] = pi->neq[i];
-		}
-		if (k == pi->nneq)
+				more = 1;
+			}
+		if (!more)
 			break;
-		pi->nneq = k;
 	}
 	/* every entry's pool */
 	size_t cap = 0;
