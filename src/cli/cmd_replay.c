@@ -105,15 +105,24 @@ void cli_warn_recorded_ooms(const char *path, uint64_t ooms, const as_meta *m)
 		as_progname, path, ooms, total);
 }
 
-/* A snapshot whose end state has private pools (CUDA graphs, MemPool) but whose entries name none
- * (PyTorch <= 2.11 records no pool per entry): every request is replayed in the default pool. */
+/* A snapshot whose entries name no pool (PyTorch <= 2.11 records none) where the reader could not place
+ * every request (src/readers/poolinfer.c, doc/pytorch-policy.md "Private pools without annotation"). */
 void cli_warn_unnamed_pools(const char *path, const as_meta *m)
 {
 	if (m->private_segments && !m->named_pools)
 		fprintf(stderr, "%s: warning: %s: %" PRIu32 " segment(s) belong to private pools (CUDA graphs or "
 			"torch.cuda.MemPool), but the trace does not say which requests went to them (PyTorch 2.11 records no "
-			"pool per entry): they are replayed in the default pool; see doc/pytorch-policy.md, \"Private pools\"\n",
-			as_progname, path, m->private_segments);
+			"pool per entry) and ALLOCSIM_POOLS=annotation reads no other evidence: they are replayed in the default "
+			"pool; see doc/pytorch-policy.md, \"Private pools\"\n", as_progname, path, m->private_segments);
+	if (m->pool_evidence && !m->named_pools)
+		fprintf(stderr, "%s: warning: %s: %" PRIu64 " segment(s) show private pools (CUDA graphs or torch.cuda.MemPool) "
+			"that were released before the snapshot, which names none: their requests are replayed in the default "
+			"pool; ALLOCSIM_POOLS=infer places them (doc/pytorch-policy.md, \"Private pools without annotation\")\n",
+			as_progname, path, m->pool_evidence);
+	if (m->pool_unplaced)
+		fprintf(stderr, "%s: warning: %s: %" PRIu64 " request(s) were served from segments neither the history (cut "
+			"short) nor the end state shows: their pool is unknown, and they are replayed in the default pool\n",
+			as_progname, path, m->pool_unplaced);
 }
 
 /* garbage_collection_threshold acts only under a memory limit (PyTorch: set_per_process_memory_fraction) */

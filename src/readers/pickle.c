@@ -166,6 +166,7 @@ typedef struct pk {
 	int pools_decided;   /* the main pass has decided (at its first entry) */
 	int annotated;       /* an entry names its pool (pool_id, user_metadata) */
 	as_poolinfer *pinf;  /* the first pass's answers (main pass), or what it gathers (first pass) */
+	as_poolinfer *detect; /* auto without private segments at the end: the evidence that pools were used */
 } pk;
 
 enum { POOLS_AUTO, POOLS_ANNOTATION, POOLS_INFER };
@@ -828,9 +829,20 @@ static int pools_entry(as_reader *r, pk *p, rec *x, int code, as_err *err)
 	}
 	if (!p->pools_decided) {
 		p->pools_decided = 1;
-		if (p->pools_mode == POOLS_INFER || (p->pools_mode == POOLS_AUTO && r->meta.private_segments && !x->pool))
+		if (p->pools_mode == POOLS_INFER || (p->pools_mode == POOLS_AUTO && r->meta.private_segments && !x->pool)) {
 			if (pools_prepass(r, p, err))
 				return -1;
+		} else if (p->pools_mode == POOLS_AUTO && !x->pool) {
+			p->detect = as_poolinfer_new_light(); /* pools released before the snapshot: a warning */
+		}
+	}
+	if (p->detect) {
+		if (x->pool) { /* the trace names its pools after all */
+			as_poolinfer_free(p->detect);
+			p->detect = NULL;
+		} else {
+			as_poolinfer_entry(p->detect, code == EF_OK ? x->action : PI_OTHER, x->index, x->addr, x->size, x->stream);
+		}
 	}
 	uint64_t a, b;
 	uint32_t flags;
@@ -1154,7 +1166,7 @@ static int check_history(as_reader *r, pk *p, pv *top, uint64_t pos, as_err *err
 
 /* The recording's settings that decide the pool inference: allocator_settings' fields, else the
  * PYTORCH_CUDA_ALLOC_CONF string. */
-static void pools_settings(pk *p, const pv *s, const char *conf)
+static void pools_settings(as_poolinfer *pi, const pv *s, const char *conf)
 {
 	const val *e = s ? dict_get(s, "expandable_segments") : NULL;
 	int exp = e ? VKIND(*e) == V_BOOL && e->u.i : conf && strstr(conf, "expandable_segments:True") != NULL;
@@ -1172,7 +1184,7 @@ static void pools_settings(pk *p, const pv *s, const char *conf)
 	for (size_t i = 1; rd && i < rd->n; i += 2)
 		if (VKIND(rd->items[i]) == V_INT && rd->items[i].u.i > 0)
 			roundup = 1;
-	as_poolinfer_settings(p->pinf, exp, max_split, g, roundup);
+	as_poolinfer_settings(pi, exp, max_split, g, roundup);
 }
 
 static void finish_top(as_reader *r, pk *p, const pv *top)
@@ -1190,7 +1202,11 @@ static void finish_top(as_reader *r, pk *p, const pv *top)
 		m->has_settings = 1;
 	}
 	if (p->prepass)
-		pools_settings(p, s, m->settings);
+		pools_settings(p->pinf, s, m->settings);
+	if (p->detect) {
+		pools_settings(p->detect, s, m->settings);
+		m->pool_evidence = as_poolinfer_evidence(p->detect);
+	}
 }
 
 /* ---- the opcode interpreter ----------------------------------------------------------- */
@@ -2195,6 +2211,7 @@ static void pickle_close(as_reader *r)
 	free(p->seg_dev);
 	as_sites_free(&p->sites);
 	as_poolinfer_free(p->pinf);
+	as_poolinfer_free(p->detect);
 	free(p);
 }
 static const struct as_reader_ops pickle_ops = { "pytorch", pickle_next, pickle_close };

@@ -54,6 +54,7 @@ typedef struct pipool { uint64_t a, b; uint32_t flags; int known; } pipool;
 typedef struct pires { uint64_t index; uint32_t pool; } pires;
 
 struct as_poolinfer {
+	int light; /* detection only (as_poolinfer_new_light) */
 	int expandable, gc, roundup;
 	uint64_t max_split;
 	unit *u;
@@ -109,6 +110,13 @@ as_poolinfer *as_poolinfer_new(void)
 	idmap_init(&pi->live);
 	pi->freenode = NIL;
 	pi->last_unit = NIL;
+	return pi;
+}
+
+as_poolinfer *as_poolinfer_new_light(void)
+{
+	as_poolinfer *pi = as_poolinfer_new();
+	pi->light = 1;
 	return pi;
 }
 
@@ -398,12 +406,13 @@ static int free_page(const as_poolinfer *pi, const unit *u)
 
 static void pass_over(as_poolinfer *pi, uint32_t uid, uint32_t other, uint64_t need, uint64_t gap);
 
-/* Whether segment A comes after segment B in a pool's release (release_blocks: its small blocks, then
- * its large ones, each set in the order of stream, size, address). */
-static int after(const unit *a, const unit *b)
+/* Whether segment A can follow segment B in one pool's release (release_blocks of its large blocks and
+ * of its small ones, each in the order of stream, size, address; the default pool's large ones first, a
+ * private pool's small ones first), given the classes SEEN so far in that stretch (1 small, 2 large). */
+static int may_follow(const unit *a, const unit *b, int seen)
 {
 	if (a->small != b->small)
-		return !a->small;
+		return !(seen & (a->small ? 1 : 2)); /* a class comes back: another pool */
 	if (a->stream != b->stream)
 		return a->stream > b->stream;
 	if (a->size != b->size)
@@ -417,9 +426,14 @@ static int after(const unit *a, const unit *b)
 static void release_order(as_poolinfer *pi)
 {
 	size_t start = 0, prev = 0; /* the stretch before [start, i) */
+	int seen = pi->nrun_rel ? (pi->u[pi->run_rel[0]].small ? 1 : 2) : 0;
 	for (size_t i = 1; i <= pi->nrun_rel; i++) {
-		if (i < pi->nrun_rel && after(&pi->u[pi->run_rel[i]], &pi->u[pi->run_rel[i - 1]]))
+		if (i < pi->nrun_rel && may_follow(&pi->u[pi->run_rel[i]], &pi->u[pi->run_rel[i - 1]], seen)) {
+			seen |= pi->u[pi->run_rel[i]].small ? 1 : 2;
 			continue;
+		}
+		if (i < pi->nrun_rel)
+			seen = pi->u[pi->run_rel[i]].small ? 1 : 2;
 		if (i == pi->nrun_rel && !start)
 			break;
 		if (start) /* stretches [prev, start) and [start, i) */
@@ -614,6 +628,17 @@ void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t a
 	}
 	case PI_ALLOC: {
 		uint32_t id = unit_of(pi, addr);
+		if (pi->light) { /* no request is kept: the evidence only */
+			if (id != NIL) {
+				unit *u = &pi->u[id];
+				if (u->first_req == NOW)
+					u->first_req = 0, u->stream = stream;
+				if (created && id == pi->last_unit && u->exp && pi->last_map_new)
+					new_range(pi, id, stream);
+			}
+			block_add(pi, id, addr, size);
+			break;
+		}
 		GROW(pi->rq_index, pi->nrq, pi->caprq);
 		pi->rq_stream = xrealloc(pi->rq_stream, pi->caprq * sizeof(uint64_t));
 		pi->rq_unit = xrealloc(pi->rq_unit, pi->caprq * sizeof(uint32_t));
@@ -639,6 +664,8 @@ void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t a
 		break;
 	}
 	case PI_OOM:
+		if (pi->light)
+			break;
 		GROW(pi->oom_index, pi->noom, pi->capoom);
 		pi->oom_prev = xrealloc(pi->oom_prev, pi->capoom * sizeof(uint64_t));
 		pi->oom_index[pi->noom] = index;
@@ -912,6 +939,21 @@ int as_poolinfer_pool(as_poolinfer *pi, uint64_t index, uint64_t *a, uint64_t *b
 	*b = p->b;
 	*flags = p->flags;
 	return 1;
+}
+
+uint64_t as_poolinfer_evidence(as_poolinfer *pi)
+{
+	if (pi->in_run)
+		close_run(pi, PI_OTHER);
+	for (size_t i = 0; i < pi->nneq; i++) /* two pools where one was expected: one of them private */
+		pi->u[pi->neq[i].u[0]].selfpass = 1;
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < pi->nu; i++) {
+		const unit *u = &pi->u[i];
+		int r2 = u->r2 || (u->r2_maybe != NOW && !pi->gc && (!pi->max_split || u->r2_maybe < pi->max_split));
+		n += r2 || (pi->expandable && !u->exp) || u->selfpass;
+	}
+	return n;
 }
 
 void as_poolinfer_get_stats(const as_poolinfer *pi, as_poolinfer_stats *s)

@@ -84,6 +84,7 @@ typedef struct as_meta {
 	uint32_t named_pools;   /* private pools the events name (as_event.pool) */
 	uint32_t inferred_pools; /* snapshots: pools inferred from the segments (poolinfer.c; 0: not inferred) */
 	uint64_t pool_unplaced; /* ... requests served from memory the trace never shows (default pool) */
+	uint64_t pool_evidence; /* snapshots naming no pool, not inferred: segments showing private pools were used */
 } as_meta;
 
 /* The fields of a PyTorch snapshot that tell which release wrote it (src/readers/pyversion.c). */
