@@ -2,7 +2,11 @@
 # fidelity.sh - every shared real PyTorch trace, replayed with its recorded configuration and
 # capacity, must reproduce PyTorch's own memory_stats() exactly, and validate must say exact.
 . "${srcdir:-.}/tests/lib.sh"
-for dir in "$T" "$srcdir/traces/captured"; do
+# traces/captured/unannotated: the same scenarios recorded the ordinary way, without our pool names in
+# user_metadata: their pools are inferred from the segments (doc/pytorch-policy.md, "Private pools without
+# annotation"); a MemPool released before the snapshot leaves no private segment, and needs
+# ALLOCSIM_POOLS=infer (auto warns: tests/pools.sh)
+for dir in "$T" "$srcdir/traces/captured" "$srcdir/traces/captured/unannotated"; do
 # (quoted settings such as "roundup_power2_divisions:[1:4,...]" hold commas: read them with awk's FPAT)
 tail -n +2 "$dir/ground-truth.csv" | csv_bars |
 while IFS='|' read -r name wl tag conf frac cap total torch oom entries pa pr pact preq fr fa nda ndf nar noom rest; do
@@ -10,6 +14,8 @@ while IFS='|' read -r name wl tag conf frac cap total torch oom entries pa pr pa
 	# one replay gives the summary row, every memory_stats() key and the memory_summary() table (the
 	# invariants under --check, on every trace: tests/reliability-long.sh)
 	rm -f "$TMP/stats.csv" "$TMP/row.csv"
+	case "$dir" in */unannotated) case "$name" in mempool__*) ALLOCSIM_POOLS=infer ;; *) ALLOCSIM_POOLS=auto ;; esac ;; *) ALLOCSIM_POOLS= ;; esac
+	export ALLOCSIM_POOLS
 	"$ALLOCSIM" replay -p pytorch -c "$conf" $cap_arg --stats "$TMP/stats.csv" --no-timing -o "$TMP/row.csv" --summary "$dir/$name.pickle.gz" \
 		> "$TMP/summary.txt" 2> "$TMP/err"
 	is "$?" 0 "$name: replay exits 0"
