@@ -111,9 +111,68 @@ for d in s["device_traces"]:
 	for e in d: e.pop("user_metadata", None)
 s["segments"][0]["segment_pool_id"] = (0, 1)  # as a pool still alive at the snapshot shows
 pickle.dump(s, gzip.open(sys.argv[2], "wb"), protocol=4)' "$C" "$TMP/unnamed.pickle.gz"
-	run "$A" replay -c recorded --no-timing "$TMP/unnamed.pickle.gz"
+	ALLOCSIM_POOLS=annotation run "$A" replay -c recorded --no-timing "$TMP/unnamed.pickle.gz"
 	contains "$errout" "unnamed.pickle.gz: 1 segment(s) belong to private pools (CUDA graphs or torch.cuda.MemPool), but the trace does not say which requests went to them"
-	ok $? "... the same without its metadata: a warning that private pools are replayed as the default pool"
+	ok $? "... the same without its metadata, ALLOCSIM_POOLS=annotation: a warning that private pools are replayed as the default pool"
 	is "$(col "$out" num_device_alloc)" 21 "... and the replay is not PyTorch's (it made 28 cudaMallocs)"
+fi
+
+# Pools inferred from the segments (src/readers/poolinfer.c; doc/pytorch-policy.md, "Private pools without
+# annotation"). The annotated captures, their names ignored (ALLOCSIM_POOLS=infer): every row equals the
+# one the names give (PyTorch's numbers: tests/fidelity.sh), the retry count of graph_*__p110_exp included.
+same=0 total=0
+for f in "$srcdir"/traces/captured/graph_*.pickle.gz "$srcdir"/traces/captured/compile_ro__*.pickle.gz "$srcdir"/traces/captured/mempool*.pickle.gz; do
+	name=$(basename "$f" .pickle.gz)
+	line=$(grep "^$name," "$srcdir/traces/captured/ground-truth.csv" | csv_bars)
+	conf=$(echo "$line" | cut -d'|' -f4) cap=$(echo "$line" | cut -d'|' -f6)
+	capa=; [ -n "$cap" ] && capa="--capacity $cap"
+	a=$(ALLOCSIM_POOLS=annotation "$A" replay -c "$conf" $capa --no-timing "$f" 2>/dev/null | tail -1 | cut -d, -f2-)
+	b=$(ALLOCSIM_POOLS=infer "$A" replay -c "$conf" $capa --no-timing "$f" 2>/dev/null | tail -1 | cut -d, -f2-)
+	total=$((total + 1))
+	[ -n "$a" ] && [ "$a" = "$b" ] && same=$((same + 1))
+done
+is "$same/$total" "30/30" "the 30 annotated graph/MemPool captures replay to the same row with their pools inferred as with their names"
+# ... and on traces without pools, inference finds none: the same rows, no pool warning
+same=0 total=0 warned=0
+for f in "$T"/*__default.pickle.gz "$T"/*__p110_exp.pickle.gz "$srcdir"/traces/captured/emptycache__*.pickle.gz "$srcdir"/traces/captured/streams__s1__*.pickle.gz; do
+	a=$(ALLOCSIM_POOLS=annotation "$A" replay -c recorded --no-timing "$f" 2>/dev/null | tail -1 | cut -d, -f2-)
+	b=$(ALLOCSIM_POOLS=infer "$A" replay -c recorded --no-timing "$f" 2>/dev/null | tail -1 | cut -d, -f2-)
+	"$A" replay -c recorded --no-timing "$f" 2>&1 >/dev/null | grep -q "private pools" && warned=$((warned + 1))
+	total=$((total + 1))
+	[ -n "$a" ] && [ "$a" = "$b" ] && same=$((same + 1))
+done
+is "$same $warned" "$total 0" "$total traces without pools: the same rows inferred, and no pool warning"
+# the flags: MemPool(no_split=True) from a request that took a new segment beside its pool's free gap,
+# a custom allocator's MemPool from plain segments under expandable_segments:True
+U="$srcdir/traces/captured/unannotated"
+is "$(ALLOCSIM_POOLS=infer "$A" convert -o - "$U/mempool_flags__default.pickle.gz" | grep -o 'pool=[0-9]*.*$' | sort | uniq -c | tr -s ' ' | tr '\n' ';')" \
+	" 10 pool=1 nosplit; 6 pool=2;" "mempool_flags without names: the no_split pool (10 requests) and the use_on_oom one (6; the flag is not seen)"
+is "$(ALLOCSIM_POOLS=infer "$A" convert -o - "$srcdir/traces/captured/mempool_custom__exp.pickle.gz" | grep -o 'pool=[0-9]*.*$' | sort | uniq -c | tr -s ' ' | tr '\n' ';')" \
+	" 60 pool=1 custom;" "mempool_custom__exp without names: a custom allocator's pool (plain segments under expandable_segments)"
+# auto infers where the end state has private segments; a MemPool released before the snapshot leaves
+# none: a warning names the evidence, and ALLOCSIM_POOLS=infer places them (28 cudaMallocs, PyTorch's)
+run "$A" replay -c recorded --no-timing "$U/graph_many__default.pickle.gz"
+is "$st:$errout:$(col "$out" num_device_alloc)" "0::33" "graph_many without names: auto infers its pools, no warning, PyTorch's 33 cudaMallocs"
+run "$A" replay -c recorded --no-timing "$U/mempool__default.pickle.gz"
+contains "$errout" "mempool__default.pickle.gz: 13 segment(s) show private pools (CUDA graphs or torch.cuda.MemPool) that were released before the snapshot"
+ok $? "mempool without names, all its segments released: auto warns of the 13 segments kept through empty_cache() while free"
+is "$(col "$out" num_device_alloc)" 21 "... and replays them in the default pool (21 cudaMallocs)"
+ALLOCSIM_POOLS=infer run "$A" replay -c recorded --no-timing "$U/mempool__default.pickle.gz"
+is "$st:$errout:$(col "$out" num_device_alloc)" "0::28" "... ALLOCSIM_POOLS=infer: no warning, PyTorch's 28 cudaMallocs"
+ALLOCSIM_POOLS=bogus run "$A" replay --no-timing "$U/mempool__default.pickle.gz"
+is "$st" 64 "ALLOCSIM_POOLS=bogus is a usage error (exit 64)"
+contains "$errout" "ALLOCSIM_POOLS='bogus': must be auto, annotation or infer"; ok $? "... naming the choices"
+if [ -n "$py" ]; then
+	# a history cut short (the ring buffer) inside the first capture: the segments made before it and held
+	# at the end take the end state's pool; those freed before the end are placed by the requests around
+	# them alone, and a warning counts their requests
+	"$py" -c 'import gzip,pickle,sys
+s=pickle.load(gzip.open(sys.argv[1]))
+del s["device_traces"][0][:146]
+pickle.dump(s, gzip.open(sys.argv[2], "wb"), protocol=4)' "$U/graph_own__default.pickle.gz" "$TMP/cut.pickle.gz"
+	run "$A" replay -c recorded --no-timing "$TMP/cut.pickle.gz"
+	contains "$errout" "cut.pickle.gz: 14 request(s) lie in segments made before the history began (it was cut short) that the end state does not hold"
+	ok $? "graph_own cut inside its first capture: a warning counts the 14 requests (eager ones too) placed by their neighbours alone"
+	is "$("$A" convert -o - "$TMP/cut.pickle.gz" 2>/dev/null | grep '^a ' | grep -c 'pool=')" 14 "... and the 14 requests of the two graphs after the cut are in private pools"
 fi
 finish

@@ -120,9 +120,9 @@ void cli_warn_unnamed_pools(const char *path, const as_meta *m)
 			"pool; ALLOCSIM_POOLS=infer places them (doc/pytorch-policy.md, \"Private pools without annotation\")\n",
 			as_progname, path, m->pool_evidence);
 	if (m->pool_unplaced)
-		fprintf(stderr, "%s: warning: %s: %" PRIu64 " request(s) were served from segments neither the history (cut "
-			"short) nor the end state shows: their pool is unknown, and they are replayed in the default pool\n",
-			as_progname, path, m->pool_unplaced);
+		fprintf(stderr, "%s: warning: %s: %" PRIu64 " request(s) lie in segments made before the history began (it "
+			"was cut short) that the end state does not hold: their pool is only guessed from the requests around them "
+			"(doc/pytorch-policy.md, \"Private pools without annotation\")\n", as_progname, path, m->pool_unplaced);
 }
 
 /* garbage_collection_threshold acts only under a memory limit (PyTorch: set_per_process_memory_fraction) */

@@ -936,8 +936,9 @@ static int segment_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 	int sdev = get_u64(d, "device", &dev) ? -1 : dev > INT32_MAX ? INT32_MAX : (int)dev;
 	if (p->prepass && (sdev < 0 || sdev == p->want_device)) {
 		uint64_t addr, size;
+		const val *ex = dict_get(d, "is_expandable");
 		if (!get_u64(d, "address", &addr) && !get_u64(d, "total_size", &size))
-			as_poolinfer_end_segment(p->pinf, addr, size, pa, pb);
+			as_poolinfer_end_segment(p->pinf, addr, size, pa, pb, ex && VKIND(*ex) == V_BOOL && ex->u.i);
 	}
 	if (!p->want_segments)
 		return 0;

@@ -43,7 +43,7 @@ typedef struct piv { uint64_t lo, hi; } piv;
 typedef struct unit {
 	uint64_t base, size, stream, born, died, live_bytes, first_req;
 	uint32_t head, nlive;
-	int exp, small, label, why, custom, r2, endpool, selfpass;
+	int exp, small, label, why, custom, r2, endpool, selfpass, ghost;
 	uint64_t r2_maybe; /* the smallest release of a flush followed by a new segment it stayed free through (NOW: none) */
 	piv *maps;
 	size_t nmaps, capmaps;
@@ -93,7 +93,12 @@ struct as_poolinfer {
 	uint64_t last_index;
 	uint32_t last_unit;
 	/* end state */
-	struct { uint64_t addr, size, a, b; } *ends;
+	struct { uint64_t addr, size, a, b; int exp, used; } *ends;
+	/* segments freed that the history never showed made (it was cut), and the requests found in none */
+	struct { uint64_t addr, size, died; } *ghosts;
+	size_t nghosts, capghosts;
+	struct { size_t r; uint64_t addr; } *unplaced;
+	size_t nunplaced, capunplaced;
 	size_t nends, capends;
 	pipool *pools;
 	uint32_t npools;
@@ -142,6 +147,8 @@ void as_poolinfer_free(as_poolinfer *pi)
 	free(pi->run_rel);
 	free(pi->prev_rel);
 	free(pi->ends);
+	free(pi->ghosts);
+	free(pi->unplaced);
 	free(pi->pools);
 	free(pi->res);
 	free(pi);
@@ -155,9 +162,11 @@ void as_poolinfer_settings(as_poolinfer *pi, int expandable, uint64_t max_split,
 	pi->roundup = roundup;
 }
 
-void as_poolinfer_end_segment(as_poolinfer *pi, uint64_t addr, uint64_t size, uint64_t pa, uint64_t pb)
+void as_poolinfer_end_segment(as_poolinfer *pi, uint64_t addr, uint64_t size, uint64_t pa, uint64_t pb, int exp)
 {
 	GROW(pi->ends, pi->nends, pi->capends);
+	pi->ends[pi->nends].exp = exp;
+	pi->ends[pi->nends].used = 0;
 	pi->ends[pi->nends].addr = addr;
 	pi->ends[pi->nends].size = size;
 	pi->ends[pi->nends].a = pa;
@@ -534,6 +543,29 @@ static int mapped_gap(const as_poolinfer *pi, const unit *u, uint64_t size)
 	return found;
 }
 
+/* A request in memory the history never showed made (it was cut short): a segment of the end state
+ * holding ADDR was there all along (made before the history began, never freed), or NIL. */
+static uint32_t held_before(as_poolinfer *pi, uint64_t addr, uint64_t stream, uint64_t index)
+{
+	for (size_t e = 0; e < pi->nends; e++) {
+		if (pi->ends[e].used || addr < pi->ends[e].addr || addr - pi->ends[e].addr >= pi->ends[e].size)
+			continue;
+		pi->ends[e].used = 1;
+		uint32_t id;
+		if (pi->ends[e].exp) {
+			id = unit_new(pi, 1, pi->ends[e].addr, 0, stream, index);
+			u_small_map(&pi->u[id], pi->ends[e].size);
+			map_add(&pi->u[id], pi->ends[e].addr, pi->ends[e].addr + pi->ends[e].size);
+			sorted_insert(pi, &pi->regs, &pi->nregs, &pi->capregs, id);
+		} else {
+			id = unit_new(pi, 0, pi->ends[e].addr, pi->ends[e].size, stream, index);
+			sorted_insert(pi, &pi->segs, &pi->nsegs, &pi->capsegs, id);
+		}
+		return id;
+	}
+	return NIL;
+}
+
 /* Rule 3 under expandable segments: a pool has one range per stream and size class, which it maps
  * more of as needed; a request that made a new one is another pool's than every range of that stream
  * and class still mapped. */
@@ -612,6 +644,11 @@ void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t a
 			pi->nsegs--;
 			GROW(pi->run_rel, pi->nrun_rel, pi->caprun_rel);
 			pi->run_rel[pi->nrun_rel++] = id;
+		} else if (!pi->light) {
+			GROW(pi->ghosts, pi->nghosts, pi->capghosts);
+			pi->ghosts[pi->nghosts].addr = addr;
+			pi->ghosts[pi->nghosts].size = size;
+			pi->ghosts[pi->nghosts++].died = index;
 		}
 		if (size < pi->run_small)
 			pi->run_small = size;
@@ -628,6 +665,8 @@ void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t a
 	}
 	case PI_ALLOC: {
 		uint32_t id = unit_of(pi, addr);
+		if (id == NIL)
+			id = held_before(pi, addr, stream, index);
 		if (pi->light) { /* no request is kept: the evidence only */
 			if (id != NIL) {
 				unit *u = &pi->u[id];
@@ -645,6 +684,11 @@ void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t a
 		pi->rq_index[pi->nrq] = index;
 		pi->rq_stream[pi->nrq] = stream;
 		pi->rq_unit[pi->nrq] = id;
+		if (id == NIL) {
+			GROW(pi->unplaced, pi->nunplaced, pi->capunplaced);
+			pi->unplaced[pi->nunplaced].r = pi->nrq;
+			pi->unplaced[pi->nunplaced++].addr = addr;
+		}
 		if (id != NIL) {
 			unit *u = &pi->u[id];
 			if (u->first_req == NOW) {
@@ -821,6 +865,28 @@ void as_poolinfer_solve(as_poolinfer *pi)
 {
 	if (pi->in_run)
 		close_run(pi, PI_OTHER);
+	/* a request the history shows in no segment lies in one freed later that it never showed made:
+	 * that segment is a unit too, from its first request (placed by its neighbours: rule 6) */
+	for (size_t k = 0; k < pi->nunplaced; k++) {
+		size_t r = pi->unplaced[k].r;
+		uint64_t addr = pi->unplaced[k].addr;
+		for (size_t g = 0; g < pi->nghosts; g++) {
+			if (pi->ghosts[g].died < pi->rq_index[r] || addr < pi->ghosts[g].addr || addr - pi->ghosts[g].addr >= pi->ghosts[g].size)
+				continue;
+			uint32_t id = NIL;
+			for (uint32_t i = 0; i < pi->nu && id == NIL; i++)
+				if (pi->u[i].ghost && pi->u[i].base == pi->ghosts[g].addr && pi->u[i].died == pi->ghosts[g].died)
+					id = i;
+			if (id == NIL) {
+				id = unit_new(pi, 0, pi->ghosts[g].addr, pi->ghosts[g].size, pi->rq_stream[r], pi->rq_index[r]);
+				pi->u[id].died = pi->ghosts[g].died;
+				pi->u[id].first_req = r;
+				pi->u[id].ghost = 1;
+			}
+			pi->rq_unit[r] = id;
+			break;
+		}
+	}
 	pi->pools = xcalloc(1, sizeof(*pi->pools));
 	pi->npools = 1;
 	/* rule 2 for the flushes followed by a new segment: full where nothing partial can release
@@ -906,7 +972,7 @@ void as_poolinfer_solve(as_poolinfer *pi)
 			pi->pools[u->label].flags |= AS_POOL_CUSTOM;
 	}
 	for (size_t r = 0; r < pi->nrq; r++)
-		s->unplaced += pi->rq_unit[r] == NIL;
+		s->unplaced += pi->rq_unit[r] == NIL || pi->u[pi->rq_unit[r]].ghost;
 	s->pools = pi->npools - 1;
 	for (uint32_t i = 1; i < pi->npools; i++) {
 		s->inferred_pools += !pi->pools[i].known;

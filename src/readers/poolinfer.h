@@ -26,7 +26,8 @@ typedef struct as_poolinfer_stats {
 	uint64_t by_behaviour;    /* ... by what the allocator did (kept through empty_cache while free, passed over) */
 	uint64_t by_neighbours;   /* ... by the requests made around them on their stream alone */
 	uint64_t requests;        /* allocation requests */
-	uint64_t unplaced;        /* ... served from memory the trace never shows (history cut): default pool */
+	uint64_t unplaced;        /* ... in segments made before the history began (it was cut short) that the end
+	                           * state does not hold: placed by the requests around them alone, or none */
 	uint32_t pools;           /* private pools */
 	uint32_t inferred_pools;  /* ... of which none of the segments is in the end state */
 	uint32_t nosplit_pools, custom_pools;
@@ -42,8 +43,8 @@ uint64_t as_poolinfer_evidence(as_poolinfer *pi);
 void as_poolinfer_free(as_poolinfer *pi);
 /* The recording's allocator settings (max_split 0: none; roundup: any roundup_power2_divisions set). */
 void as_poolinfer_settings(as_poolinfer *pi, int expandable, uint64_t max_split, int gc, int roundup);
-/* One segment of the end state, with its pool id (0, 0: the default pool). */
-void as_poolinfer_end_segment(as_poolinfer *pi, uint64_t addr, uint64_t size, uint64_t pa, uint64_t pb);
+/* One segment of the end state, with its pool id (0, 0: the default pool); EXP: an expandable one. */
+void as_poolinfer_end_segment(as_poolinfer *pi, uint64_t addr, uint64_t size, uint64_t pa, uint64_t pb, int exp);
 /* Every trace entry of the device, in order (PI_OTHER for those not replayed: they separate release runs). */
 void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t addr, uint64_t size, uint64_t stream);
 /* After the last entry: decides every segment's pool. */

@@ -83,7 +83,7 @@ typedef struct as_meta {
 	uint32_t private_segments; /* snapshots: end-state segments in private pools (segment_pool_id not (0, 0)) */
 	uint32_t named_pools;   /* private pools the events name (as_event.pool) */
 	uint32_t inferred_pools; /* snapshots: pools inferred from the segments (poolinfer.c; 0: not inferred) */
-	uint64_t pool_unplaced; /* ... requests served from memory the trace never shows (default pool) */
+	uint64_t pool_unplaced; /* ... requests in segments the cut history never shows made nor the end state holds */
 	uint64_t pool_evidence; /* snapshots naming no pool, not inferred: segments showing private pools were used */
 } as_meta;
 
