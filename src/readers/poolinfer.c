@@ -33,7 +33,8 @@
 #define MiB ((uint64_t)1 << 20)
 #define NIL UINT32_MAX
 #define NOW UINT64_MAX
-#define SEARCH_MAX 200000 /* requests looked at either side of a unit's first one (rules 5, 6) */
+#define SEARCH_MAX 200000
+#define PAIRS_MAX 256 /* units one request is seen to pass over (rule 3), kept */ /* requests looked at either side of a unit's first one (rules 5, 6) */
 
 enum { L_NONE = -2, L_PRIV = -1 }; /* unit labels; >= 0: a pool (0 the default) */
 enum { W_NONE, W_END, W_BEHAV, W_NEIGH };
@@ -82,6 +83,7 @@ struct as_poolinfer {
 	/* rule 3's pairs */
 	struct pineq { uint32_t u[2]; uint64_t need, gap; int empty; } *neq; /* u[0] passed u[1] over (u[1] wholly free: empty) */
 	size_t nneq, capneq;
+	uint32_t *adj, *adj_at; /* (build_adjacency) */
 	/* the release run under way */
 	int in_run;
 	uint64_t run_start;
@@ -144,6 +146,8 @@ void as_poolinfer_free(as_poolinfer *pi)
 	free(pi->oom_index);
 	free(pi->oom_prev);
 	free(pi->neq);
+	free(pi->adj);
+	free(pi->adj_at);
 	free(pi->run_rel);
 	free(pi->prev_rel);
 	free(pi->ends);
@@ -506,12 +510,13 @@ static void passed_over(as_poolinfer *pi, uint32_t uid, uint64_t size, uint64_t 
 {
 	unit *u = &pi->u[uid];
 	u->small = size <= MiB;
+	unsigned npairs = 0;
 	uint64_t need = size < 512 ? 512 : (size + 511) / 512 * 512;
 	for (size_t i = 0; i < pi->nsegs; i++) {
 		uint32_t x = pi->segs[i];
 		const unit *v = &pi->u[x];
 		uint64_t g;
-		if (x != uid && v->stream == stream && v->small == u->small && (g = min_gap(pi, v, need)))
+		if (x != uid && v->stream == stream && v->small == u->small && (g = min_gap(pi, v, need)) && ++npairs <= PAIRS_MAX)
 			pass_over(pi, uid, x, need, g);
 	}
 }
@@ -743,12 +748,33 @@ static int pool_of_id(as_poolinfer *pi, uint64_t a, uint64_t b, int known)
 static int excluded(const as_poolinfer *pi, uint32_t id, int l)
 {
 	int whole = l > 0 && (pi->pools[l].flags & AS_POOL_NOSPLIT);
-	for (size_t i = 0; i < pi->nneq; i++) {
-		uint32_t o = pi->neq[i].u[0] == id ? pi->neq[i].u[1] : pi->neq[i].u[1] == id ? pi->neq[i].u[0] : NIL;
-		if (o != NIL && pi->u[o].label == l && !(whole && pi->neq[i].need && !pi->neq[i].empty))
+	for (uint32_t j = pi->adj_at[id]; j < pi->adj_at[id + 1]; j++) {
+		const struct pineq *q = &pi->neq[pi->adj[j]];
+		uint32_t o = q->u[0] == id ? q->u[1] : q->u[0];
+		if (pi->u[o].label == l && !(whole && q->need && !q->empty))
 			return 1;
 	}
 	return 0;
+}
+
+/* Each unit's pairs (adj[adj_at[u] .. adj_at[u + 1]) index neq). */
+static void build_adjacency(as_poolinfer *pi)
+{
+	pi->adj_at = xcalloc((size_t)pi->nu + 1, sizeof(uint32_t));
+	for (size_t i = 0; i < pi->nneq; i++) {
+		pi->adj_at[pi->neq[i].u[0] + 1]++;
+		pi->adj_at[pi->neq[i].u[1] + 1]++;
+	}
+	for (uint32_t i = 0; i < pi->nu; i++)
+		pi->adj_at[i + 1] += pi->adj_at[i];
+	pi->adj = xmalloc((2 * pi->nneq + 1) * sizeof(uint32_t));
+	uint32_t *fill = xmalloc(((size_t)pi->nu + 1) * sizeof(uint32_t));
+	memcpy(fill, pi->adj_at, ((size_t)pi->nu + 1) * sizeof(uint32_t));
+	for (size_t i = 0; i < pi->nneq; i++) {
+		pi->adj[fill[pi->neq[i].u[0]]++] = (uint32_t)i;
+		pi->adj[fill[pi->neq[i].u[1]]++] = (uint32_t)i;
+	}
+	free(fill);
 }
 
 /* The label of the nearest request on unit ID's stream around its first one that ACCEPT takes:
@@ -919,6 +945,7 @@ void as_poolinfer_solve(as_poolinfer *pi)
 		if (a > 0 && a == b)
 			pi->pools[a].flags |= AS_POOL_NOSPLIT;
 	}
+	build_adjacency(pi);
 	uint64_t inferred;
 	for (int round = 0; round < 8; round++) {
 		inferred = 0;
