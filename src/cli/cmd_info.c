@@ -155,6 +155,14 @@ int cmd_info(int argc, char **argv)
 	printf("peak_live_requested_bytes: %" PRIu64 "%s\n", peak, as_size_paren(peak, hb, sizeof hb));
 	if (strcmp(m->format, "pytorch") == 0)
 		printf("inferred_empty_cache: %" PRIu64 "\n", m->inferred_empty_cache);
+	if (m->named_pools)
+		printf("private_pools: %" PRIu32 " (%s)\n", m->named_pools,
+			m->inferred_pools ? "inferred from its segments: doc/pytorch-policy.md" : "named by its entries");
+	if (m->pool_evidence && !m->named_pools)
+		printf("private_pools: none named; %" PRIu64 " segment(s) show pools released before the snapshot "
+			"(ALLOCSIM_POOLS=infer places them)\n", m->pool_evidence);
+	if (m->pool_unplaced)
+		printf("pool_guessed_requests: %" PRIu64 " (in segments the cut history never shows made)\n", m->pool_unplaced);
 	if (m->history_truncated)
 		printf("history_truncated: yes (%" PRIu64 " frees of earlier allocations skipped)\n", m->unmatched_frees);
 	printf("size_histogram (bucket_low_bytes,count):\n");
