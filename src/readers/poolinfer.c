@@ -1,26 +1,26 @@
 /*
  * poolinfer.c - the memory pool of each request of a PyTorch 2.11 snapshot (which records none),
  * from its segments. doc/pytorch-policy.md, "Private pools without annotation", says why each rule
- * holds.
+ * holds; the rules' numbers are the document's.
  *
  * A unit is a segment from its segment_alloc to its segment_free (under expandable segments: one
  * reserved range, all its mappings); every request lies in the unit that served it and is in that
  * unit's pool. A unit is placed:
  *   1. by the end state: a unit still held at the snapshot has its 'segment_pool_id';
- *   2. by a release: a full release (empty_cache(), or the out-of-memory flush where nothing but it
- *      can release: no max_split_size_mb oversize release, no garbage collection) gives back every
- *      wholly free segment of the default pool (every free page under expandable segments); a unit
- *      that stays wholly free through one is a live private pool's;
- *   3. by a request passed over: a request that took a new segment while a unit on its stream, of
- *      its size class, had a free gap it fits is in another pool than that unit (non-expandable
- *      segments; a free gap is counted small: every live block as if its unsplit remainder were
- *      held); two units of one known pool in that relation mean the pool hands out blocks whole
- *      (MemPool(no_split=True));
- *   4. a plain segment under expandable_segments:True is a custom allocator's MemPool's;
- *   5. which private pool: that of the nearest request on its stream in a private pool it is not
- *      passed over by (rule 3); none: a pool of its own;
- *   6. a unit no rule places is the pool of the nearest placed request on its stream when that is a
- *      private pool it is not passed over by (the same capture or use_mem_pool), else the default.
+ *   2. by a full release (empty_cache(), or the out-of-memory flush where nothing partial can release):
+ *      it gives back every wholly free segment (free page) of the default pool, so a unit that stays
+ *      wholly free through one is a live private pool's;
+ *   3. by a request passed over: a request that took a new segment while a unit on its stream, of its
+ *      size class, had a free gap it fits is in another pool than that unit (gaps counted small); one
+ *      that opened a new expandable range, another pool than the mapped ranges of its stream and class;
+ *   4. by the release order: where one empty_cache()'s order starts again, another pool's release began;
+ *   5. a plain segment under expandable_segments:True is a custom allocator's MemPool's;
+ *   6. which private pool: that of the nearest request on its stream in a private pool it is not set
+ *      apart from (rules 3, 4); none: a pool of its own;
+ *   7. a unit no rule places takes the pool of the nearest placed request on its stream when that is a
+ *      private pool it is not set apart from (the same capture or use_mem_pool block), else the default.
+ * A pool whose units contradict rule 3 hands out blocks whole (no_split); its gaps beside live blocks
+ * stop counting, and the units are placed again.
  */
 #include "readers/poolinfer.h"
 #include "util/common.h"
@@ -33,8 +33,8 @@
 #define MiB ((uint64_t)1 << 20)
 #define NIL UINT32_MAX
 #define NOW UINT64_MAX
-#define SEARCH_MAX 200000
-#define PAIRS_MAX 256 /* units one request is seen to pass over (rule 3), kept */ /* requests looked at either side of a unit's first one (rules 5, 6) */
+#define SEARCH_MAX 200000 /* requests looked at either side of a unit's first one (rules 6, 7) */
+#define PAIRS_MAX 256 /* units one request is seen to pass over (rule 3), kept */
 
 enum { L_NONE = -2, L_PRIV = -1 }; /* unit labels; >= 0: a pool (0 the default) */
 enum { W_NONE, W_END, W_BEHAV, W_NEIGH };
@@ -434,7 +434,7 @@ static int may_follow(const unit *a, const unit *b, int seen)
 }
 
 /* An empty_cache() releases each pool's free segments in turn, each pool's in one order: where the
- * order starts again, another pool's release began (rule 3 by release order), and the segments of
+ * order starts again, another pool's release began (rule 4), and the segments of
  * the two stretches are in different pools. */
 static void release_order(as_poolinfer *pi)
 {
@@ -778,7 +778,7 @@ static void build_adjacency(as_poolinfer *pi)
 }
 
 /* The label of the nearest request on unit ID's stream around its first one that ACCEPT takes:
- * mode 0 (rule 5) the nearest private pool the unit is not excluded from; mode 1 (rule 6) the nearest
+ * mode 0 (rule 6) the nearest private pool the unit is not excluded from; mode 1 (rule 7) the nearest
  * placed request's pool, L_NONE where that is the default pool or one it is excluded from. */
 static int nearest(as_poolinfer *pi, uint32_t id, int mode)
 {
@@ -831,7 +831,7 @@ static void add_res(as_poolinfer *pi, size_t *cap, uint64_t index, int l)
 	pi->res[pi->nres++].pool = (uint32_t)l;
 }
 
-/* Rules 1, 2, 4, 3 (against the default pool), 5 and 6: every unit's label. */
+/* Rules 1, 5, 2, 3 and 4 (against the default pool), 6 and 7: every unit's label. */
 static void label_all(as_poolinfer *pi, uint64_t *inferred)
 {
 	for (uint32_t i = 0; i < pi->nu; i++) {
@@ -846,7 +846,7 @@ static void label_all(as_poolinfer *pi, uint64_t *inferred)
 			if (u->endpool > 0 && pi->expandable && !u->exp)
 				pi->pools[u->endpool].flags |= AS_POOL_CUSTOM;
 		} else if (pi->expandable && !u->exp) {
-			u->label = L_PRIV, u->custom = 1, u->why = W_BEHAV; /* rule 4 */
+			u->label = L_PRIV, u->custom = 1, u->why = W_BEHAV; /* rule 5 */
 		} else if (u->r2) {
 			u->label = L_PRIV, u->why = W_BEHAV; /* rule 2 */
 		}
@@ -859,7 +859,7 @@ static void label_all(as_poolinfer *pi, uint64_t *inferred)
 			if (u->label == L_NONE && v->label == 0)
 				u->label = L_PRIV, u->why = W_BEHAV;
 		}
-	/* rule 5, in the order of the units' first requests (the units without one keep their label or
+	/* rule 6, in the order of the units' first requests (the units without one keep their label or
 	 * go to the default pool) */
 	for (size_t r = 0; r < pi->nrq; r++) {
 		uint32_t id = pi->rq_unit[r];
@@ -873,7 +873,7 @@ static void label_all(as_poolinfer *pi, uint64_t *inferred)
 		}
 		pi->u[id].label = l;
 	}
-	/* rule 6 */
+	/* rule 7 */
 	for (size_t r = 0; r < pi->nrq; r++) {
 		uint32_t id = pi->rq_unit[r];
 		if (id == NIL || pi->u[id].first_req != r || pi->u[id].label != L_NONE)
@@ -892,7 +892,7 @@ void as_poolinfer_solve(as_poolinfer *pi)
 	if (pi->in_run)
 		close_run(pi, PI_OTHER);
 	/* a request the history shows in no segment lies in one freed later that it never showed made:
-	 * that segment is a unit too, from its first request (placed by its neighbours: rule 6) */
+	 * that segment is a unit too, from its first request (placed by its neighbours: rule 7) */
 	for (size_t k = 0; k < pi->nunplaced; k++) {
 		size_t r = pi->unplaced[k].r;
 		uint64_t addr = pi->unplaced[k].addr;
