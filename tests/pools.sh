@@ -159,6 +159,13 @@ ok $? "mempool without names, all its segments released: auto warns of the 13 se
 is "$(col "$out" num_device_alloc)" 21 "... and replays them in the default pool (21 cudaMallocs)"
 ALLOCSIM_POOLS=infer run "$A" replay -c recorded --no-timing "$U/mempool__default.pickle.gz"
 is "$st:$errout:$(col "$out" num_device_alloc)" "0::28" "... ALLOCSIM_POOLS=infer: no warning, PyTorch's 28 cudaMallocs"
+# the inferred pools travel with a conversion: the binary and native forms replay to the snapshot's row
+f="$U/graph_many__p110_exp.pickle.gz"
+"$A" convert -o "$TMP/gm.asbin" "$f" && "$A" convert -o "$TMP/gm.trace" "$f"
+r0=$("$A" replay -c expandable_segments:True --capacity 1686034175 --no-timing "$f" | tail -1 | cut -d, -f2-)
+is "$("$A" replay -c expandable_segments:True --capacity 1686034175 --no-timing "$TMP/gm.asbin" | tail -1 | cut -d, -f2-)|$("$A" replay -c expandable_segments:True --capacity 1686034175 --no-timing "$TMP/gm.trace" | tail -1 | cut -d, -f2-)" \
+	"$r0|$r0" "graph_many__p110_exp converted (binary, native) with its inferred pools replays to the snapshot's row"
+is "$(grep -c ' pool=' "$TMP/gm.trace")" 17 "... the native form names the pools of its 17 private-pool requests"
 ALLOCSIM_POOLS=bogus run "$A" replay --no-timing "$U/mempool__default.pickle.gz"
 is "$st" 64 "ALLOCSIM_POOLS=bogus is a usage error (exit 64)"
 contains "$errout" "ALLOCSIM_POOLS='bogus': must be auto, annotation or infer"; ok $? "... naming the choices"
