@@ -163,6 +163,7 @@ is "$st:$errout:$(col "$out" num_device_alloc)" "0::28" "... ALLOCSIM_POOLS=infe
 f="$U/graph_many__p110_exp.pickle.gz"
 "$A" convert -o "$TMP/gm.asbin" "$f" && "$A" convert -o "$TMP/gm.trace" "$f"
 r0=$("$A" replay -c expandable_segments:True --capacity 1686034175 --no-timing "$f" | tail -1 | cut -d, -f2-)
+case "$r0" in *,1686110208,*) ;; *) r0="(not PyTorch's peak reserved: $r0)" ;; esac
 is "$("$A" replay -c expandable_segments:True --capacity 1686034175 --no-timing "$TMP/gm.asbin" | tail -1 | cut -d, -f2-)|$("$A" replay -c expandable_segments:True --capacity 1686034175 --no-timing "$TMP/gm.trace" | tail -1 | cut -d, -f2-)" \
 	"$r0|$r0" "graph_many__p110_exp converted (binary, native) with its inferred pools replays to the snapshot's row"
 is "$(grep -c ' pool=' "$TMP/gm.trace")" 17 "... the native form names the pools of its 17 private-pool requests"
