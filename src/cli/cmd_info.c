@@ -159,7 +159,7 @@ int cmd_info(int argc, char **argv)
 		printf("private_pools: %" PRIu32 " (%s)\n", m->named_pools,
 			m->inferred_pools ? "inferred from its segments: doc/pytorch-policy.md" : "named by its entries");
 	if (m->pool_evidence && !m->named_pools)
-		printf("private_pools: none named; %" PRIu64 " segment(s) show pools released before the snapshot "
+		printf("private_pools: none named; used and released before the snapshot, %" PRIu64 " segment(s) show it "
 			"(ALLOCSIM_POOLS=infer places them)\n", m->pool_evidence);
 	if (m->pool_unplaced)
 		printf("pool_guessed_requests: %" PRIu64 " (in segments the cut history never shows made)\n", m->pool_unplaced);

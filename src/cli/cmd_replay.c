@@ -115,9 +115,9 @@ void cli_warn_unnamed_pools(const char *path, const as_meta *m)
 			"pool per entry) and ALLOCSIM_POOLS=annotation reads no other evidence: they are replayed in the default "
 			"pool; see doc/pytorch-policy.md, \"Private pools\"\n", as_progname, path, m->private_segments);
 	if (m->pool_evidence && !m->named_pools)
-		fprintf(stderr, "%s: warning: %s: %" PRIu64 " segment(s) show private pools (CUDA graphs or torch.cuda.MemPool) "
-			"that were released before the snapshot, which names none: their requests are replayed in the default "
-			"pool; ALLOCSIM_POOLS=infer places them (doc/pytorch-policy.md, \"Private pools without annotation\")\n",
+		fprintf(stderr, "%s: warning: %s: private pools (CUDA graphs or torch.cuda.MemPool) were used and released "
+			"before the snapshot, which names none (%" PRIu64 " segment(s) show it): their requests are replayed in the "
+			"default pool; ALLOCSIM_POOLS=infer places them (doc/pytorch-policy.md, \"Private pools without annotation\")\n",
 			as_progname, path, m->pool_evidence);
 	if (m->pool_unplaced)
 		fprintf(stderr, "%s: warning: %s: %" PRIu64 " request(s) lie in segments made before the history began (it "

@@ -45,6 +45,8 @@ typedef struct unit {
 	uint64_t base, size, stream, born, died, live_bytes, first_req;
 	uint32_t head, nlive;
 	int exp, small, label, why, custom, r2, endpool, selfpass, ghost;
+	int pre; /* made before the history began: its blocks then are unknown, so its free space is too */
+	uint64_t last_done; /* the entry where a block of it was last given back (0: none) */
 	uint64_t r2_maybe; /* the smallest release of a flush followed by a new segment it stayed free through (NOW: none) */
 	piv *maps;
 	size_t nmaps, capmaps;
@@ -91,6 +93,7 @@ struct as_poolinfer {
 	uint32_t *run_rel, *prev_rel;
 	size_t nrun_rel, caprun_rel, nprev_rel, capprev_rel;
 	int last_seg_alloc, last_map_new;
+	uint64_t prev_alloc; /* the entry of the request before (1 + its index; 0: none) */
 	uint64_t last_map_lo, last_map_hi;
 	uint64_t last_index;
 	uint32_t last_unit;
@@ -320,7 +323,7 @@ static void block_add(as_poolinfer *pi, uint32_t uid, uint64_t addr, uint64_t si
 	idmap_put(&pi->live, addr, (void *)(uintptr_t)(n + 1));
 }
 
-static void block_del(as_poolinfer *pi, uint64_t addr)
+static void block_del(as_poolinfer *pi, uint64_t addr, uint64_t index)
 {
 	void *v = idmap_del(&pi->live, addr);
 	if (!v)
@@ -329,6 +332,7 @@ static void block_del(as_poolinfer *pi, uint64_t addr)
 	node *x = &pi->nodes[n];
 	if (x->unit != NIL) {
 		unit *u = &pi->u[x->unit];
+		u->last_done = index + 1;
 		if (x->prev != NIL)
 			pi->nodes[x->prev].next = x->next;
 		else
@@ -463,9 +467,13 @@ static void close_run(as_poolinfer *pi, int next)
 	int definite = next != PI_SEG_ALLOC && next != PI_SEG_MAP && next != PI_OOM;
 	/* a run followed by a new segment is a full release unless a partial one explains it: decided
 	 * once the settings are known (as_poolinfer_solve), by the smallest segment it released */
+	size_t npairs = 0;
 	for (size_t i = 0; i < pi->nsegs; i++) {
 		unit *u = &pi->u[pi->segs[i]];
-		if (u->born < pi->run_start && !u->nlive) {
+		if (u->born < pi->run_start && !u->nlive && !u->pre) {
+			/* kept while a segment it could share a pool with went: another pool than each released */
+			for (size_t k = 0; definite && k < pi->nrun_rel && npairs < 4096; k++, npairs++)
+				pass_over(pi, pi->run_rel[k], pi->segs[i], 0, 0);
 			if (definite)
 				u->r2 = 1;
 			else if (pi->run_small < u->r2_maybe)
@@ -474,7 +482,7 @@ static void close_run(as_poolinfer *pi, int next)
 	}
 	for (size_t i = 0; i < pi->nregs; i++) {
 		unit *u = &pi->u[pi->regs[i]];
-		if (u->born < pi->run_start && !u->r2 && u->nmaps && (definite || pi->run_small < u->r2_maybe) && free_page(pi, u)) {
+		if (u->born < pi->run_start && !u->r2 && !u->pre && u->nmaps && (definite || pi->run_small < u->r2_maybe) && free_page(pi, u)) {
 			if (definite)
 				u->r2 = 1;
 			else
@@ -516,6 +524,10 @@ static void passed_over(as_poolinfer *pi, uint32_t uid, uint64_t size, uint64_t 
 		uint32_t x = pi->segs[i];
 		const unit *v = &pi->u[x];
 		uint64_t g;
+		/* a block given back since the request before may have come back in this request's own flush
+		 * (synchronize_and_free_events), after it looked for a free block: no evidence there */
+		if (v->last_done > pi->prev_alloc || v->pre)
+			continue;
 		if (x != uid && v->stream == stream && v->small == u->small && (g = min_gap(pi, v, need)) && ++npairs <= PAIRS_MAX)
 			pass_over(pi, uid, x, need, g);
 	}
@@ -566,6 +578,7 @@ static uint32_t held_before(as_poolinfer *pi, uint64_t addr, uint64_t stream, ui
 			id = unit_new(pi, 0, pi->ends[e].addr, pi->ends[e].size, stream, index);
 			sorted_insert(pi, &pi->segs, &pi->nsegs, &pi->capsegs, id);
 		}
+		pi->u[id].pre = 1;
 		return id;
 	}
 	return NIL;
@@ -679,8 +692,11 @@ void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t a
 					u->first_req = 0, u->stream = stream;
 				if (created && id == pi->last_unit && u->exp && pi->last_map_new)
 					new_range(pi, id, stream);
+				else if (created && id == pi->last_unit && !u->exp)
+					passed_over(pi, id, size, stream);
 			}
 			block_add(pi, id, addr, size);
+			pi->prev_alloc = index + 1;
 			break;
 		}
 		GROW(pi->rq_index, pi->nrq, pi->caprq);
@@ -709,6 +725,7 @@ void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t a
 		}
 		pi->nrq++;
 		block_add(pi, id, addr, size);
+		pi->prev_alloc = index + 1;
 		pi->nprev_rel = 0;
 		break;
 	}
@@ -721,7 +738,7 @@ void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t a
 		pi->oom_prev[pi->noom++] = pi->nrq ? pi->nrq - 1 : NOW;
 		break;
 	case PI_FREE_DONE:
-		block_del(pi, addr);
+		block_del(pi, addr, index);
 		break;
 	default:
 		break;
@@ -1038,8 +1055,10 @@ uint64_t as_poolinfer_evidence(as_poolinfer *pi)
 {
 	if (pi->in_run)
 		close_run(pi, PI_OTHER);
-	for (size_t i = 0; i < pi->nneq; i++) /* two pools where one was expected: one of them private */
-		pi->u[pi->neq[i].u[0]].selfpass = 1;
+	/* two units told apart (rules 3, 4): one pool besides the default at least */
+	for (size_t i = 0; i < pi->nneq; i++)
+		if (!pi->neq[i].need || (!pi->roundup && fits(pi, pi->neq[i].gap, pi->neq[i].need)))
+			pi->u[pi->neq[i].u[0]].selfpass = pi->u[pi->neq[i].u[1]].selfpass = 1;
 	uint64_t n = 0;
 	for (uint32_t i = 0; i < pi->nu; i++) {
 		const unit *u = &pi->u[i];

@@ -37,8 +37,8 @@ as_poolinfer *as_poolinfer_new(void);
 /* One that keeps no request (memory follows the live blocks), for as_poolinfer_evidence alone. */
 as_poolinfer *as_poolinfer_new_light(void);
 /* After the last entry and the settings: how many segments show that a private pool was used (kept
- * through a full release while free, a plain segment under expandable segments, a second range of one
- * stream and kind) - 0 when the trace shows none. */
+ * through a full release while free, a plain segment under expandable segments, two told apart by
+ * rules 3 and 4) - 0 when the trace shows none. */
 uint64_t as_poolinfer_evidence(as_poolinfer *pi);
 void as_poolinfer_free(as_poolinfer *pi);
 /* The recording's allocator settings (max_split 0: none; roundup: any roundup_power2_divisions set). */
