@@ -8,8 +8,9 @@
  * unit's pool. A unit is placed:
  *   1. by the end state: a unit still held at the snapshot has its 'segment_pool_id';
  *   2. by a full release (empty_cache(), or the out-of-memory flush where nothing partial can release):
- *      it gives back every wholly free segment (free page) of the default pool, so a unit that stays
- *      wholly free through one is a live private pool's;
+ *      it gives back every wholly free segment (free page) of the default pool and of released pools,
+ *      so a unit that stays wholly free through one is a live private pool's, and another pool than
+ *      every segment it released;
  *   3. by a request passed over: a request that took a new segment while a unit on its stream, of its
  *      size class, had a free gap it fits is in another pool than that unit (gaps counted small); one
  *      that opened a new expandable range, another pool than the mapped ranges of its stream and class;
@@ -986,7 +987,8 @@ void as_poolinfer_solve(as_poolinfer *pi)
 	for (size_t i = 0; i < pi->noom; i++) /* a failed request: the pool of the request before it */
 		if (pi->oom_prev[i] != NOW && pi->rq_unit[pi->oom_prev[i]] != NIL)
 			add_res(pi, &cap, pi->oom_index[i], pi->u[pi->rq_unit[pi->oom_prev[i]]].label);
-	qsort(pi->res, pi->nres, sizeof(pires), cmp_res);
+	if (pi->nres)
+		qsort(pi->res, pi->nres, sizeof(pires), cmp_res);
 	if (getenv("ALLOCSIM_POOLS_DEBUG")) /* every unit and its pool, for a developer */
 		for (uint32_t i = 0; i < pi->nu; i++) {
 			const unit *u = &pi->u[i];
