@@ -111,6 +111,39 @@ static void rmm_close(as_reader *r)
 	free(s);
 }
 
+/* The header names the six columns, each exactly (a misnamed one, the last included, would have
+ * its values read as another column's): the first that differs is named with its column number. */
+static int check_header(as_reader *r, const char *line, as_err *err)
+{
+	static const char *const want[] = { "Thread", "Time", "Action", "Pointer", "Size", "Stream" };
+	char msg[256];
+	const char *p = line;
+	for (int c = 0; c < 6; c++) {
+		size_t n = strcspn(p, ",");
+		size_t w = strlen(want[c]);
+		if (n != w || memcmp(p, want[c], w)) {
+			snprintf(msg, sizeof msg, "bad RMM log header: column %d is '%.*s', expected '%s' (the header is "
+				"'Thread,Time,Action,Pointer,Size,Stream'):", c + 1, (int)(n > 64 ? 64 : n), p, want[c]);
+			return as_reader_line_err(r, 1, err, msg, line);
+		}
+		p += n;
+		if (c < 5) {
+			if (*p != ',') {
+				snprintf(msg, sizeof msg, "bad RMM log header: it has %d columns, expected 6 "
+					"('Thread,Time,Action,Pointer,Size,Stream'):", c + 1);
+				return as_reader_line_err(r, 1, err, msg, line);
+			}
+			p++;
+		}
+	}
+	if (*p) {
+		snprintf(msg, sizeof msg, "bad RMM log header: column 7 ('%.64s') after 'Stream', expected the end of the line "
+			"(the header is 'Thread,Time,Action,Pointer,Size,Stream'):", *p == ',' ? p + 1 : p);
+		return as_reader_line_err(r, 1, err, msg, line);
+	}
+	return 0;
+}
+
 static const struct as_reader_ops rmm_ops = { "rmm", rmm_next, rmm_close };
 
 int as_rmm_open(as_reader *r, const as_reader_opts *o, as_err *err)
@@ -127,7 +160,5 @@ int as_rmm_open(as_reader *r, const as_reader_opts *o, as_err *err)
 	s->lineno = 1;
 	if (rc <= 0)
 		return -1;
-	if (strncmp(s->line, "Thread,Time,Action,Pointer,Size,Stream", 38))
-		return as_reader_line_err(r, 1, err, "bad RMM log header (expected 'Thread,Time,Action,Pointer,Size,Stream'):", s->line);
-	return 0;
+	return check_header(r, s->line, err);
 }
