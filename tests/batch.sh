@@ -19,4 +19,20 @@ printf 'Thread,Time,Action,Pointer,Size,Stream\r\n1,1,allocate,0x1000000,1024,0x
 run "$A" info "$TMP/crlf.csv"
 is "$st $(printf '%s\n' "$out" | grep '^alloc_events:')" "0 alloc_events: 1" "the right header with CRLF line ends is read"
 
+# ---- a reader that closes the pipe (| head) ends the output, not with 141: every command exits 0 ----
+for c in "convert $mid -o -" "sweep -t $mid --param max_split_size_mb=20..20000:+20" "info $mid"; do
+	{ "$A" $c 2> "$TMP/pipe.err"; echo $? > "$TMP/pipe.st"; } | head -1 > "$TMP/pipe.out"
+	slurp pst "$TMP/pipe.st"; slurp perr "$TMP/pipe.err"; slurp pout "$TMP/pipe.out"
+	is "$pst:$perr:$([ -n "$pout" ] && echo read)" "0::read" "allocsim ${c%% *} | head -1: exit 0, no message"
+done
+run "$A" convert "$mid" -o /dev/full
+is "$st" 74 "a full disk on standard output is still a write error (74)"
+
+# ---- convert -o X.asbin.gz: the binary format is not compressed; refused, not a text trace ----
+run "$A" convert "$snap" -o "$TMP/x.asbin.gz"
+is "$st:$([ -e "$TMP/x.asbin.gz" ] && echo written)" "64:" "convert -o X.asbin.gz: exit 64, nothing written"
+contains "$errout" "the binary format is not compressed"; ok $? "... saying why and what to name it"
+run "$A" convert "$snap" -o "$TMP/x.asbin"
+is "$st:$("$A" info "$TMP/x.asbin" | grep '^format:' | cut -d' ' -f1-2)" "0:format: binary" "-o X.asbin writes the binary format"
+
 finish

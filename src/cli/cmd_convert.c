@@ -3,6 +3,7 @@
 #include "readers/evbuf.h"
 #include "readers/binfmt.h"
 #include "util/strtab.h"
+#include "util/outfile.h"
 #include <getopt.h>
 #include <string.h>
 
@@ -12,7 +13,7 @@ static const char convert_usage[] =
 	"Rewrites TRACE (any readable format, '-' for standard input) in allocsim's native text format\n"
 	"(doc/trace-format.md); OUT is gzip-compressed when its name ends in .gz, '-' is standard output.\n"
 	"An OUT ending in .asbin gets the binary event format instead (fixed-size records, mapped in place\n"
-	"when read; doc/trace-format.md). Allocation sites (a snapshot's frames, native site=) are kept in\n"
+	"when read, never compressed: X.asbin.gz is refused; doc/trace-format.md). Allocation sites (a snapshot's frames, native site=) are kept in\n"
 	"the native format; the binary format has no field for them.\n"
 	"The output appears only when the whole input was read without error. --device N picks the\n"
 	"device of a multi-device snapshot (default: the one device with history).\n";
@@ -71,6 +72,12 @@ int cmd_convert(int argc, char **argv)
 	if (!out)
 		return cli_usage_error("convert", "missing -o OUT");
 	const char *path = argv[optind];
+	size_t ol = strlen(out);
+	for (const char *z = ".asbin.gz\0.asbin.bz2\0.asbin.xz\0.asbin.zst\0"; *z; z += strlen(z) + 1)
+		if (ol > strlen(z) && !strcmp(out + ol - strlen(z), z))
+			return cli_usage_error("convert", "-o '%s': the binary format is not compressed (it is mapped in place when "
+				"read): name the output %.*s.asbin for the binary format, or %.*s.trace.gz for compressed text", out,
+				(int)(ol - strlen(z)), out, (int)(ol - strlen(z)), out);
 	as_err err = { 0, "" };
 	if (as_outputs_check(&out, 1, &path, 1, &err))
 		return cli_report(&err);
@@ -116,6 +123,8 @@ int cmd_convert(int argc, char **argv)
 			ev.site = i < sk.n && sk.ids[i] ? as_strtab_str(&sk.tab, sk.ids[i]) : NULL;
 			if (as_native_writer_event(w, &ev, &err))
 				break;
+			if (!(i & 4095) && as_stdout_gone())
+				break; /* -o - into a pipe whose reader closed it (| head): the output ends here */
 		}
 		as_native_writer_close(w, !err.code, &err);
 	}

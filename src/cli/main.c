@@ -1,6 +1,7 @@
 /* main.c - git-style subcommand dispatch. */
 #include "cli/cli.h"
 #include "util/heap.h"
+#include "util/outfile.h"
 #include "config.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,5 +95,6 @@ static int dispatch(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	as_heap_init();
+	as_stdout_pipe_guard(); /* allocsim ... | head: the closed pipe ends the output, exit as usual */
 	return as_stdout_finish(dispatch(argc, argv));
 }

@@ -230,6 +230,8 @@ struct as_writer {
 static int wfail(as_writer *w, as_err *err)
 {
 	int e = errno ? errno : EIO;
+	if (!w->out.path && as_stdout_gone())
+		return 0; /* | head: the reader has what it wanted */
 	if (!w->out.path)
 		return as_fail(err, AS_EXIT_IOERR, "write error on standard output: %s", strerror(e));
 	return as_fail(err, AS_EXIT_IOERR, "write error on '%s': %s", w->out.path, strerror(e));

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -11,6 +12,27 @@
 #include <unistd.h>
 
 static int stdout_reported;
+static volatile sig_atomic_t pipe_broken;
+
+static void on_sigpipe(int sig)
+{
+	(void)sig;
+	pipe_broken = 1;
+}
+
+void as_stdout_pipe_guard(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_sigpipe;
+	sigaction(SIGPIPE, &sa, NULL);
+}
+
+int as_stdout_gone(void)
+{
+	struct stat st;
+	return pipe_broken && fstat(STDOUT_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+}
 
 static int is_stdout(const char *path)
 {
@@ -241,7 +263,7 @@ static int finish(as_outfile *o, as_err *err)
 		return 0;
 	if (o->fp == stdout) {
 		errno = 0;
-		if (fflush(stdout) != 0 || ferror(stdout)) {
+		if ((fflush(stdout) != 0 || ferror(stdout)) && !as_stdout_gone()) {
 			int e = errno ? errno : EIO;
 			stdout_reported = 1;
 			rc = as_fail(err, AS_EXIT_IOERR, "write error on standard output: %s", strerror(e));
@@ -381,7 +403,7 @@ int as_outputs_check(const char *const *outs, size_t nouts, const char *const *i
 int as_stdout_finish(int rc)
 {
 	errno = 0;
-	if (fflush(stdout) == 0 && !ferror(stdout))
+	if ((fflush(stdout) == 0 && !ferror(stdout)) || as_stdout_gone())
 		return rc;
 	int e = errno ? errno : EIO;
 	if (!stdout_reported)

@@ -36,6 +36,13 @@ int as_outfiles_close(as_outfile *const *o, size_t n, int commit, as_err *err);
  * (/dev/null). */
 int as_outputs_check(const char *const *outs, size_t nouts, const char *const *ins, size_t nins, as_err *err);
 
+/* A reader that closed the pipe on standard output (allocsim ... | head) ends the output, not the
+ * command: SIGPIPE is caught (as_stdout_pipe_guard, from main) and the failed writes to that pipe
+ * are no error (as_stdout_gone); every command then exits as it would have, 0 on success, as
+ * 'head' users expect. A closed FIFO given with -o is still a write error (exit 74). */
+void as_stdout_pipe_guard(void);
+int as_stdout_gone(void);
+
 /* Flushes stdout and reports a write error on it (exit 74) unless one was reported already;
  * returns rc unchanged when all went well, else 74 (or rc when rc is already an error >= 64). */
 int as_stdout_finish(int rc);
