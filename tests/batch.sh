@@ -35,4 +35,22 @@ contains "$errout" "the binary format is not compressed"; ok $? "... saying why 
 run "$A" convert "$snap" -o "$TMP/x.asbin"
 is "$st:$("$A" info "$TMP/x.asbin" | grep '^format:' | cut -d' ' -f1-2)" "0:format: binary" "-o X.asbin writes the binary format"
 
+# ---- info --format json|csv: the text output's numbers, machine-readable ----
+run "$A" info "$mid"; txt=$out
+tv() { printf '%s\n' "$txt" | sed -n "s/^$1: \([^ ]*\).*/\1/p"; }
+run "$A" info --format csv "$mid"
+is "$st $(cols "$out" events peak_live_requested_bytes alloc_events recorded_ooms live_at_end time_span_us pytorch_version)" \
+	"0 $(tv events) $(tv peak_live_requested_bytes) $(tv alloc_events) $(tv recorded_ooms) $(tv live_at_end) $(tv time_span_us) 2.9 to 2.11" \
+	"info --format csv: one row with the text output's numbers"
+is "$(col "$out" size_histogram)" "$(printf '%s\n' "$txt" | sed -n 's/^  \([0-9]*\),\([0-9]*\)$/\1:\2/p' | paste -sd';' -)" "... and its histogram as LOW:COUNT;..."
+run "$A" info --format csv "$TMP/crlf.csv"
+is "$(printf '%s\n' "$out" | head -1)" "$("$A" info --format csv "$mid" | head -1)" "the same columns for every trace (an RMM log's row stacks under a snapshot's)"
+run "$A" info --format json "$mid"
+if command -v python3 > /dev/null; then
+	is "$st $(printf '%s\n' "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["events"], d["peak_live_requested_bytes"], d["devices"][0]["history_entries"], sum(b["count"] for b in d["size_histogram"]), d["history_truncated"])')" \
+		"0 $(tv events) $(tv peak_live_requested_bytes) $(tv device_0_history_entries) $(tv alloc_events) False" "info --format json: valid JSON with the same numbers"
+fi
+contains "$out" "\"events\": $(tv events), "; ok $? "info --format json has the event count"
+run "$A" info --format yaml "$mid"; is "$st" 64 "info --format yaml: exit 64"
+
 finish

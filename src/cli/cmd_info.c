@@ -1,6 +1,7 @@
 /* cmd_info.c - allocsim info: what is in a trace. */
 #include "cli/cli.h"
 #include "util/idmap.h"
+#include "engine/engine.h"
 #include <getopt.h>
 #include <gsl/gsl_histogram.h>
 #include <inttypes.h>
@@ -8,12 +9,154 @@
 #include <string.h>
 
 static const char info_usage[] =
-	"usage: allocsim info [--device N] TRACE\n"
+	"usage: allocsim info [--device N] [--format text|json|csv] TRACE\n"
 	"\n"
 	"Prints the trace's format and settings, its event counts, streams, time span, the peak of\n"
 	"live requested bytes (a lower bound on what any allocator must reserve) and a histogram of\n"
 	"request sizes in power-of-two buckets. For a snapshot it lists the devices with their history\n"
-	"entries; the counts are for --device N (default: the first device with history).\n";
+	"entries; the counts are for --device N (default: the first device with history).\n"
+	"--format json prints one JSON object, --format csv a header and one row (the same columns for\n"
+	"every trace, so that the rows of many traces stack up); the fields are in doc/batches.md.\n";
+
+/* What info found, for the three printers. */
+typedef struct info {
+	const char *path;
+	const as_meta *m;
+	int binary;
+	uint64_t counts[EV__COUNT], replay_events, ooms, peak;
+	size_t streams, live_at_end;
+	int64_t tmin, tmax;
+	const gsl_histogram *h;
+} info;
+
+/* pytorch_version as text ("2.5 to 2.11"), "" when the trace is no snapshot, and the reason. */
+static void pyver_text(const as_meta *m, char *buf, size_t len, char *why, size_t wlen)
+{
+	int lo, hi;
+	int k = as_pyver_range(m, &lo, &hi, why, wlen);
+	if (!k)
+		snprintf(buf, len, "%s", "");
+	else if (k < 0)
+		snprintf(buf, len, "unknown");
+	else if (lo == 12)
+		snprintf(buf, len, "newer than 2.11");
+	else if (lo == hi)
+		snprintf(buf, len, "2.%d%s", lo, lo == 1 ? " or older" : "");
+	else
+		snprintf(buf, len, "2.%d to 2.%d", lo, hi);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20 || ch == 0x7f)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+static void print_json(const info *in)
+{
+	const as_meta *m = in->m;
+	char pv[64], why[512];
+	printf("{\"trace\": ");
+	json_str(stdout, in->path);
+	printf(", \"format\": ");
+	json_str(stdout, in->binary ? "binary" : m->format);
+	printf(", \"source\": ");
+	json_str(stdout, m->source);
+	printf(", \"device\": ");
+	json_str(stdout, m->device);
+	printf(", \"devices\": [");
+	for (size_t d = 0; m->device_entries && d < m->ndevices; d++)
+		printf("%s{\"index\": %zu, \"history_entries\": %" PRIu64 "}", d ? ", " : "", d, m->device_entries[d]);
+	printf("], \"replayed_device\": ");
+	if (m->device_entries)
+		printf("%d", m->device_index);
+	else
+		printf("null");
+	printf(", \"device_total_bytes\": %" PRIu64 ", \"capacity_bytes\": %" PRIu64 ", \"allocator_settings\": ",
+		m->device_total, m->capacity);
+	if (m->has_settings)
+		json_str(stdout, m->settings ? m->settings : "");
+	else
+		printf("null");
+	pyver_text(m, pv, sizeof pv, why, sizeof why);
+	printf(", \"pytorch_version\": ");
+	json_str(stdout, pv);
+	for (int t = 0; t < EV__COUNT; t++)
+		printf(", \"%s_events\": %" PRIu64, as_ev_names[t], in->counts[t]);
+	printf(", \"events\": %" PRIu64 ", \"recorded_ooms\": %" PRIu64 ", \"streams\": %zu, \"live_at_end\": %zu, "
+		"\"time_span_us\": ", in->replay_events, in->ooms, in->streams, in->live_at_end);
+	if (in->tmax >= in->tmin)
+		printf("%" PRId64, in->tmax - in->tmin);
+	else
+		printf("null");
+	printf(", \"peak_live_requested_bytes\": %" PRIu64 ", \"inferred_empty_cache\": %" PRIu64
+		", \"history_truncated\": %s, \"unmatched_frees\": %" PRIu64 ", \"size_histogram\": [", in->peak,
+		m->inferred_empty_cache, m->history_truncated ? "true" : "false", m->unmatched_frees);
+	int first = 1;
+	for (size_t k = 0; k < gsl_histogram_bins(in->h); k++)
+		if (gsl_histogram_get(in->h, k) > 0) {
+			printf("%s{\"bucket_low_bytes\": %" PRIu64 ", \"count\": %.0f}", first ? "" : ", ", (uint64_t)1 << k,
+				gsl_histogram_get(in->h, k));
+			first = 0;
+		}
+	printf("]}\n");
+}
+
+static void csv_field(const char *s)
+{
+	putchar(',');
+	as_csv_str(stdout, s);
+}
+
+static void print_csv(const info *in)
+{
+	const as_meta *m = in->m;
+	char pv[64], why[512];
+	printf("trace,format,source,device,devices,replayed_device,device_total_bytes,capacity_bytes,allocator_settings,"
+		"pytorch_version");
+	for (int t = 0; t < EV__COUNT; t++)
+		printf(",%s_events", as_ev_names[t]);
+	printf(",events,recorded_ooms,streams,live_at_end,time_span_us,peak_live_requested_bytes,inferred_empty_cache,"
+		"history_truncated,unmatched_frees,size_histogram\n");
+	as_csv_str(stdout, in->path);
+	csv_field(in->binary ? "binary" : m->format);
+	csv_field(m->source);
+	csv_field(m->device);
+	if (m->device_entries)
+		printf(",%zu,%d", m->ndevices, m->device_index);
+	else
+		printf(",,");
+	printf(",%" PRIu64 ",%" PRIu64, m->device_total, m->capacity);
+	if (m->has_settings)
+		csv_field(m->settings ? m->settings : "");
+	else
+		putchar(',');
+	pyver_text(m, pv, sizeof pv, why, sizeof why);
+	csv_field(pv);
+	for (int t = 0; t < EV__COUNT; t++)
+		printf(",%" PRIu64, in->counts[t]);
+	printf(",%" PRIu64 ",%" PRIu64 ",%zu,%zu,", in->replay_events, in->ooms, in->streams, in->live_at_end);
+	if (in->tmax >= in->tmin)
+		printf("%" PRId64, in->tmax - in->tmin);
+	printf(",%" PRIu64 ",%" PRIu64 ",%d,%" PRIu64 ",", in->peak, m->inferred_empty_cache, m->history_truncated ? 1 : 0,
+		m->unmatched_frees);
+	int first = 1;
+	for (size_t k = 0; k < gsl_histogram_bins(in->h); k++)
+		if (gsl_histogram_get(in->h, k) > 0) {
+			printf("%s%" PRIu64 ":%.0f", first ? "" : ";", (uint64_t)1 << k, gsl_histogram_get(in->h, k));
+			first = 0;
+		}
+	putchar('\n');
+}
 
 /* pytorch_version: the releases whose snapshots have this one's fields (src/readers/pyversion.c). */
 static void print_pytorch_version(const as_meta *m)
@@ -37,14 +180,26 @@ int cmd_info(int argc, char **argv)
 {
 	char hb[48];
 	static const struct option lo[] = { { "device", required_argument, 0, 'D' }, { "help", no_argument, 0, 'h' },
+		{ "format", required_argument, 0, 'F' },
 		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
 	as_reader_opts ro = { .any_device = 1 };
-	int c;
+	int c, fmt = 0; /* text, json, csv */
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		if (c == 'D') {
 			if (as_reader_opts_device(&ro, optarg))
 				return cli_usage_error("info", "--device: '%s' is not a device number (0 .. 4095)", optarg);
+			continue;
+		}
+		if (c == 'F') {
+			if (!strcmp(optarg, "text"))
+				fmt = 0;
+			else if (!strcmp(optarg, "json"))
+				fmt = 1;
+			else if (!strcmp(optarg, "csv"))
+				fmt = 2;
+			else
+				return cli_usage_error("info", "--format: '%s' is not text, json or csv", optarg);
 			continue;
 		}
 		if (c == 'h') {
@@ -111,6 +266,24 @@ int cmd_info(int argc, char **argv)
 		return cli_report(&err);
 	}
 	as_meta *m = &r->meta;
+	if (fmt) {
+		info in = { .path = r->in.path, .m = m, .binary = !strcmp(r->ops->name, "binary"), .ooms = ooms, .peak = peak,
+			.streams = streams.count, .live_at_end = sizes.count, .tmin = tmin, .tmax = tmax, .h = h };
+		for (int t = 0; t < EV__COUNT; t++) {
+			in.counts[t] = counts[t];
+			if (t < EV_SEG_ALLOC)
+				in.replay_events += counts[t];
+		}
+		if (fmt == 1)
+			print_json(&in);
+		else
+			print_csv(&in);
+		gsl_histogram_free(h);
+		idmap_free(&sizes);
+		idmap_free(&streams);
+		as_reader_close(r);
+		return 0;
+	}
 	/* one "key: value" a line: strings from the trace are escaped as in the native format */
 	const char *keys[] = { "trace", "format", "source", "device" };
 	const char *vals[] = { r->in.path, m->format, m->source, m->device };
