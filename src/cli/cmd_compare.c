@@ -3,6 +3,8 @@
  * (as sweep does); rows come in a fixed order (trace by trace, policies in the order given) and the
  * output is byte-identical whatever -j is. */
 #include "cli/cli.h"
+#include "cli/batch.h"
+#include "cli/progress.h"
 #include "engine/run.h"
 #include "util/outfile.h"
 #include <getopt.h>
@@ -28,12 +30,16 @@ static const char compare_usage[] =
 	"                          replay); 'none' for none\n"
 	"      --device N          the device of multi-GPU snapshots (default: the one with history)\n"
 	"      --timing            fill wall_seconds and events_per_second (then not byte-identical)\n"
+	"  -k, --keep-going        an unreadable trace (or a failed replay) does not stop the others: their\n"
+	"                          rows are written, one 'error: input K of N: ...' line on stderr per\n"
+	"                          failure, exit 3 when some failed (doc/batches.md)\n"
 	"  -h, --help              show this help\n";
 
 typedef struct cjob {
 	size_t trace;
 	const as_policy_ops *ops;
 	char *row;
+	as_err err;       /* --keep-going: this run's failure */
 } cjob;
 
 typedef struct compare {
@@ -50,6 +56,9 @@ typedef struct compare {
 	pthread_mutex_t mu;
 	as_err err;       /* the first failure in job order */
 	size_t err_job;
+	int keep_going;
+	as_err *load_errs; /* per trace: code 0 = loaded */
+	cli_progress prog;
 } compare;
 
 static void *worker(void *arg)
@@ -63,6 +72,10 @@ static void *worker(void *arg)
 		if (stop)
 			return NULL;
 		cjob *j = &c->jobs[i];
+		if (c->load_errs[j->trace].code) { /* --keep-going: the trace was not read */
+			cli_progress_add(&c->prog, 1);
+			continue;
+		}
 		as_run_opts o = { .path = c->traces[j->trace], .events = &c->bufs[j->trace], .ops = j->ops, .config = "",
 			.capacity = c->capacity, .addr_mode = ADDR_AUTO, .recorded = c->recorded[j->trace], .reader = &c->ro,
 			.model = c->model };
@@ -82,12 +95,17 @@ static void *worker(void *arg)
 			fclose(f);
 		}
 		pthread_mutex_lock(&c->mu);
+		if (rc)
+			cli_name_input(&err, c->traces[j->trace]);
 		if (rc && (!c->err.code || i < c->err_job)) {
 			c->err = err;
 			c->err_job = i;
 		}
+		if (rc)
+			j->err = err;
 		j->row = buf;
 		pthread_mutex_unlock(&c->mu);
+		cli_progress_add(&c->prog, 1);
 	}
 }
 
@@ -126,6 +144,7 @@ int cmd_compare(int argc, char **argv)
 		{ "jobs", required_argument, 0, 'j' }, { "output", required_argument, 0, 'o' },
 		{ "latency-model", required_argument, 0, 'M' }, { "device", required_argument, 0, 'D' },
 		{ "timing", no_argument, 0, 'T' }, { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' },
+		{ "keep-going", no_argument, 0, 'k' },
 		{ 0, 0, 0, 0 },
 	};
 	compare c;
@@ -137,7 +156,7 @@ int cmd_compare(int argc, char **argv)
 	int ch, rc = 0;
 	char m[256];
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "p:j:o:h", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "p:j:o:hk", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'p':
 			if ((rc = add_policies(optarg, &pols, &npol)))
@@ -158,6 +177,7 @@ int cmd_compare(int argc, char **argv)
 				{ rc = cli_usage_error("compare", "--device: '%s' is not a device number (0 .. 4095)", optarg); goto args_out; }
 			break;
 		case 'T': c.timing = 1; break;
+		case 'k': c.keep_going = 1; break;
 		case 'h': fputs(compare_usage, stdout); free(pols); return 0;
 		case 'V': cli_version(); free(pols); return 0;
 		default: rc = cli_usage_error("compare", "invalid option"); goto args_out;
@@ -191,30 +211,74 @@ args_out:
 	if (cli_load_model(model_path, &model, &have_model, &err))
 		goto done;
 	c.model = have_model ? &model : NULL;
-	if (as_evbuf_load_many(c.bufs, c.traces, c.ntraces, &c.ro, jobs, &err))
+	c.load_errs = xcalloc(c.ntraces ? c.ntraces : 1, sizeof(as_err));
+	size_t bad_traces = as_evbuf_load_each(c.bufs, c.traces, c.ntraces, &c.ro, jobs, c.load_errs);
+	if (bad_traces && (cli_interrupted || !c.keep_going)) {
+		for (size_t t = 0; t < c.ntraces; t++)
+			if (c.load_errs[t].code) {
+				err = c.load_errs[t];
+				cli_name_input(&err, c.traces[t]);
+				break;
+			}
 		goto done;
+	}
 	for (size_t t = 0; t < c.ntraces; t++)
 		c.recorded[t] = as_recorded_settings(&c.bufs[t].meta);
 	c.njobs = c.ntraces * npol;
 	c.jobs = xcalloc(c.njobs, sizeof(*c.jobs));
 	for (size_t t = 0, k = 0; t < c.ntraces; t++)
 		for (size_t p = 0; p < npol; p++, k++)
-			c.jobs[k] = (cjob){ t, pols[p], NULL };
+			c.jobs[k] = (cjob){ t, pols[p], NULL, { 0, "" } };
+	cli_progress_start(&c.prog, "compare", c.njobs, 0.5);
 	as_run_threads(jobs < c.njobs ? jobs : c.njobs, worker, &c);
+	cli_progress_end(&c.prog);
 	if (cli_interrupted) {
 		as_err_clear(&err);
 		as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; nothing was written");
 		goto done;
 	}
-	if (c.err.code) {
+	if (c.err.code && !c.keep_going) {
 		err = c.err;
 		goto done;
 	}
+	/* --keep-going: one line per unreadable trace and per failed replay, in input order */
+	size_t failed = 0, rows = 0;
+	as_err first = { 0, "" };
+	for (size_t t = 0; t < c.ntraces; t++) {
+		if (c.load_errs[t].code) {
+			cli_batch_error(t, c.ntraces, c.traces[t], NULL, &c.load_errs[t]);
+			if (!failed++)
+				first = c.load_errs[t];
+			continue;
+		}
+		for (size_t p = 0; p < npol; p++) {
+			cjob *j = &c.jobs[t * npol + p];
+			rows += j->row != NULL;
+			if (!j->err.code)
+				continue;
+			char what[128];
+			snprintf(what, sizeof what, "policy %s", j->ops->name);
+			cli_batch_error(t, c.ntraces, c.traces[t], what, &j->err);
+			if (!failed++)
+				first = j->err;
+		}
+	}
+	if (failed && !rows) {
+		as_err ignore = { 0, "" };
+		as_outfile_close(&of, 0, &ignore); /* nothing to write: an earlier output stays as it was */
+		fprintf(stderr, "%s: error: every input failed; nothing was written\n", as_progname);
+		rc = first.code;
+		goto cleanup;
+	}
 	as_summary_header(of.fp);
 	for (size_t i = 0; i < c.njobs; i++)
-		fputs(c.jobs[i].row, of.fp);
+		if (c.jobs[i].row)
+			fputs(c.jobs[i].row, of.fp);
 	as_outfile_close(&of, 1, &err);
-	rc = err.code ? cli_report(&err) : 0;
+	rc = err.code ? cli_report(&err) : cli_batch_status(failed, rows, &first);
+	if (!err.code && failed)
+		fprintf(stderr, "%s: %zu failure%s (listed above); the other %zu rows were written (exit %d)\n", as_progname,
+			failed, failed == 1 ? "" : "s", rows, rc);
 	goto cleanup;
 done: {
 	as_err ignore = { 0, "" };
@@ -231,6 +295,7 @@ cleanup:
 	}
 	free(c.recorded);
 	free(c.bufs);
+	free(c.load_errs);
 	as_lat_model_free(&model);
 	free(pols);
 	pthread_mutex_destroy(&c.mu);

@@ -2,6 +2,10 @@
 #include "cli/cli.h"
 #include "engine/run.h"
 #include "cli/resume.h"
+#include "cli/batch.h"
+#include "cli/journal.h"
+#include "cli/progress.h"
+#include "util/outfile.h"
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -26,14 +30,23 @@ static const char sweep_usage[] =
 	"      --capacity SIZE     capacity of every run (unless a 'capacity' parameter is swept)\n"
 	"  -j, --jobs N            worker threads (default 1)\n"
 	"  -o, --output FILE       write the CSV to FILE (default standard output)\n"
-	"      --resume            keep the rows already in FILE and run only the missing ones\n"
+	"      --resume            keep the rows already in FILE (and in FILE.partial, the journal of the\n"
+	"                          finished rows a killed sweep leaves) and run only the missing ones\n"
 	"      --shard K/N         run only the runs whose index is K-1 modulo N\n"
 	"      --stop-at-oom       end each replay at its first out-of-memory\n"
 	"      --device N          the device of multi-GPU snapshots (default: the one with history)\n"
 	"      --timing            fill wall_seconds and events_per_second\n"
 	"      --no-share          replay every configuration, even one that a finished replay proves\n"
 	"                          would give its own summary (see doc/sweeps.md)\n"
-	"  -h, --help              show this help\n";
+	"  -k, --keep-going        an unreadable trace (or a failed run) does not stop the others: their rows\n"
+	"                          are written, one 'error: input K of N: ...' line on stderr per failure,\n"
+	"                          exit 3 when some failed (doc/batches.md)\n"
+	"  -q, --quiet             no warnings and no progress bar (errors are still reported)\n"
+	"  -h, --help              show this help\n"
+	"\n"
+	"With -o FILE every finished row is also appended to FILE.partial as it finishes, so that a sweep\n"
+	"killed outright (SIGKILL, the OOM killer) keeps them for --resume; FILE itself appears whole, in grid\n"
+	"order, at the end (doc/batches.md).\n";
 
 typedef struct param {
 	char *name;
@@ -52,6 +65,8 @@ typedef struct job {
 	char *key;      /* identity for --resume */
 	const char *recorded;
 	const as_evbuf *events; /* the trace, decoded once for all its runs */
+	size_t tindex;  /* the trace's position among the inputs */
+	as_err *err;    /* --keep-going: this run's failure (NULL: none) */
 } job;
 
 typedef struct sweep {
@@ -67,6 +82,10 @@ typedef struct sweep {
 	const char **traces;
 	as_evbuf *bufs;
 	size_t ntraces;
+	int keep_going;
+	as_err *load_errs;   /* per trace (--keep-going): code 0 = decoded */
+	as_journal journal;  /* -o FILE: FILE.partial */
+	cli_progress prog;
 } sweep;
 
 static int parse_values(param *p, const char *spec, char *msg, size_t len)
@@ -92,6 +111,9 @@ static void free_params(param *params, size_t npar)
 static void sweep_warnings(const sweep *sw)
 {
 	int gc = 0;
+	size_t more = 0;
+	uint64_t more_ooms = 0;
+	const char *first = NULL, *names[3];
 	for (size_t t = 0; t < sw->ntraces; t++) {
 		uint64_t ooms = as_evbuf_recorded_ooms(&sw->bufs[t]);
 		for (size_t i = 0; i < sw->njobs; i++) {
@@ -103,11 +125,30 @@ static void sweep_warnings(const sweep *sw)
 				cli_warn_gc(j->ops, conf, 0);
 				gc = 1;
 			}
-			if (ooms) {
+			if (ooms && !first) { /* the whole explanation once ... */
 				cli_warn_recorded_ooms(sw->traces[t], ooms, &sw->bufs[t].meta);
-				ooms = 0;
+				first = sw->traces[t];
+			} else if (ooms) { /* ... and the other traces counted */
+				if (more < 3)
+					names[more] = sw->traces[t];
+				more++;
+				more_ooms += ooms;
 			}
+			ooms = 0;
 		}
+	}
+	if (more) {
+		char *list = NULL;
+		size_t ll = 0;
+		FILE *f = open_memstream(&list, &ll);
+		for (size_t k = 0; k < more && k < 3; k++)
+			fprintf(f, "%s'%s'", k ? ", " : "", names[k]);
+		if (more > 3)
+			fprintf(f, " and %zu more", more - 3);
+		fclose(f);
+		fprintf(stderr, "%s: warning: the same holds for %zu more trace%s whose recording ran out of memory (%" PRIu64
+			" time(s) in all): %s\n", as_progname, more, more == 1 ? "" : "s", more_ooms, list);
+		free(list);
 	}
 }
 
@@ -173,15 +214,21 @@ static void share_run(as_policy *pol, void *ctx)
 	for (size_t i = 0; i < k; i++) {
 		job *b = &sw->jobs[cand[i]];
 		char *row = job_row(sw, b, b->capacity, c->s);
+		int mine = 0;
 		pthread_mutex_lock(&sw->mu);
 		if (cand[i] >= sw->next && !b->row) { /* not started meanwhile */
 			b->row = row;
 			row = NULL;
 			sw->done++;
 			sw->shared++;
+			mine = 1;
 		}
 		pthread_mutex_unlock(&sw->mu);
 		free(row);
+		if (mine) { /* (the row is no longer changed: read outside the lock) */
+			as_journal_add(&sw->journal, b->row);
+			cli_progress_add(&sw->prog, 1);
+		}
 	}
 	free(cand);
 }
@@ -193,7 +240,7 @@ static void *worker(void *arg)
 		pthread_mutex_lock(&sw->mu);
 		while (sw->next < sw->njobs && sw->jobs[sw->next].row)
 			sw->next++; /* already present (--resume) or not in this shard */
-		if (sw->next >= sw->njobs || sw->err.code || cli_interrupted) {
+		if (sw->next >= sw->njobs || (sw->err.code && !sw->keep_going) || cli_interrupted) {
 			sw->active--;
 			pthread_mutex_unlock(&sw->mu);
 			return NULL;
@@ -219,12 +266,21 @@ static void *worker(void *arg)
 			s.wall_seconds = sw->timing ? (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9 : 0.0;
 			buf = job_row(sw, j, o.capacity, &s);
 		}
+		if (rc)
+			cli_name_input(&err, j->trace);
 		pthread_mutex_lock(&sw->mu);
 		if (rc && !sw->err.code && !cli_interrupted)
 			sw->err = err;
+		if (rc && sw->keep_going && !cli_interrupted) { /* the run is done, without a row */
+			j->err = xmalloc(sizeof(as_err));
+			*j->err = err;
+			buf = xstrdup("");
+		}
 		j->row = buf;
 		sw->done++;
 		pthread_mutex_unlock(&sw->mu);
+		as_journal_add(&sw->journal, buf);
+		cli_progress_add(&sw->prog, 1);
 	}
 }
 
@@ -284,14 +340,34 @@ static int sweep_resume(sweep *sw, const as_outfile *of, const char *header, con
 	as_resume_spec sp = { .header = header, .sample = sample, .nkey = npar + 4, .keys = keys, .njobs = sw->njobs,
 		.timing = timing };
 	long n = as_resume_load(of->target, &sp, kept, err);
-	for (size_t i = 0; n >= 0 && i < sw->njobs; i++)
+	/* the journal a killed run left beside it: the rows the output does not hold yet */
+	char *jpath = as_journal_path(of->target), **jkept = xcalloc(sw->njobs ? sw->njobs : 1, sizeof(char *));
+	long nj = n < 0 ? 0 : as_resume_load(jpath, &sp, jkept, err);
+	size_t from_journal = 0;
+	for (size_t i = 0; n >= 0 && nj >= 0 && i < sw->njobs; i++) {
+		if (!kept[i] && jkept[i]) {
+			kept[i] = jkept[i];
+			jkept[i] = NULL;
+			from_journal++;
+		}
+		free(jkept[i]);
+	}
+	if (from_journal)
+		fprintf(stderr, "%s: %zu finished row%s taken from '%s' (a run that was killed)\n", as_progname, from_journal,
+			from_journal == 1 ? "" : "s", jpath);
+	free(jpath);
+	free(jkept);
+	for (size_t i = 0; n >= 0 && nj >= 0 && i < sw->njobs; i++)
 		if (kept[i]) {
 			free(sw->jobs[i].row);
 			sw->jobs[i].row = kept[i];
 		}
+	if (n < 0 || nj < 0)
+		for (size_t i = 0; i < sw->njobs; i++)
+			free(kept[i]);
 	free(keys);
 	free(kept);
-	return n < 0 ? -1 : 0;
+	return n < 0 || nj < 0 ? -1 : 0;
 }
 
 static size_t rows_done(const sweep *sw)
@@ -337,6 +413,44 @@ static int sweep_interrupted(as_outfile *of, const char *header, const sweep *sw
 	return AS_EXIT_INTERRUPTED;
 }
 
+/* --keep-going after some traces could not be read or some runs failed: one line each on stderr,
+ * in input (then grid) order, the rows of the others written; exit 3 (every one failed: nothing is
+ * written, the first failure's status). */
+static int sweep_keep_going(as_outfile *of, const char *header, const sweep *sw, as_err *err, int *committed)
+{
+	size_t failed = 0;
+	as_err first = { 0, "" };
+	for (size_t t = 0; t < sw->ntraces; t++) {
+		if (sw->load_errs[t].code) {
+			cli_batch_error(t, sw->ntraces, sw->traces[t], NULL, &sw->load_errs[t]);
+			if (!failed++)
+				first = sw->load_errs[t];
+			continue;
+		}
+		for (size_t i = 0; i < sw->njobs; i++) {
+			const job *j = &sw->jobs[i];
+			if (j->tindex != t || !j->err)
+				continue;
+			char what[64];
+			snprintf(what, sizeof what, "run %zu", j->index);
+			cli_batch_error(t, sw->ntraces, sw->traces[t], what, j->err);
+			if (!failed++)
+				first = *j->err;
+		}
+	}
+	size_t rows = rows_done(sw);
+	if (!rows) {
+		fprintf(stderr, "%s: error: every input failed; nothing was written\n", as_progname);
+		return first.code ? first.code : AS_EXIT_SOFTWARE;
+	}
+	if (sweep_write(of, header, sw, err))
+		return cli_report(err);
+	*committed = 1;
+	fprintf(stderr, "%s: %zu failure%s (listed above); the other %zu rows were written (exit %d)\n", as_progname, failed,
+		failed == 1 ? "" : "s", rows, AS_EXIT_PARTIAL);
+	return cli_batch_status(failed, rows, &first);
+}
+
 int cmd_sweep(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -347,6 +461,7 @@ int cmd_sweep(int argc, char **argv)
 		{ "shard", required_argument, 0, 'S' }, { "timing", no_argument, 0, 'T' },
 		{ "stop-at-oom", no_argument, 0, 'O' }, { "device", required_argument, 0, 'D' },
 		{ "no-share", no_argument, 0, 'N' },
+		{ "keep-going", no_argument, 0, 'k' }, { "quiet", no_argument, 0, 'q' }, /* (issue 32) */
 		{ "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
 	as_reader_opts ro = { 0 };
@@ -357,10 +472,11 @@ int cmd_sweep(int argc, char **argv)
 	const char *base = "", *out = NULL;
 	uint64_t capacity = 0, jobs = 1, shard_k = 1, shard_n = 1;
 	int resume = 0, timing = 0, stop_at_oom = 0, no_share = 0, c, rc = 0;
+	int keep_going = 0, quiet = 0;
 	char m[256];
 	optind = 1;
 	cli_catch_signals(); /* every replay under way stops at its next event */
-	while ((c = getopt_long(argc, argv, "-t:p:c:j:o:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "-t:p:c:j:o:hkq", lo, NULL)) != -1) {
 		switch (c) {
 		case 1: /* a trace following -t */
 		case 't':
@@ -411,6 +527,8 @@ int cmd_sweep(int argc, char **argv)
 		case 'T': timing = 1; break;
 		case 'O': stop_at_oom = 1; break;
 		case 'N': no_share = 1; break;
+		case 'k': keep_going = 1; break;
+		case 'q': quiet = 1; break;
 		case 'D':
 			if (as_reader_opts_device(&ro, optarg)) {
 				rc = cli_usage_error("sweep", "--device: '%s' is not a device number (0 .. 4095)", optarg);
@@ -443,6 +561,7 @@ args_out:
 	as_err err = { 0, "" };
 	as_outfile of;
 	char **recorded = NULL, *header = NULL, *sample = NULL;
+	int committed = 0;
 	/* The output first, so that a bad -o fails before any work; the lock is held from here, while
 	 * --resume reads the file, to the rename. */
 	cli_catch_signals();
@@ -455,6 +574,8 @@ args_out:
 	sw.timing = timing;
 	sw.stop_at_oom = stop_at_oom;
 	sw.no_share = no_share;
+	sw.keep_going = keep_going;
+	sw.journal.fd = -1;
 	sw.ro = ro;
 	sw.nparams = npar;
 	size_t ncomb = 1;
@@ -471,7 +592,15 @@ args_out:
 	sw.traces = traces;
 	sw.ntraces = ntr;
 	sw.bufs = xcalloc(sw.ntraces, sizeof(*sw.bufs));
-	if (as_evbuf_load_many(sw.bufs, sw.traces, sw.ntraces, &sw.ro, jobs, &err)) {
+	sw.load_errs = xcalloc(ntr, sizeof(as_err));
+	size_t bad_traces = as_evbuf_load_each(sw.bufs, sw.traces, sw.ntraces, &sw.ro, jobs, sw.load_errs);
+	if (bad_traces && (cli_interrupted || !keep_going)) {
+		for (size_t t = 0; t < ntr && !cli_interrupted; t++)
+			if (sw.load_errs[t].code) {
+				err = sw.load_errs[t];
+				cli_name_input(&err, traces[t]);
+				break;
+			}
 		rc = cli_interrupted ? sweep_interrupted(&of, header, &sw, out) : cli_report(&err);
 		goto done;
 	}
@@ -487,6 +616,7 @@ args_out:
 				j->ops = pols[p];
 				j->recorded = recorded[t];
 				j->events = &sw.bufs[t];
+				j->tindex = t;
 				j->capacity = capacity;
 				j->pvals = xcalloc(npar + 1, sizeof(char *));
 				size_t rest = cmb;
@@ -532,51 +662,64 @@ args_out:
 				}
 				if ((idx % shard_n) != shard_k - 1)
 					j->row = xstrdup(""); /* another shard's */
+				else if (sw.load_errs[t].code)
+					j->row = xstrdup(""); /* --keep-going: the trace could not be read */
 			}
-	sweep_warnings(&sw);
+	if (!quiet && shard_k == 1) /* (once for all shards: shard 1 tells) */
+		sweep_warnings(&sw);
 	if (resume && sweep_resume(&sw, &of, header, sample, npar, timing, &err)) {
 		rc = cli_report(&err);
 		goto done;
+	}
+	if (of.tmp) { /* -o FILE: the journal of finished rows, FILE.partial */
+		char *jp = as_journal_path(of.target);
+		if (!resume && access(jp, F_OK) == 0 && !quiet)
+			fprintf(stderr, "%s: warning: '%s' (the finished rows of an earlier run that did not end) is replaced; "
+				"--resume would have kept them\n", as_progname, jp);
+		free(jp);
+		char **rows = xcalloc(sw.njobs ? sw.njobs : 1, sizeof(char *));
+		for (size_t i = 0; i < sw.njobs; i++)
+			rows[i] = sw.jobs[i].row;
+		int jr = as_journal_open(&sw.journal, of.target, header, rows, sw.njobs, &err);
+		free(rows);
+		if (jr) {
+			rc = cli_report(&err);
+			goto done;
+		}
 	}
 	for (size_t i = 0; i < sw.njobs; i++)
 		if (!sw.jobs[i].row)
 			sw.torun++;
 	pthread_t *th = xcalloc(jobs, sizeof(pthread_t));
 	sw.active = jobs;
+	if (!quiet)
+		cli_progress_start(&sw.prog, NULL, sw.torun, 0);
 	for (uint64_t w = 0; w < jobs; w++)
 		pthread_create(&th[w], NULL, worker, &sw);
-	int tty = isatty(2);
-	struct timespec start, now;
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	while (tty) {
-		pthread_mutex_lock(&sw.mu);
-		size_t d = sw.done, t = sw.torun, active = sw.active;
-		pthread_mutex_unlock(&sw.mu);
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		double el = (double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) * 1e-9;
-		int w = t ? (int)(30 * d / t) : 30;
-		fprintf(stderr, "\r[%.*s%*s] %zu/%zu  ETA %4.0fs ", w, "##############################", 30 - w, "", d, t,
-			d ? el / (double)d * (double)(t - d) : 0.0);
-		if (d >= t || !active)
-			break;
-		usleep(200000);
-	}
 	for (uint64_t w = 0; w < jobs; w++)
 		pthread_join(th[w], NULL);
 	free(th);
-	if (tty)
-		fputc('\n', stderr);
+	cli_progress_end(&sw.prog); /* at once: no sleep after the work */
+	if (keep_going && !cli_interrupted && (sw.err.code || bad_traces)) {
+		rc = sweep_keep_going(&of, header, &sw, &err, &committed);
+		goto done;
+	}
 	if (sw.err.code) {
 		rc = cli_report(&sw.err);
 		goto done;
 	}
 	if (cli_interrupted) {
 		rc = sweep_interrupted(&of, header, &sw, out);
+		committed = rows_done(&sw) > 0;
 		goto done;
 	}
 	if (sweep_write(&of, header, &sw, &err))
 		rc = cli_report(&err);
+	else
+		committed = 1;
 done:
+	/* the journal goes once its rows are in the output; after an error it stays for --resume */
+	as_journal_close(&sw.journal, committed);
 	as_outfile_close(&of, 0, &err); /* after an error: the temporary file goes, the lock is released */
 	free(header);
 	free(sample);
@@ -585,7 +728,9 @@ done:
 		free(sw.jobs[i].pvals);
 		free(sw.jobs[i].row);
 		free(sw.jobs[i].key);
+		free(sw.jobs[i].err);
 	}
+	free(sw.load_errs);
 	free(sw.jobs);
 	for (size_t t = 0; recorded && t < ntr; t++) {
 		free(recorded[t]);

@@ -144,11 +144,22 @@ static void *load_next(void *arg)
 	}
 }
 
+size_t as_evbuf_load_each(as_evbuf *bufs, const char *const *paths, size_t n, const as_reader_opts *ro, uint64_t jobs,
+	as_err *errs)
+{
+	loadmany l = { bufs, paths, n, 0, ro, errs, PTHREAD_MUTEX_INITIALIZER };
+	as_run_threads(jobs < n ? jobs : n, load_next, &l);
+	size_t bad = 0;
+	for (size_t t = 0; t < n; t++)
+		bad += errs[t].code != 0;
+	return bad;
+}
+
 int as_evbuf_load_many(as_evbuf *bufs, const char *const *paths, size_t n, const as_reader_opts *ro, uint64_t jobs,
 	as_err *err)
 {
 	loadmany l = { bufs, paths, n, 0, ro, xcalloc(n ? n : 1, sizeof(as_err)), PTHREAD_MUTEX_INITIALIZER };
-	as_run_threads(jobs < n ? jobs : n, load_next, &l);
+	as_evbuf_load_each(bufs, paths, n, ro, jobs, l.errs);
 	int rc = 0;
 	for (size_t t = 0; t < n && !rc; t++)
 		if (l.errs[t].code) {

@@ -64,6 +64,10 @@ int as_evbuf_load_observed(as_evbuf *b, const char *path, const as_reader_opts *
  * path order goes to err. The caller frees every buffer, loaded or not. */
 int as_evbuf_load_many(as_evbuf *bufs, const char *const *paths, size_t n, const as_reader_opts *ro, uint64_t jobs,
 	as_err *err);
+/* The same, each trace's failure in errs[t] (n zeroed entries; code 0: loaded): --keep-going.
+ * Returns the number that failed. */
+size_t as_evbuf_load_each(as_evbuf *bufs, const char *const *paths, size_t n, const as_reader_opts *ro, uint64_t jobs,
+	as_err *errs);
 void as_evbuf_free(as_evbuf *b);
 /* Requests that failed with out-of-memory in the recording (EVF_OOM). */
 uint64_t as_evbuf_recorded_ooms(const as_evbuf *b);

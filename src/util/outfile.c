@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -176,6 +177,46 @@ static void release(as_outfile *o)
 	o->lockfd = -1;
 }
 
+/* Temporary files that killed runs (SIGKILL, the OOM killer) left beside target: TARGET.tmpPID and
+ * TARGET.partial.tmpPID whose process is gone (kill(PID, 0) says no such process) are removed.
+ * A live process's, or one of another user's, is left alone. */
+static void remove_stale(const char *target)
+{
+	char *d = dir_of(target);
+	const char *base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+	size_t bl = strlen(base);
+	DIR *dir = opendir(d);
+	struct dirent *e;
+	while (dir && (e = readdir(dir))) {
+		const char *n = e->d_name;
+		if (strncmp(n, base, bl))
+			continue;
+		n += bl;
+		if (!strncmp(n, ".partial", 8))
+			n += 8;
+		if (strncmp(n, ".tmp", 4) || !n[4])
+			continue;
+		n += 4;
+		char *end;
+		errno = 0;
+		long pid = strtol(n, &end, 10);
+		if (*end || errno || pid <= 0 || pid == (long)getpid() || n[0] == '0' || n[0] == '+' || n[0] == '-')
+			continue;
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue; /* alive (or not ours to ask about) */
+		size_t pl = strlen(d) + strlen(e->d_name) + 2;
+		char *p = xmalloc(pl);
+		snprintf(p, pl, "%s/%s", d, e->d_name);
+		struct stat st;
+		if (lstat(p, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid())
+			unlink(p);
+		free(p);
+	}
+	if (dir)
+		closedir(dir);
+	free(d);
+}
+
 static int open_file(as_outfile *o, const char *path, int locked, as_err *err)
 {
 	memset(o, 0, sizeof(*o));
@@ -215,6 +256,7 @@ static int open_file(as_outfile *o, const char *path, int locked, as_err *err)
 		goto fail;
 	if (locked && take_lock(o, err))
 		goto fail;
+	remove_stale(o->target);
 	size_t n = strlen(o->target) + 32;
 	o->tmp = xmalloc(n);
 	snprintf(o->tmp, n, "%s.tmp%ld", o->target, (long)getpid());

@@ -1,0 +1,96 @@
+/* progress.c - the progress bar of long commands (progress.h). */
+#include "cli/progress.h"
+#include "util/common.h"
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static double since(const struct timespec *t0)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+/* (called with the lock held) */
+static void draw(cli_progress *p)
+{
+	size_t d = p->done, t = p->total;
+	double el = since(&p->start);
+	int w = t ? (int)(30 * (d < t ? d : t) / t) : 30;
+	fprintf(stderr, "\r%s%s[%.*s%*s] %zu/%zu  ETA %4.0fs ", p->what ? p->what : "", p->what ? " " : "", w,
+		"##############################", 30 - w, "", d, t, d && d < t ? el / (double)d * (double)(t - d) : 0.0);
+	p->drawn = 1;
+}
+
+/* Waits until the deadline `after` seconds from now or the end of the work; 1 when it ended. */
+static int wait_for(cli_progress *p, double after)
+{
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	long ns = dl.tv_nsec + (long)((after - (double)(long)after) * 1e9);
+	dl.tv_sec += (time_t)after + ns / 1000000000L;
+	dl.tv_nsec = ns % 1000000000L;
+	while (!p->ended)
+		if (pthread_cond_timedwait(&p->cv, &p->mu, &dl) != 0)
+			break; /* the deadline */
+	return p->ended;
+}
+
+static void *loop(void *arg)
+{
+	cli_progress *p = arg;
+	pthread_mutex_lock(&p->mu);
+	if (p->delay <= 0 || !wait_for(p, p->delay)) {
+		for (;;) {
+			draw(p);
+			if (wait_for(p, 0.2))
+				break;
+		}
+		draw(p); /* the final state */
+		fputc('\n', stderr);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+void cli_progress_start(cli_progress *p, const char *what, size_t total, double delay)
+{
+	memset(p, 0, sizeof(*p));
+	p->what = what;
+	p->total = total;
+	p->delay = delay;
+	clock_gettime(CLOCK_MONOTONIC, &p->start);
+	if (!isatty(STDERR_FILENO))
+		return;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	p->on = pthread_create(&p->th, NULL, loop, p) == 0;
+	if (!p->on) {
+		pthread_mutex_destroy(&p->mu);
+		pthread_cond_destroy(&p->cv);
+	}
+}
+
+void cli_progress_add(cli_progress *p, size_t n)
+{
+	if (!p->on)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->done += n;
+	pthread_mutex_unlock(&p->mu);
+}
+
+void cli_progress_end(cli_progress *p)
+{
+	if (!p->on)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->ended = 1;
+	pthread_cond_signal(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(p->th, NULL);
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->cv);
+	p->on = 0;
+}
