@@ -53,4 +53,68 @@ fi
 contains "$out" "\"events\": $(tv events), "; ok $? "info --format json has the event count"
 run "$A" info --format yaml "$mid"; is "$st" 64 "info --format yaml: exit 64"
 
+# ---- --keep-going: one unreadable snapshot among many does not stop the batch ----
+head -c 20000 "$mid" > "$TMP/trunc.pickle.gz"
+good2="$T/bert_infer_varlen__default.pickle.gz"
+run "$A" compare -p pytorch,bestfit -o "$TMP/c.csv" "$mid" "$TMP/trunc.pickle.gz" "$good2"
+is "$st:$([ -e "$TMP/c.csv" ] && echo written)" "65:" "compare without --keep-going: exit 65 as before, nothing written"
+contains "$errout" "$TMP/trunc.pickle.gz: truncated gzip data"; ok $? "... and the message names the file"
+"$A" compare -p pytorch,bestfit "$mid" "$good2" > "$TMP/c-good.csv"
+run "$A" compare --keep-going -p pytorch,bestfit -o "$TMP/c.csv" "$mid" "$TMP/trunc.pickle.gz" "$good2" "$TMP/missing.pickle"
+is "$st" 3 "compare --keep-going with bad inputs: exit 3 (some inputs failed)"
+ok "$(cmp -s "$TMP/c.csv" "$TMP/c-good.csv"; echo $?)" "... the rows of the good ones, the same bytes as a compare of them alone"
+is "$(printf '%s\n' "$errout" | grep -c '^allocsim: error: input ')" 2 "... one error line per bad input"
+contains "$errout" "allocsim: error: input 2 of 4: $TMP/trunc.pickle.gz: truncated gzip data"; ok $? "... naming its position and the file"
+contains "$errout" "allocsim: error: input 4 of 4: cannot open '$TMP/missing.pickle'"; ok $? "... a missing file too"
+run "$A" compare -k -o "$TMP/c2.csv" "$TMP/trunc.pickle.gz" "$TMP/missing.pickle"
+is "$st:$([ -e "$TMP/c2.csv" ] && echo written)" "65:" "compare -k where every input fails: the first failure's status, nothing written"
+run "$A" compare -k -p pytorch "$mid"
+is "$st $(printf '%s\n' "$out" | wc -l)" "0 2" "compare -k with nothing bad: exit 0"
+
+g="--param max_split_size_mb=none,40"
+"$A" sweep -t "$mid" "$good2" $g -o "$TMP/s-good.csv"
+run "$A" sweep -t "$mid" "$TMP/trunc.pickle.gz" "$good2" $g -o "$TMP/s.csv"
+is "$st:$([ -e "$TMP/s.csv" ] && echo written)" "65:" "sweep without --keep-going: exit 65 as before, nothing written"
+contains "$errout" "$TMP/trunc.pickle.gz"; ok $? "... and the message names the file"
+run "$A" sweep --keep-going -j 2 -t "$mid" "$TMP/trunc.pickle.gz" "$good2" $g -o "$TMP/s.csv"
+is "$st" 3 "sweep --keep-going: exit 3"
+is "$(cut -d, -f1 "$TMP/s.csv" | paste -sd' ' -)" "run 0 1 4 5" "... the good traces' rows, with their grid run numbers"
+is "$(tail -n +2 "$TMP/s.csv" | cut -d, -f2-)" "$(tail -n +2 "$TMP/s-good.csv" | cut -d, -f2-)" "... the same rows as a sweep of the good ones alone"
+contains "$errout" "allocsim: error: input 2 of 3: $TMP/trunc.pickle.gz: truncated gzip data"; ok $? "... the error line names the position and the file"
+cp "$mid" "$TMP/trunc.pickle.gz"
+run "$A" sweep --resume -t "$mid" "$TMP/trunc.pickle.gz" "$good2" $g -o "$TMP/s.csv"
+is "$st $(cut -d, -f1 "$TMP/s.csv" | paste -sd' ' -)" "0 run 0 1 2 3 4 5" "--resume after the file is fixed runs only its rows"
+
+# ---- durable rows: a sweep killed with SIGKILL keeps every finished row, --resume completes it ----
+# (3,000 replays of a few ms; the kill comes once the journal holds a row: the sweep is far from done)
+grid="--no-share --param max_split_size_mb=20..60000:+20"
+"$A" sweep -j 2 -t "$mid" $grid -o "$TMP/full.csv"
+: > "$TMP/k.csv.tmp999999999"   # a temporary file of a dead process
+"$A" sweep -j 2 -t "$mid" $grid -o "$TMP/k.csv" 2>/dev/null & pid=$!
+i=0; lim=$((200 * ${ALLOCSIM_SLOW:-1}))
+while [ "$(cat "$TMP/k.csv.partial" 2>/dev/null | wc -l)" -lt 3 ] && [ $i -lt $lim ]; do sleep 0.05; i=$((i + 1)); done
+kill -9 $pid 2>/dev/null; k=$?; wait $pid 2>/dev/null
+rows=$(($(cat "$TMP/k.csv.partial" 2>/dev/null | wc -l) - 1))
+echo "# killed with $rows rows in the journal"
+ok "$([ $k = 0 ] && [ "$rows" -ge 2 ] && [ ! -e "$TMP/k.csv" ]; echo $?)" "a sweep killed with SIGKILL: the finished rows are on disk in k.csv.partial, no k.csv"
+ok "$([ -s "$TMP/k.csv.partial" ] && [ -z "$(grep -vxF -f "$TMP/full.csv" "$TMP/k.csv.partial")" ]; echo $?)" "... whole rows of the full sweep"
+run "$A" sweep -j 2 -t "$mid" $grid --resume -o "$TMP/k.csv"
+ok "$([ "$st" = 0 ] && cmp -s "$TMP/k.csv" "$TMP/full.csv"; echo $?)" "--resume after SIGKILL gives the byte-identical file"
+contains "$errout" "finished rows taken from '$TMP/k.csv.partial'"; ok $? "... taking the journal's rows"
+is "$st $(ls -a "$TMP" | grep -c '^k\.csv\.')" "0 0" "no journal, lock or temporary file is left (the dead processes' included)"
+: > "$TMP/k.csv.tmp1"   # process 1 is alive: its file is not ours to remove
+"$A" sweep -t "$mid" $g -o "$TMP/k.csv"
+ok "$([ -e "$TMP/k.csv.tmp1" ]; echo $?)" "a live process's temporary file is left alone"
+rm -f "$TMP/k.csv.tmp1"
+
+# ---- warnings: once, with a count; --quiet ----
+o1="$T/bert_infer_varlen__p110_default.pickle.gz"; o2="$T/gpt2_train_varlen__p110_default.pickle.gz"; o3="$T/bert_infer_varlen__p110_gc06.pickle.gz"
+run "$A" sweep -t "$o1" "$o2" "$o3" $g --shard 1/2 -o "$TMP/w.csv"
+is "$st $(printf '%s\n' "$errout" | grep -c 'warning')" "0 2" "sweep over three traces that ran out of memory: two warnings, not three"
+contains "$errout" "the same holds for 2 more traces"; ok $? "... the second counts the others"
+run "$A" sweep -t "$o1" "$o2" "$o3" $g --shard 2/2 -o "$TMP/w2.csv"
+is "$st:$errout" "0:" "shard 2/2 does not repeat them (shard 1 tells)"
+run "$A" sweep -q -t "$o1" "$o2" "$o3" $g -o "$TMP/w.csv"
+is "$st:$errout:$(wc -l < "$TMP/w.csv")" "0::7" "--quiet: no warning, the rows as ever"
+
 finish

@@ -5,6 +5,7 @@
  * for each the smallest capacity it needs is found by bisection. The recommendation is the fitting
  * setting that needs the least memory. Output: a table (sizes in GiB), CSV or JSON. */
 #include "cli/cli.h"
+#include "cli/progress.h"
 #include "engine/run.h"
 #include "engine/blame.h"
 #include "util/outfile.h"
@@ -147,6 +148,7 @@ typedef struct pool {
 	advise *ranks;
 	size_t nranks, next;
 	pthread_mutex_t mu;
+	cli_progress prog; /* on a terminal, after 0.5 s (progress.h) */
 } pool;
 
 typedef struct oomhook {
@@ -211,7 +213,9 @@ static int smallest(const advise *a, const result *r, uint64_t *need, as_err *er
 static void *worker(void *arg)
 {
 	pool *q = arg;
-	for (;;) {
+	for (int first = 1;; first = 0) {
+		if (!first)
+			cli_progress_add(&q->prog, 1); /* the item before this one is done */
 		pthread_mutex_lock(&q->mu);
 		size_t k = q->next++;
 		pthread_mutex_unlock(&q->mu);
@@ -937,7 +941,9 @@ int cmd_advise(int argc, char **argv)
 		}
 		if (jobs > nfiles * NGRID)
 			jobs = nfiles * NGRID;
+		cli_progress_start(&q.prog, "advise", nfiles * NGRID, cli_progress_delay());
 		as_run_threads(jobs, worker, &q);
+		cli_progress_end(&q.prog);
 		pthread_mutex_destroy(&q.mu);
 	}
 	if (cli_interrupted) {

@@ -229,7 +229,7 @@ args_out:
 	for (size_t t = 0, k = 0; t < c.ntraces; t++)
 		for (size_t p = 0; p < npol; p++, k++)
 			c.jobs[k] = (cjob){ t, pols[p], NULL, { 0, "" } };
-	cli_progress_start(&c.prog, "compare", c.njobs, 0.5);
+	cli_progress_start(&c.prog, "compare", c.njobs, cli_progress_delay());
 	as_run_threads(jobs < c.njobs ? jobs : c.njobs, worker, &c);
 	cli_progress_end(&c.prog);
 	if (cli_interrupted) {

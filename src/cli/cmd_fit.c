@@ -1,5 +1,6 @@
 /* cmd_fit.c - allocsim fit: what-if searches over capacity and parameters. */
 #include "cli/cli.h"
+#include "cli/progress.h"
 #include "engine/run.h"
 #include <getopt.h>
 #include <inttypes.h>
@@ -32,6 +33,7 @@ static const char fit_usage[] =
 typedef struct fitctx {
 	as_run_opts o;
 	uint64_t runs;
+	cli_progress prog; /* on a terminal, after 0.5 s (progress.h) */
 } fitctx;
 
 /* One replay; -1 on error or after Ctrl-C/SIGTERM (err says which). */
@@ -41,6 +43,7 @@ static int fit_run(fitctx *f, as_summary *s, as_err *err)
 		return as_fail(err, AS_EXIT_INTERRUPTED, "interrupted");
 	f->runs++;
 	int rc = as_run(&f->o, s, err);
+	cli_progress_add(&f->prog, 1);
 	if (cli_interrupted) {
 		as_err_clear(err);
 		return as_fail(err, AS_EXIT_INTERRUPTED, "interrupted");
@@ -91,6 +94,12 @@ static int fit_capacity(fitctx *f, int exact, uint64_t samples)
 	uint64_t g = exact ? 1 : 2ULL << 20;
 	uint64_t lo = full.peak_requested_bytes / g;                    /* in units of g; may fail */
 	uint64_t hi = (full.peak_reserved_bytes + g - 1) / g;          /* succeeds: the unlimited run */
+	/* the replays to come: the one at hi, the bisection's, the samples (at most) */
+	size_t steps = 0;
+	for (uint64_t w = hi > lo ? hi - lo : 1; w; w >>= 1)
+		steps++;
+	cli_progress_start(&f->prog, "fit", (size_t)(2 + steps + 2 * samples), cli_progress_delay());
+	cli_progress_add(&f->prog, 1);
 	char h1[48], h2[48];
 	printf("unlimited: peak_reserved_bytes %" PRIu64 "%s, peak_requested_bytes %" PRIu64 "%s\n",
 		full.peak_reserved_bytes, as_size_paren(full.peak_reserved_bytes, h1, sizeof h1),
@@ -175,6 +184,7 @@ static int fit_param(fitctx *f, const char *name, const char *values, const char
 		return cli_usage_error("fit", "--objective: peak_reserved or num_device_alloc, not '%s'", objective);
 	}
 	printf("%s,peak_reserved_bytes,num_device_alloc,num_ooms\n", name);
+	cli_progress_start(&f->prog, "fit", n, cli_progress_delay());
 	const char *bestv = NULL;
 	uint64_t bestobj = UINT64_MAX;
 	int rc = 0;
@@ -297,6 +307,7 @@ int cmd_fit(int argc, char **argv)
 	} else {
 		rc = fit_capacity(&f, exact, samples);
 	}
+	cli_progress_end(&f.prog);
 	free(rec);
 	as_evbuf_free(&buf);
 	return rc;

@@ -2,6 +2,7 @@
 #include "cli/progress.h"
 #include "util/common.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -52,6 +53,14 @@ static void *loop(void *arg)
 	}
 	pthread_mutex_unlock(&p->mu);
 	return NULL;
+}
+
+double cli_progress_delay(void)
+{
+	const char *e = getenv("ALLOCSIM_PROGRESS_DELAY");
+	char *end;
+	double d = e && *e ? strtod(e, &end) : 0.5;
+	return e && *e && !*end && d >= 0 && d < 3600 ? d : 0.5;
 }
 
 void cli_progress_start(cli_progress *p, const char *what, size_t total, double delay)

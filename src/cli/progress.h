@@ -22,6 +22,8 @@ typedef struct cli_progress {
 /* Starts the bar for total units of work (nothing when stderr is no terminal); the first draw
  * comes after delay seconds (0: at once). */
 void cli_progress_start(cli_progress *p, const char *what, size_t total, double delay);
+/* The delay of long commands' bars: 0.5 s, or ALLOCSIM_PROGRESS_DELAY seconds (the tests: 0). */
+double cli_progress_delay(void);
 /* n more units done (any thread); a no-op on a bar never started. */
 void cli_progress_add(cli_progress *p, size_t n);
 /* The work ended: the thread draws the last state (when it drew before), ends the line and is
