@@ -117,4 +117,23 @@ is "$st:$errout" "0:" "shard 2/2 does not repeat them (shard 1 tells)"
 run "$A" sweep -q -t "$o1" "$o2" "$o3" $g -o "$TMP/w.csv"
 is "$st:$errout:$(wc -l < "$TMP/w.csv")" "0::7" "--quiet: no warning, the rows as ever"
 
+# ---- progress: on a terminal only; it ends with the work (no 200 ms sleep after it) ----
+if command -v script > /dev/null && script -qc true /dev/null > /dev/null 2>&1; then
+	small="$srcdir/traces/captured/rounding__default.pickle.gz"
+	ms() { date +%s%N | cut -c1-13; }
+	# ten sweeps of a few ms on a terminal against the same ten without one: the old loop slept 200 ms
+	# after a short sweep on a terminal (2 s over ten); the difference allowed is 1 s (ALLOCSIM_SLOW: more)
+	t0=$(ms); for i in 1 2 3 4 5 6 7 8 9 10; do script -qc "'$A' sweep -t '$small' $g -o '$TMP/p.csv'" /dev/null > "$TMP/pty.out"; done; t1=$(ms)
+	for i in 1 2 3 4 5 6 7 8 9 10; do script -qc "'$A' sweep -t '$small' $g -o '$TMP/p.csv' 2>/dev/null" /dev/null > /dev/null; done; t2=$(ms)
+	echo "# ten sweeps: $((t1 - t0)) ms with the bar on a terminal, $((t2 - t1)) ms without"
+	contains "$(cat "$TMP/pty.out")" "2/2"; ok $? "sweep on a terminal draws its bar"
+	ok "$([ $((t1 - t0 - (t2 - t1))) -lt $((1000 * ${ALLOCSIM_SLOW:-1})) ]; echo $?)" "... and ends with the work: ten short sweeps lose less than 1 s to it (the 200 ms sleep lost 2 s)"
+	for c in "compare -p pytorch,bestfit $small" "fit param max_split_size_mb --values none,40 --capacity 1GiB $small" "fit capacity --samples 1 $small" "advise $small"; do
+		ALLOCSIM_PROGRESS_DELAY=0 script -qc "'$A' $c > /dev/null" /dev/null > "$TMP/pty.out"
+		contains "$(cat "$TMP/pty.out")" "${c%% *} [###"; ok $? "${c%% *} on a terminal draws a bar (ALLOCSIM_PROGRESS_DELAY=0: at once)"
+	done
+	run "$A" compare -p pytorch "$small"
+	is "$st:$errout" "0:" "no bar when stderr is no terminal"
+fi
+
 finish
