@@ -51,9 +51,23 @@ int as_journal_open(as_journal *j, const char *target, const char *header, char 
 	snprintf(tmp, tl, "%s.tmp%ld", j->path, (long)getpid());
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 	int bad = fd < 0 || put_line(fd, header);
-	for (size_t i = 0; !bad && i < n; i++)
+	/* the rows known already (a --resume of many), through one buffer */
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mf = bad ? NULL : open_memstream(&buf, &len);
+	for (size_t i = 0; mf && !bad && i < n; i++) {
 		if (rows[i] && rows[i][0])
-			bad = put_line(fd, rows[i]);
+			fprintf(mf, "%s\n", rows[i]);
+		if (len >= (1 << 20) || i + 1 == n) {
+			fflush(mf);
+			bad = write_all(fd, buf, len);
+			rewind(mf);
+			len = 0;
+		}
+	}
+	if (mf)
+		fclose(mf);
+	free(buf);
 	if (!bad)
 		bad = fdatasync(fd) != 0 || rename(tmp, j->path) != 0;
 	if (bad) {
