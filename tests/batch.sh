@@ -86,8 +86,8 @@ run "$A" sweep --resume -t "$mid" "$TMP/trunc.pickle.gz" "$good2" $g -o "$TMP/s.
 is "$st $(cut -d, -f1 "$TMP/s.csv" | paste -sd' ' -)" "0 run 0 1 2 3 4 5" "--resume after the file is fixed runs only its rows"
 
 # ---- durable rows: a sweep killed with SIGKILL keeps every finished row, --resume completes it ----
-# (3,000 replays of a few ms; the kill comes once the journal holds a row: the sweep is far from done)
-grid="--no-share --param max_split_size_mb=20..60000:+20"
+# (1,500 replays of a few ms; the kill comes once the journal holds two rows: the sweep is far from done)
+grid="--no-share --param max_split_size_mb=20..30000:+20"
 "$A" sweep -j 2 -t "$mid" $grid -o "$TMP/full.csv"
 : > "$TMP/k.csv.tmp999999999"   # a temporary file of a dead process
 "$A" sweep -j 2 -t "$mid" $grid -o "$TMP/k.csv" 2>/dev/null & pid=$!
@@ -106,6 +106,21 @@ is "$st $(ls -a "$TMP" | grep -c '^k\.csv\.')" "0 0" "no journal, lock or tempor
 run "$A" sweep -t "$mid" $g -o "$TMP/k.csv"
 ok "$([ "$st" = 0 ] && [ -s "$TMP/k.csv" ] && [ -e "$TMP/k.csv.tmp1" ]; echo $?)" "a live process's temporary file is left alone"
 rm -f "$TMP/k.csv.tmp1"
+
+# compare too: its rows go to FILE.partial as they finish; --resume takes them (8 traces x 13 policies)
+set -- $(ls "$T"/*.pickle.gz | grep -v p110 | head -8)
+"$A" compare "$@" > "$TMP/cfull.csv"
+"$A" compare -o "$TMP/ck.csv" "$@" 2>/dev/null & pid=$!
+i=0; while [ "$(cat "$TMP/ck.csv.partial" 2>/dev/null | wc -l)" -lt 3 ] && [ $i -lt $lim ]; do sleep 0.05; i=$((i + 1)); done
+kill -9 $pid 2>/dev/null; k=$?; wait $pid 2>/dev/null
+rows=$(($(cat "$TMP/ck.csv.partial" 2>/dev/null | wc -l) - 1)); echo "# compare killed with $rows rows in the journal"
+ok "$([ $k = 0 ] && [ "$rows" -ge 2 ] && [ ! -e "$TMP/ck.csv" ] && [ -z "$(tail -n +2 "$TMP/ck.csv.partial" | cut -d, -f2- | grep -vxF -f "$TMP/cfull.csv")" ]; echo $?)" \
+	"a compare killed with SIGKILL: its finished rows are on disk in ck.csv.partial, whole rows of the full compare"
+run "$A" compare --resume -o "$TMP/ck.csv" "$@"
+ok "$([ "$st" = 0 ] && cmp -s "$TMP/ck.csv" "$TMP/cfull.csv"; echo $?)" "compare --resume after SIGKILL gives the byte-identical file"
+contains "$errout" "$rows finished rows taken from"; ok $? "... taking the journal's rows"
+is "$st $(ls -a "$TMP" | grep -c '^ck\.csv\.')" "0 0" "no journal, lock or temporary file is left"
+run "$A" compare --resume "$@"; is "$st" 64 "compare --resume without -o FILE: exit 64"
 
 # ---- warnings: once, with a count; --quiet ----
 o1="$T/bert_infer_varlen__p110_default.pickle.gz"; o2="$T/gpt2_train_varlen__p110_default.pickle.gz"; o3="$T/bert_infer_varlen__p110_gc06.pickle.gz"

@@ -5,6 +5,8 @@
 #include "cli/cli.h"
 #include "cli/batch.h"
 #include "cli/progress.h"
+#include "cli/journal.h"
+#include "cli/resume.h"
 #include "engine/run.h"
 #include "util/outfile.h"
 #include <getopt.h>
@@ -12,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char compare_usage[] =
 	"usage: allocsim compare [-p POLICIES] [options] TRACE...\n"
@@ -25,7 +28,11 @@ static const char compare_usage[] =
 	"                          is every policy 'allocsim policies' lists, in its order\n"
 	"      --capacity SIZE     memory every replay may reserve (default: the trace's, or unlimited)\n"
 	"  -j, --jobs N            worker threads (default 1); the output does not depend on it\n"
-	"  -o, --output FILE       write the CSV to FILE (default standard output); written whole at the end\n"
+	"  -o, --output FILE       write the CSV to FILE (default standard output); written whole at the end;\n"
+	"                          meanwhile each finished row is appended to FILE.partial (a killed\n"
+	"                          compare keeps them) and FILE is locked (FILE.lock)\n"
+	"      --resume            keep the rows in FILE.partial (a killed or interrupted compare's) and run\n"
+	"                          only the missing ones\n"
 	"      --latency-model F   device-call latency model (default: the bundled H200 calibration, as\n"
 	"                          replay); 'none' for none\n"
 	"      --device N          the device of multi-GPU snapshots (default: the one with history)\n"
@@ -59,6 +66,7 @@ typedef struct compare {
 	int keep_going;
 	as_err *load_errs; /* per trace: code 0 = loaded */
 	cli_progress prog;
+	as_journal journal; /* -o FILE: FILE.partial, rows "JOB,ROW" */
 } compare;
 
 static void *worker(void *arg)
@@ -72,7 +80,7 @@ static void *worker(void *arg)
 		if (stop)
 			return NULL;
 		cjob *j = &c->jobs[i];
-		if (c->load_errs[j->trace].code) { /* --keep-going: the trace was not read */
+		if (j->row || c->load_errs[j->trace].code) { /* --resume's, or (--keep-going) the trace was not read */
 			cli_progress_add(&c->prog, 1);
 			continue;
 		}
@@ -105,6 +113,12 @@ static void *worker(void *arg)
 			j->err = err;
 		j->row = buf;
 		pthread_mutex_unlock(&c->mu);
+		if (buf && c->journal.fd >= 0) {
+			char *jr = xmalloc(len + 32);
+			snprintf(jr, len + 32, "%zu,%.*s", i, (int)(len && buf[len - 1] == '\n' ? len - 1 : len), buf);
+			as_journal_add(&c->journal, jr);
+			free(jr);
+		}
 		cli_progress_add(&c->prog, 1);
 	}
 }
@@ -137,6 +151,78 @@ static int add_policies(const char *arg, const as_policy_ops ***pols, size_t *n)
 	return rc;
 }
 
+/* -o FILE: the journal FILE.partial, rows "JOB,ROW" in completion order; with --resume first the
+ * verified rows of an earlier journal (resume.c: keyed by trace, policy, config and capacity), which
+ * fill their jobs and start the new journal. */
+static int compare_journal(compare *c, const as_outfile *of, int resume, as_err *err)
+{
+	char *hb = NULL, *header, **keys = xcalloc(c->njobs ? c->njobs : 1, sizeof(char *)), *sample = NULL;
+	size_t hl = 0;
+	FILE *f = open_memstream(&hb, &hl);
+	fputs("run,", f);
+	as_summary_header(f);
+	fclose(f);
+	if (hl && hb[hl - 1] == '\n')
+		hb[hl - 1] = 0;
+	header = hb;
+	as_summary zero;
+	memset(&zero, 0, sizeof zero);
+	for (size_t i = 0; i < c->njobs; i++) {
+		char *kb = NULL;
+		size_t kl = 0;
+		FILE *kf = open_memstream(&kb, &kl);
+		uint64_t cap = c->capacity ? c->capacity : c->bufs[c->jobs[i].trace].meta.capacity;
+		fputs("0,", kf);
+		as_summary_row(kf, c->traces[c->jobs[i].trace], c->jobs[i].ops->name, "", cap, &zero);
+		fclose(kf);
+		if (kl && kb[kl - 1] == '\n')
+			kb[kl - 1] = 0;
+		keys[i] = as_resume_key(kb, 4);
+		if (!sample)
+			sample = kb;
+		else
+			free(kb);
+	}
+	char **kept = xcalloc(c->njobs ? c->njobs : 1, sizeof(char *));
+	int rc = 0;
+	if (resume) {
+		char *jp = as_journal_path(of->target);
+		as_resume_spec sp = { .header = header, .sample = sample ? sample : "", .nkey = 4,
+			.keys = (const char *const *)keys, .njobs = c->njobs, .timing = c->timing };
+		long n = as_resume_load(jp, &sp, kept, err);
+		if (n < 0)
+			rc = -1;
+		else if (n > 0)
+			fprintf(stderr, "%s: %ld finished row%s taken from '%s'\n", as_progname, n, n == 1 ? "" : "s", jp);
+		free(jp);
+		for (size_t i = 0; !rc && i < c->njobs; i++)
+			if (kept[i] && !c->load_errs[c->jobs[i].trace].code) { /* "JOB,ROW" -> "ROW\n" */
+				const char *row = strchr(kept[i], ',') + 1;
+				size_t l = strlen(row);
+				c->jobs[i].row = xmalloc(l + 2);
+				memcpy(c->jobs[i].row, row, l);
+				memcpy(c->jobs[i].row + l, "\n", 2);
+			}
+	} else {
+		char *jp = as_journal_path(of->target);
+		if (access(jp, F_OK) == 0)
+			fprintf(stderr, "%s: warning: '%s' (the finished rows of an earlier run that did not end) is replaced; "
+				"--resume would have kept them\n", as_progname, jp);
+		free(jp);
+	}
+	if (!rc)
+		rc = as_journal_open(&c->journal, of->target, header, kept, c->njobs, err);
+	for (size_t i = 0; i < c->njobs; i++) {
+		free(keys[i]);
+		free(kept[i]);
+	}
+	free(keys);
+	free(kept);
+	free(sample);
+	free(header);
+	return rc;
+}
+
 int cmd_compare(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -144,7 +230,7 @@ int cmd_compare(int argc, char **argv)
 		{ "jobs", required_argument, 0, 'j' }, { "output", required_argument, 0, 'o' },
 		{ "latency-model", required_argument, 0, 'M' }, { "device", required_argument, 0, 'D' },
 		{ "timing", no_argument, 0, 'T' }, { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' },
-		{ "keep-going", no_argument, 0, 'k' },
+		{ "keep-going", no_argument, 0, 'k' }, { "resume", no_argument, 0, 'R' },
 		{ 0, 0, 0, 0 },
 	};
 	compare c;
@@ -153,7 +239,7 @@ int cmd_compare(int argc, char **argv)
 	size_t npol = 0;
 	const char *out = NULL, *model_path = NULL;
 	uint64_t jobs = 1;
-	int ch, rc = 0;
+	int ch, rc = 0, resume = 0;
 	char m[256];
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "p:j:o:hk", lo, NULL)) != -1) {
@@ -178,6 +264,7 @@ int cmd_compare(int argc, char **argv)
 			break;
 		case 'T': c.timing = 1; break;
 		case 'k': c.keep_going = 1; break;
+		case 'R': resume = 1; break;
 		case 'h': fputs(compare_usage, stdout); free(pols); return 0;
 		case 'V': cli_version(); free(pols); return 0;
 		default: rc = cli_usage_error("compare", "invalid option"); goto args_out;
@@ -185,6 +272,8 @@ int cmd_compare(int argc, char **argv)
 	}
 	if (optind >= argc)
 		{ rc = cli_usage_error("compare", "no trace"); goto args_out; }
+	if (resume && (!out || !strcmp(out, "-")))
+		{ rc = cli_usage_error("compare", "--resume needs -o FILE"); goto args_out; }
 	if (!npol && (rc = add_policies("all", &pols, &npol)))
 		goto args_out;
 	if (0) {
@@ -201,7 +290,8 @@ args_out:
 	memset(&model, 0, sizeof model);
 	cli_catch_signals();
 	/* the output first, so that a bad -o fails before any work */
-	if (as_outputs_check(&out, 1, c.traces, c.ntraces, &err) || as_outfile_open(&of, out, &err)) {
+	c.journal.fd = -1;
+	if (as_outputs_check(&out, 1, c.traces, c.ntraces, &err) || as_outfile_open_locked(&of, out, &err)) {
 		free(pols);
 		return cli_report(&err);
 	}
@@ -229,12 +319,21 @@ args_out:
 	for (size_t t = 0, k = 0; t < c.ntraces; t++)
 		for (size_t p = 0; p < npol; p++, k++)
 			c.jobs[k] = (cjob){ t, pols[p], NULL, { 0, "" } };
+	if (of.tmp && compare_journal(&c, &of, resume, &err))
+		goto done;
 	cli_progress_start(&c.prog, "compare", c.njobs, cli_progress_delay());
 	as_run_threads(jobs < c.njobs ? jobs : c.njobs, worker, &c);
 	cli_progress_end(&c.prog);
 	if (cli_interrupted) {
+		size_t have = 0;
+		for (size_t i = 0; i < c.njobs; i++)
+			have += c.jobs[i].row != NULL;
 		as_err_clear(&err);
-		as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; nothing was written");
+		if (have && c.journal.path)
+			as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted: '%s' holds the %zu finished rows, %zu are not done; run the "
+				"same command with --resume to do only those", c.journal.path, have, c.njobs - have);
+		else
+			as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; nothing was written");
 		goto done;
 	}
 	if (c.err.code && !c.keep_going) {
@@ -275,6 +374,7 @@ args_out:
 		if (c.jobs[i].row)
 			fputs(c.jobs[i].row, of.fp);
 	as_outfile_close(&of, 1, &err);
+	as_journal_close(&c.journal, !err.code); /* its rows are in the output now */
 	rc = err.code ? cli_report(&err) : cli_batch_status(failed, rows, &first);
 	if (!err.code && failed)
 		fprintf(stderr, "%s: %zu failure%s (listed above); the other %zu rows were written (exit %d)\n", as_progname,
@@ -286,6 +386,7 @@ done: {
 	rc = cli_report(&err);
 }
 cleanup:
+	as_journal_close(&c.journal, 0); /* (after a failure or an interrupt it stays, for --resume) */
 	for (size_t i = 0; i < c.njobs; i++)
 		free(c.jobs[i].row);
 	free(c.jobs);
