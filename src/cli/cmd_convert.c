@@ -13,8 +13,9 @@ static const char convert_usage[] =
 	"Rewrites TRACE (any readable format, '-' for standard input) in allocsim's native text format\n"
 	"(doc/trace-format.md); OUT is gzip-compressed when its name ends in .gz, '-' is standard output.\n"
 	"An OUT ending in .asbin gets the binary event format instead (fixed-size records, mapped in place\n"
-	"when read, never compressed: X.asbin.gz is refused; doc/trace-format.md). Allocation sites (a snapshot's frames, native site=) are kept in\n"
-	"the native format; the binary format has no field for them.\n"
+	"when read, never compressed: X.asbin.gz is refused; doc/trace-format.md). Allocation sites (a\n"
+	"snapshot's frames, native site=) are kept in the native format; the binary format has no field\n"
+	"for them.\n"
 	"The output appears only when the whole input was read without error. --device N picks the\n"
 	"device of a multi-device snapshot (default: the one device with history).\n";
 
