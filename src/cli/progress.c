@@ -28,7 +28,7 @@ static void draw(cli_progress *p)
 static int wait_for(cli_progress *p, double after)
 {
 	struct timespec dl;
-	clock_gettime(CLOCK_REALTIME, &dl);
+	clock_gettime(CLOCK_MONOTONIC, &dl);
 	long ns = dl.tv_nsec + (long)((after - (double)(long)after) * 1e9);
 	dl.tv_sec += (time_t)after + ns / 1000000000L;
 	dl.tv_nsec = ns % 1000000000L;
@@ -73,7 +73,11 @@ void cli_progress_start(cli_progress *p, const char *what, size_t total, double 
 	if (!isatty(STDERR_FILENO))
 		return;
 	pthread_mutex_init(&p->mu, NULL);
-	pthread_cond_init(&p->cv, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* (a clock change does not stretch a wait) */
+	pthread_cond_init(&p->cv, &ca);
+	pthread_condattr_destroy(&ca);
 	p->on = pthread_create(&p->th, NULL, loop, p) == 0;
 	if (!p->on) {
 		pthread_mutex_destroy(&p->mu);
