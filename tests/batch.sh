@@ -121,6 +121,10 @@ ok "$([ "$st" = 0 ] && cmp -s "$TMP/ck.csv" "$TMP/cfull.csv"; echo $?)" "compare
 contains "$errout" "$rows finished rows taken from"; ok $? "... taking the journal's rows"
 is "$st $(ls -a "$TMP" | grep -c '^ck\.csv\.')" "0 0" "no journal, lock or temporary file is left"
 run "$A" compare --resume "$@"; is "$st" 64 "compare --resume without -o FILE: exit 64"
+printf '%s\n' "$(head -1 "$TMP/full.csv")" > "$TMP/k.csv.partial"
+run "$A" sweep -t "$mid" $g -o "$TMP/k.csv"
+is "$st $([ -e "$TMP/k.csv.partial" ] && echo left)" "0 " "a sweep without --resume replaces an earlier journal (and removes it at the end) ..."
+contains "$errout" "warning: '$TMP/k.csv.partial' (the finished rows of an earlier run that did not end) is replaced"; ok $? "... with a warning"
 
 # ---- warnings: once, with a count; --quiet ----
 o1="$T/bert_infer_varlen__p110_default.pickle.gz"; o2="$T/gpt2_train_varlen__p110_default.pickle.gz"; o3="$T/bert_infer_varlen__p110_gc06.pickle.gz"
@@ -149,6 +153,8 @@ if command -v script > /dev/null && script -qc true /dev/null > /dev/null 2>&1; 
 	done
 	run "$A" compare -p pytorch "$small"
 	is "$st:$errout" "0:" "no bar when stderr is no terminal"
+	script -qc "'$A' sweep -q -t '$small' $g -o '$TMP/p.csv'; echo st=\$?" /dev/null > "$TMP/pty.out"
+	is "$(tr -d '\r' < "$TMP/pty.out")" "st=0" "sweep --quiet on a terminal: no bar"
 fi
 
 finish
