@@ -52,6 +52,15 @@ if command -v python3 > /dev/null; then
 fi
 contains "$out" "\"events\": $(tv events), "; ok $? "info --format json has the event count"
 run "$A" info --format yaml "$mid"; is "$st" 64 "info --format yaml: exit 64"
+# many traces: one header, a row each; a bad one stops it, or with -k is an error line (exit 4)
+run "$A" info --format csv "$mid" "$TMP/crlf.csv"
+is "$st $(printf '%s\n' "$out" | wc -l) $(printf '%s\n' "$out" | tail -1 | cut -d, -f2)" "0 3 rmm" "info --format csv A B: one header, one row each"
+head -c 20000 "$mid" > "$TMP/bad.pickle.gz"
+run "$A" info --format csv "$mid" "$TMP/bad.pickle.gz" "$TMP/crlf.csv"
+contains "$st: $errout" "65: allocsim: error: $TMP/bad.pickle.gz: truncated gzip data"; ok $? "info of many stops at a bad one (65), naming it"
+run "$A" info -k --format json "$mid" "$TMP/bad.pickle.gz" "$TMP/crlf.csv"
+is "$st $(printf '%s\n' "$out" | grep -c '^{"trace": ')" "4 2" "info -k: the good ones reported (a JSON object a line), exit 4"
+contains "$errout" "allocsim: error: input 2 of 3: $TMP/bad.pickle.gz: truncated gzip data"; ok $? "... an error line for the bad one, naming position and file"
 
 # ---- --keep-going: one unreadable snapshot among many does not stop the batch ----
 head -c 20000 "$mid" > "$TMP/trunc.pickle.gz"

@@ -5,7 +5,7 @@
 
 void cli_name_input(as_err *err, const char *path)
 {
-	if (!err->code || !path || strstr(err->msg, path))
+	if (!err->code || err->code == AS_EXIT_INTERRUPTED || !path || strstr(err->msg, path))
 		return;
 	char tmp[sizeof err->msg];
 	size_t pl = strlen(path);

@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 #include "util/idmap.h"
 #include "engine/engine.h"
+#include "cli/batch.h"
 #include <getopt.h>
 #include <gsl/gsl_histogram.h>
 #include <inttypes.h>
@@ -9,14 +10,16 @@
 #include <string.h>
 
 static const char info_usage[] =
-	"usage: allocsim info [--device N] [--format text|json|csv] TRACE\n"
+	"usage: allocsim info [--device N] [--format text|json|csv] [-k] TRACE...\n"
 	"\n"
 	"Prints the trace's format and settings, its event counts, streams, time span, the peak of\n"
 	"live requested bytes (a lower bound on what any allocator must reserve) and a histogram of\n"
 	"request sizes in power-of-two buckets. For a snapshot it lists the devices with their history\n"
 	"entries; the counts are for --device N (default: the first device with history).\n"
-	"--format json prints one JSON object, --format csv a header and one row (the same columns for\n"
-	"every trace, so that the rows of many traces stack up); the fields are in doc/batches.md.\n";
+	"--format json prints one JSON object a trace (one a line), --format csv a header and one row a\n"
+	"trace (the same columns for every trace); the fields are in doc/batches.md. Several traces are\n"
+	"reported one after another; the first unreadable one stops it (exit 65), unless -k, --keep-going:\n"
+	"an 'error: input K of N' line for it, the others reported, exit 4.\n";
 
 /* What info found, for the three printers. */
 typedef struct info {
@@ -117,16 +120,18 @@ static void csv_field(const char *s)
 	as_csv_str(stdout, s);
 }
 
-static void print_csv(const info *in)
+static void print_csv(const info *in, int header)
 {
 	const as_meta *m = in->m;
 	char pv[64], why[512];
-	printf("trace,format,source,device,devices,replayed_device,device_total_bytes,capacity_bytes,allocator_settings,"
-		"pytorch_version");
-	for (int t = 0; t < EV__COUNT; t++)
-		printf(",%s_events", as_ev_names[t]);
-	printf(",events,recorded_ooms,streams,live_at_end,time_span_us,peak_live_requested_bytes,inferred_empty_cache,"
-		"history_truncated,unmatched_frees,size_histogram\n");
+	if (header) {
+		printf("trace,format,source,device,devices,replayed_device,device_total_bytes,capacity_bytes,allocator_settings,"
+			"pytorch_version");
+		for (int t = 0; t < EV__COUNT; t++)
+			printf(",%s_events", as_ev_names[t]);
+		printf(",events,recorded_ooms,streams,live_at_end,time_span_us,peak_live_requested_bytes,inferred_empty_cache,"
+			"history_truncated,unmatched_frees,size_histogram\n");
+	}
 	as_csv_str(stdout, in->path);
 	csv_field(in->binary ? "binary" : m->format);
 	csv_field(m->source);
@@ -176,49 +181,13 @@ static void print_pytorch_version(const as_meta *m)
 		printf("pytorch_version: 2.%d to 2.%d (%s)\n", lo, hi, why);
 }
 
-int cmd_info(int argc, char **argv)
+/* One trace's report in format fmt (csv: the header before the first); -1 with err. */
+static int info_one(const char *path, const as_reader_opts *ro, int fmt, int first, as_err *err)
 {
-	char hb[48];
-	static const struct option lo[] = { { "device", required_argument, 0, 'D' }, { "help", no_argument, 0, 'h' },
-		{ "format", required_argument, 0, 'F' },
-		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
-	as_reader_opts ro = { .any_device = 1 };
-	int c, fmt = 0; /* text, json, csv */
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		if (c == 'D') {
-			if (as_reader_opts_device(&ro, optarg))
-				return cli_usage_error("info", "--device: '%s' is not a device number (0 .. 4095)", optarg);
-			continue;
-		}
-		if (c == 'F') {
-			if (!strcmp(optarg, "text"))
-				fmt = 0;
-			else if (!strcmp(optarg, "json"))
-				fmt = 1;
-			else if (!strcmp(optarg, "csv"))
-				fmt = 2;
-			else
-				return cli_usage_error("info", "--format: '%s' is not text, json or csv", optarg);
-			continue;
-		}
-		if (c == 'h') {
-			fputs(info_usage, stdout);
-			return 0;
-		}
-		if (c == 'V') {
-			cli_version();
-			return 0;
-		}
-		return cli_usage_error("info", "invalid option");
-	}
-	if (optind != argc - 1)
-		return cli_usage_error("info", "expected one TRACE");
-	as_err err = { 0, "" };
 	as_reader *r;
-	cli_catch_signals();
-	if (as_reader_open(&r, argv[optind], &ro, &err))
-		return cli_report(&err);
+	char hb[48];
+	if (as_reader_open(&r, path, ro, err))
+		return -1;
 	uint64_t counts[EV__COUNT] = { 0 }, live = 0, peak = 0, ooms = 0, maybe = 0;
 	int64_t tmin = INT64_MAX, tmax = INT64_MIN;
 	idmap sizes, streams;
@@ -230,7 +199,7 @@ int cmd_info(int argc, char **argv)
 	as_event ev;
 	int rc = 0;
 	static char one;
-	while (!cli_interrupted && (rc = as_reader_next(r, &ev, &err)) > 0) {
+	while (!cli_interrupted && (rc = as_reader_next(r, &ev, err)) > 0) {
 		counts[ev.type]++;
 		maybe += ev.type == EV_EMPTY_CACHE && (ev.flags & EVF_MAYBE); /* not an event replay counts */
 		if (ev.time_us >= 0) {
@@ -256,14 +225,14 @@ int cmd_info(int argc, char **argv)
 				live -= (uint64_t)(uintptr_t)s;
 		}
 	}
-	if (as_check_interrupted(&err))
+	if (as_check_interrupted(err))
 		rc = -1;
 	if (rc < 0) {
 		gsl_histogram_free(h);
 		idmap_free(&sizes);
 		idmap_free(&streams);
 		as_reader_close(r);
-		return cli_report(&err);
+		return -1;
 	}
 	as_meta *m = &r->meta;
 	if (fmt) {
@@ -274,16 +243,19 @@ int cmd_info(int argc, char **argv)
 			if (t < EV_SEG_ALLOC)
 				in.replay_events += counts[t];
 		}
+		in.replay_events -= maybe; /* (as the text's 'events') */
 		if (fmt == 1)
 			print_json(&in);
 		else
-			print_csv(&in);
+			print_csv(&in, first);
 		gsl_histogram_free(h);
 		idmap_free(&sizes);
 		idmap_free(&streams);
 		as_reader_close(r);
 		return 0;
 	}
+	if (!first)
+		putchar('\n'); /* (between two traces' reports) */
 	/* one "key: value" a line: strings from the trace are escaped as in the native format */
 	const char *keys[] = { "trace", "format", "source", "device" };
 	const char *vals[] = { r->in.path, m->format, m->source, m->device };
@@ -347,4 +319,77 @@ int cmd_info(int argc, char **argv)
 	idmap_free(&streams);
 	as_reader_close(r);
 	return 0; /* main() checks the writes to stdout */
+}
+
+int cmd_info(int argc, char **argv)
+{
+	static const struct option lo[] = { { "device", required_argument, 0, 'D' }, { "help", no_argument, 0, 'h' },
+		{ "format", required_argument, 0, 'F' }, { "keep-going", no_argument, 0, 'k' },
+		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
+	as_reader_opts ro = { .any_device = 1 };
+	int c, fmt = 0, keep_going = 0; /* fmt: text, json, csv */
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "hk", lo, NULL)) != -1) {
+		if (c == 'k') {
+			keep_going = 1;
+			continue;
+		}
+		if (c == 'D') {
+			if (as_reader_opts_device(&ro, optarg))
+				return cli_usage_error("info", "--device: '%s' is not a device number (0 .. 4095)", optarg);
+			continue;
+		}
+		if (c == 'F') {
+			if (!strcmp(optarg, "text"))
+				fmt = 0;
+			else if (!strcmp(optarg, "json"))
+				fmt = 1;
+			else if (!strcmp(optarg, "csv"))
+				fmt = 2;
+			else
+				return cli_usage_error("info", "--format: '%s' is not text, json or csv", optarg);
+			continue;
+		}
+		if (c == 'h') {
+			fputs(info_usage, stdout);
+			return 0;
+		}
+		if (c == 'V') {
+			cli_version();
+			return 0;
+		}
+		return cli_usage_error("info", "invalid option");
+	}
+	if (optind >= argc)
+		return cli_usage_error("info", "expected a TRACE");
+	cli_catch_signals();
+	/* several traces: one report each (text: a blank line between; csv: one header; json: one object
+	 * a line); with --keep-going an unreadable one is an error line and the others go on (exit 4) */
+	size_t n = (size_t)(argc - optind), failed = 0, done = 0;
+	as_err first = { 0, "" };
+	for (size_t k = 0; k < n && !cli_interrupted; k++) {
+		as_err err = { 0, "" };
+		if (info_one(argv[optind + k], &ro, fmt, !done, &err) == 0) {
+			done++;
+			continue;
+		}
+		if (!keep_going || cli_interrupted) {
+			if (!cli_interrupted)
+				cli_name_input(&err, argv[optind + k]);
+			return cli_report(&err);
+		}
+		cli_batch_error(k, n, argv[optind + k], NULL, &err);
+		if (!failed++)
+			first = err;
+	}
+	if (cli_interrupted) {
+		as_err e = { AS_EXIT_INTERRUPTED, "interrupted" };
+		return cli_report(&e);
+	}
+	if (failed && done)
+		fprintf(stderr, "%s: %zu failure%s (listed above); the other %zu trace%s reported (exit %d)\n", as_progname,
+			failed, failed == 1 ? "" : "s", done, done == 1 ? " was" : "s were", AS_EXIT_PARTIAL);
+	else if (failed)
+		fprintf(stderr, "%s: error: every input failed; nothing was reported\n", as_progname);
+	return cli_batch_status(failed, done, &first); /* main() checks the writes to stdout */
 }
