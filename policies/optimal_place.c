@@ -6,6 +6,7 @@
 #include "policies/optimal.h"
 #include "util/common.h"
 #include "util/tree.h"
+#include "util/work.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -327,6 +328,8 @@ uint64_t opt_place_decreasing(const opt_item *v, size_t n, size_t fit_max, uint6
 	*stacked = 0;
 	for (size_t r = 0; r < n; r++) {
 		size_t i = order[r];
+		if (!(r & 4095))
+			as_work_report("optimal", r, n); /* (a bar on a terminal: seconds on large traces) */
 		if (!v[i].size) {
 			off[i] = 0; /* occupies nothing: never placed among the others */
 			continue;
@@ -348,6 +351,7 @@ uint64_t opt_place_decreasing(const opt_item *v, size_t n, size_t fit_max, uint6
 			height = off[i] + v[i].size;
 		pt_add(&t, i, ri, off[i] + v[i].size);
 	}
+	as_work_report("optimal", n, n);
 	free(h.h);
 	free(h.tmp);
 	free(h.count);

@@ -160,6 +160,10 @@ if command -v script > /dev/null && script -qc true /dev/null > /dev/null 2>&1; 
 		ALLOCSIM_PROGRESS_DELAY=0 script -qc "'$A' $c > /dev/null" /dev/null > "$TMP/pty.out"
 		contains "$(cat "$TMP/pty.out")" "${c%% *} [###"; ok $? "${c%% *} on a terminal draws a bar (ALLOCSIM_PROGRESS_DELAY=0: at once)"
 	done
+	ALLOCSIM_PROGRESS_DELAY=0 script -qc "'$A' replay -p optimal --no-timing '$small' > /dev/null" /dev/null > "$TMP/pty.out"
+	contains "$(cat "$TMP/pty.out")" "optimal [###"; ok $? "the optimal policy's placement draws a bar on a terminal (replay -p optimal)"
+	ALLOCSIM_PROGRESS_DELAY=0 script -qc "'$A' sweep -q -p optimal -t '$small' -o '$TMP/p.csv'; echo st=\$?" /dev/null > "$TMP/pty.out"
+	is "$(tr -d '\r' < "$TMP/pty.out")" "st=0" "... not under sweep --quiet"
 	run "$A" compare -p pytorch "$small"
 	is "$st:$errout" "0:" "no bar when stderr is no terminal"
 	script -qc "'$A' sweep -q -t '$small' $g -o '$TMP/p.csv'; echo st=\$?" /dev/null > "$TMP/pty.out"

@@ -692,7 +692,9 @@ args_out:
 			sw.torun++;
 	pthread_t *th = xcalloc(jobs, sizeof(pthread_t));
 	sw.active = jobs;
-	if (!quiet)
+	if (quiet)
+		cli_progress_quiet();
+	else
 		cli_progress_start(&sw.prog, NULL, sw.torun, 0);
 	for (uint64_t w = 0; w < jobs; w++)
 		pthread_create(&th[w], NULL, worker, &sw);

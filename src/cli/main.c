@@ -2,6 +2,8 @@
 #include "cli/cli.h"
 #include "util/heap.h"
 #include "util/outfile.h"
+#include "util/work.h"
+#include "cli/progress.h"
 #include "config.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,5 +98,6 @@ int main(int argc, char **argv)
 {
 	as_heap_init();
 	as_stdout_pipe_guard(); /* allocsim ... | head: the closed pipe ends the output, exit as usual */
+	as_work_hook(cli_progress_work); /* long computations (optimal's placement) draw a bar on a terminal */
 	return as_stdout_finish(dispatch(argc, argv));
 }

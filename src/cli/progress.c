@@ -1,6 +1,7 @@
 /* progress.c - the progress bar of long commands (progress.h). */
 #include "cli/progress.h"
 #include "util/common.h"
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +64,14 @@ double cli_progress_delay(void)
 	return e && *e && !*end && d >= 0 && d < 3600 ? d : 0.5;
 }
 
-void cli_progress_start(cli_progress *p, const char *what, size_t total, double delay)
+/* The bars of commands drawing now (a long computation inside them draws none of its own), --quiet,
+ * and the one bar of a long computation (cli_progress_work) with the thread it belongs to. */
+static pthread_mutex_t gmu = PTHREAD_MUTEX_INITIALIZER;
+static int nbars, quiet_all, won;
+static cli_progress wbar;
+static pthread_t wowner;
+
+static void start(cli_progress *p, const char *what, size_t total, double delay)
 {
 	memset(p, 0, sizeof(*p));
 	p->what = what;
@@ -85,6 +93,24 @@ void cli_progress_start(cli_progress *p, const char *what, size_t total, double 
 	}
 }
 
+void cli_progress_start(cli_progress *p, const char *what, size_t total, double delay)
+{
+	memset(p, 0, sizeof(*p));
+	if (quiet_all)
+		return;
+	start(p, what, total, delay);
+	if (p->on) {
+		pthread_mutex_lock(&gmu);
+		nbars++;
+		pthread_mutex_unlock(&gmu);
+	}
+}
+
+void cli_progress_quiet(void)
+{
+	quiet_all = 1;
+}
+
 void cli_progress_add(cli_progress *p, size_t n)
 {
 	if (!p->on)
@@ -94,10 +120,8 @@ void cli_progress_add(cli_progress *p, size_t n)
 	pthread_mutex_unlock(&p->mu);
 }
 
-void cli_progress_end(cli_progress *p)
+static void end(cli_progress *p)
 {
-	if (!p->on)
-		return;
 	pthread_mutex_lock(&p->mu);
 	p->ended = 1;
 	pthread_cond_signal(&p->cv);
@@ -106,4 +130,36 @@ void cli_progress_end(cli_progress *p)
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv);
 	p->on = 0;
+}
+
+void cli_progress_end(cli_progress *p)
+{
+	if (!p->on)
+		return;
+	end(p);
+	pthread_mutex_lock(&gmu);
+	nbars--;
+	pthread_mutex_unlock(&gmu);
+}
+
+void cli_progress_work(const char *what, uint64_t done, uint64_t total)
+{
+	pthread_mutex_lock(&gmu);
+	if (!won && !nbars && !quiet_all && total && done < total) {
+		start(&wbar, what, (size_t)total, cli_progress_delay());
+		if (wbar.on) {
+			won = 1;
+			wowner = pthread_self();
+		}
+	}
+	if (won && pthread_equal(wowner, pthread_self())) {
+		pthread_mutex_lock(&wbar.mu);
+		wbar.done = (size_t)done;
+		pthread_mutex_unlock(&wbar.mu);
+		if (done >= total) {
+			end(&wbar);
+			won = 0;
+		}
+	}
+	pthread_mutex_unlock(&gmu);
 }

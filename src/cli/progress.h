@@ -5,6 +5,7 @@
 #define ALLOCSIM_PROGRESS_H
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 typedef struct cli_progress {
@@ -26,6 +27,12 @@ void cli_progress_start(cli_progress *p, const char *what, size_t total, double 
 double cli_progress_delay(void);
 /* n more units done (any thread); a no-op on a bar never started. */
 void cli_progress_add(cli_progress *p, size_t n);
+/* --quiet: no bar from here on, a command's or a computation's. */
+void cli_progress_quiet(void);
+/* The hook of long computations inside the library (util/work.h: the optimal policy's placement):
+ * a bar of its own, on a terminal, after the delay, when no command bar is drawing; one at a time
+ * (the thread that started it). */
+void cli_progress_work(const char *what, uint64_t done, uint64_t total);
 /* The work ended: the thread draws the last state (when it drew before), ends the line and is
  * joined at once. */
 void cli_progress_end(cli_progress *p);
