@@ -52,14 +52,14 @@ if command -v python3 > /dev/null; then
 fi
 contains "$out" "\"events\": $(tv events), "; ok $? "info --format json has the event count"
 run "$A" info --format yaml "$mid"; is "$st" 64 "info --format yaml: exit 64"
-# many traces: one header, a row each; a bad one stops it, or with -k is an error line (exit 4)
+# many traces: one header, a row each; a bad one stops it, or with -k is an error line (exit 5)
 run "$A" info --format csv "$mid" "$TMP/crlf.csv"
 is "$st $(printf '%s\n' "$out" | wc -l) $(printf '%s\n' "$out" | tail -1 | cut -d, -f2)" "0 3 rmm" "info --format csv A B: one header, one row each"
 head -c 20000 "$mid" > "$TMP/bad.pickle.gz"
 run "$A" info --format csv "$mid" "$TMP/bad.pickle.gz" "$TMP/crlf.csv"
 contains "$st: $errout" "65: allocsim: error: $TMP/bad.pickle.gz: truncated gzip data"; ok $? "info of many stops at a bad one (65), naming it"
 run "$A" info -k --format json "$mid" "$TMP/bad.pickle.gz" "$TMP/crlf.csv"
-is "$st $(printf '%s\n' "$out" | grep -c '^{"trace": ')" "4 2" "info -k: the good ones reported (a JSON object a line), exit 4"
+is "$st $(printf '%s\n' "$out" | grep -c '^{"trace": ')" "5 2" "info -k: the good ones reported (a JSON object a line), exit 5"
 contains "$errout" "allocsim: error: input 2 of 3: $TMP/bad.pickle.gz: truncated gzip data"; ok $? "... an error line for the bad one, naming position and file"
 
 # ---- --keep-going: one unreadable snapshot among many does not stop the batch ----
@@ -70,7 +70,7 @@ is "$st:$([ -e "$TMP/c.csv" ] && echo written)" "65:" "compare without --keep-go
 contains "$errout" "$TMP/trunc.pickle.gz: truncated gzip data"; ok $? "... and the message names the file"
 "$A" compare -p pytorch,bestfit "$mid" "$good2" > "$TMP/c-good.csv"
 run "$A" compare --keep-going -p pytorch,bestfit -o "$TMP/c.csv" "$mid" "$TMP/trunc.pickle.gz" "$good2" "$TMP/missing.pickle"
-is "$st" 4 "compare --keep-going with bad inputs: exit 4 (some inputs failed)"
+is "$st" 5 "compare --keep-going with bad inputs: exit 5 (some inputs failed)"
 ok "$(cmp -s "$TMP/c.csv" "$TMP/c-good.csv"; echo $?)" "... the rows of the good ones, the same bytes as a compare of them alone"
 is "$(printf '%s\n' "$errout" | grep -c '^allocsim: error: input ')" 2 "... one error line per bad input"
 contains "$errout" "allocsim: error: input 2 of 4: $TMP/trunc.pickle.gz: truncated gzip data"; ok $? "... naming its position and the file"
@@ -86,7 +86,7 @@ run "$A" sweep -t "$mid" "$TMP/trunc.pickle.gz" "$good2" $g -o "$TMP/s.csv"
 is "$st:$([ -e "$TMP/s.csv" ] && echo written)" "65:" "sweep without --keep-going: exit 65 as before, nothing written"
 contains "$errout" "$TMP/trunc.pickle.gz"; ok $? "... and the message names the file"
 run "$A" sweep --keep-going -j 2 -t "$mid" "$TMP/trunc.pickle.gz" "$good2" $g -o "$TMP/s.csv"
-is "$st" 4 "sweep --keep-going: exit 4"
+is "$st" 5 "sweep --keep-going: exit 5"
 is "$(cut -d, -f1 "$TMP/s.csv" | paste -sd' ' -)" "run 0 1 4 5" "... the good traces' rows, with their grid run numbers"
 is "$(tail -n +2 "$TMP/s.csv" | cut -d, -f2-)" "$(tail -n +2 "$TMP/s-good.csv" | cut -d, -f2-)" "... the same rows as a sweep of the good ones alone"
 contains "$errout" "allocsim: error: input 2 of 3: $TMP/trunc.pickle.gz: truncated gzip data"; ok $? "... the error line names the position and the file"

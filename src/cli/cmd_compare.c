@@ -39,7 +39,7 @@ static const char compare_usage[] =
 	"      --timing            fill wall_seconds and events_per_second (then not byte-identical)\n"
 	"  -k, --keep-going        an unreadable trace (or a failed replay) does not stop the others: their\n"
 	"                          rows are written, one 'error: input K of N: ...' line on stderr per\n"
-	"                          failure, exit 4 when some failed (doc/batches.md)\n"
+	"                          failure, exit 5 when some failed (doc/batches.md)\n"
 	"  -h, --help              show this help\n";
 
 typedef struct cjob {

@@ -19,7 +19,7 @@ static const char info_usage[] =
 	"--format json prints one JSON object a trace (one a line), --format csv a header and one row a\n"
 	"trace (the same columns for every trace); the fields are in doc/batches.md. Several traces are\n"
 	"reported one after another; the first unreadable one stops it (exit 65), unless -k, --keep-going:\n"
-	"an 'error: input K of N' line for it, the others reported, exit 4.\n";
+	"an 'error: input K of N' line for it, the others reported, exit 5.\n";
 
 /* What info found, for the three printers. */
 typedef struct info {
@@ -364,7 +364,7 @@ int cmd_info(int argc, char **argv)
 		return cli_usage_error("info", "expected a TRACE");
 	cli_catch_signals();
 	/* several traces: one report each (text: a blank line between; csv: one header; json: one object
-	 * a line); with --keep-going an unreadable one is an error line and the others go on (exit 4) */
+	 * a line); with --keep-going an unreadable one is an error line and the others go on (exit 5) */
 	size_t n = (size_t)(argc - optind), failed = 0, done = 0;
 	as_err first = { 0, "" };
 	for (size_t k = 0; k < n && !cli_interrupted; k++) {

@@ -40,7 +40,7 @@ static const char sweep_usage[] =
 	"                          would give its own summary (see doc/sweeps.md)\n"
 	"  -k, --keep-going        an unreadable trace (or a failed run) does not stop the others: their rows\n"
 	"                          are written, one 'error: input K of N: ...' line on stderr per failure,\n"
-	"                          exit 4 when some failed (doc/batches.md)\n"
+	"                          exit 5 when some failed (doc/batches.md)\n"
 	"  -q, --quiet             no warnings and no progress bar (errors are still reported)\n"
 	"  -h, --help              show this help\n"
 	"\n"
@@ -414,7 +414,7 @@ static int sweep_interrupted(as_outfile *of, const char *header, const sweep *sw
 }
 
 /* --keep-going after some traces could not be read or some runs failed: one line each on stderr,
- * in input (then grid) order, the rows of the others written; exit 4 (every one failed: nothing is
+ * in input (then grid) order, the rows of the others written; exit 5 (every one failed: nothing is
  * written, the first failure's status). */
 static int sweep_keep_going(as_outfile *of, const char *header, const sweep *sw, as_err *err, int *committed)
 {

@@ -19,7 +19,7 @@ enum {
 	AS_EXIT_IOERR = 74,     /* write error */
 	AS_EXIT_TEMPFAIL = 75,  /* the output is locked by another run: try again later */
 	AS_EXIT_DIVERGED = 1,   /* validate: simulation diverged from the recording */
-	AS_EXIT_PARTIAL = 4,    /* --keep-going: some inputs failed; the rows of the others were written */
+	AS_EXIT_PARTIAL = 5,    /* --keep-going: some inputs failed; the rows of the others were written */
 	AS_EXIT_INTERRUPTED = 130 /* SIGINT/SIGTERM: resources released, no output */
 };
 
