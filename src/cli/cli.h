@@ -20,6 +20,9 @@ int cmd_blame(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_transfer(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
+/* The memory of a GPU of advise's --gpu table (cmd_advise.c); 0 if the name is not there. */
+uint64_t cli_gpu_bytes(const char *name);
 /* transfer with a host trace: pinned vs pageable, modelled from a transfer table (transfer_model.c). */
 int cli_transfer_weigh(const char *table, const char *trace, const char *conf, int d2h, const char *out);
 

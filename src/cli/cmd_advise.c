@@ -80,6 +80,13 @@ static const struct gpu *find_gpu(const char *name)
 	return NULL;
 }
 
+/* predict's --gpu: the table's memory of a GPU (0 if unknown). */
+uint64_t cli_gpu_bytes(const char *name)
+{
+	const struct gpu *g = find_gpu(name);
+	return !g ? 0 : g->bytes ? g->bytes : (uint64_t)llround(g->gib * (double)AS_GiB);
+}
+
 /* The grid, applied on top of the current settings (a later key overrides an earlier one, as in
  * PyTorch's parser). "gc" entries act only with a capacity. */
 static const struct cand {

@@ -26,6 +26,7 @@ static const struct {
 	{ "compare", cmd_compare, "replay traces against every policy, one CSV row each, with the lower bound" },
 	{ "calibrate", cmd_calibrate, "measure the GPU's allocation primitives and fit a latency model" },
 	{ "transfer", cmd_transfer, "measure pageable vs pinned host<->GPU copies and cudaHostAlloc cost" },
+	{ "predict", cmd_predict, "will a trace captured without a GPU fit: peak reserved, cudaMalloc calls, margin" },
 	{ "fit", cmd_fit, "find the smallest capacity without OOM, or the best parameter value" },
 	{ "gen", cmd_gen, "draw a synthetic trace (train, serve, iid, phase), or fit the phase model to a trace" },
 };
