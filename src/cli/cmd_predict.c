@@ -6,7 +6,8 @@
  * added from its table of unseen allocations (each after a "p unseen:KIND" phase), and frees
  * requested on one stream and completed later (taken as completed at once). Each end is replayed
  * without a limit (peak reserved bytes, cudaMalloc calls) and at the target capacity (whether it
- * runs out of memory: the allocator may fit below its unlimited peak by releasing cached blocks).
+ * runs out of memory: the allocator may fit below its unlimited peak by releasing cached blocks),
+ * and the least capacity at which it runs without out-of-memory is found by bisection, to the byte.
  * When the high end does not fit, advise's grid of settings runs at the same capacity. */
 #include "cli/cli.h"
 #include "engine/run.h"
@@ -35,6 +36,7 @@ static const char predict_usage[] =
 
 typedef struct end {
 	as_summary unl, cap;
+	uint64_t need; /* the smallest capacity without out-of-memory (bisection, to the byte) */
 } end;
 
 /* The low end: the trace less its estimated entries; frees requested on one stream complete at once. */
@@ -77,6 +79,22 @@ static int replay(const as_evbuf *b, const char *conf, uint64_t cap, as_summary 
 	as_run_opts o = { .events = b, .ops = as_policy_find("pytorch"), .config = conf, .capacity = cap,
 		.addr_mode = ADDR_AUTO, .stop_at_oom = cap != 0 };
 	return as_run(&o, s, err);
+}
+
+struct probe {
+	const as_evbuf *b;
+	const char *conf;
+};
+
+static int fits_at(void *ctx, uint64_t cap, as_err *err)
+{
+	const struct probe *p = ctx;
+	as_summary s;
+	if (cli_interrupted)
+		return as_fail(err, AS_EXIT_INTERRUPTED, "interrupted");
+	if (replay(p->b, p->conf, cap, &s, err))
+		return -1;
+	return s.num_ooms == 0;
 }
 
 static void gib(FILE *f, uint64_t v)
@@ -146,9 +164,14 @@ int cmd_predict(int argc, char **argv)
 	end e[2];
 	int rc = 0;
 	const as_evbuf *bufs[2] = { &lo, &hi };
-	for (int k = 0; k < 2 && !rc; k++)
+	for (int k = 0; k < 2 && !rc; k++) {
+		struct probe pr = { bufs[k], conf };
 		if (replay(bufs[k], conf, 0, &e[k].unl, &err) || replay(bufs[k], conf, capacity, &e[k].cap, &err))
 			rc = -1;
+		else if (as_bisect_capacity(1, e[k].unl.peak_requested_bytes ? e[k].unl.peak_requested_bytes : 1,
+				 e[k].unl.peak_reserved_bytes ? e[k].unl.peak_reserved_bytes : 1, 1, fits_at, NULL, &pr, &e[k].need, &err))
+			rc = -1;
+	}
 	as_evbuf_free(&lo);
 	as_evbuf_free(&hi);
 	if (rc)
@@ -159,12 +182,14 @@ int cmd_predict(int argc, char **argv)
 	uint64_t nlo = e[0].unl.num_device_alloc, nhi = e[1].unl.num_device_alloc;
 	if (plo > phi) { uint64_t t = plo; plo = phi; phi = t; }
 	if (nlo > nhi) { uint64_t t = nlo; nlo = nhi; nhi = t; }
+	uint64_t dlo = e[0].need < e[1].need ? e[0].need : e[1].need, dhi = e[0].need < e[1].need ? e[1].need : e[0].need;
 	int64_t mlo = (int64_t)capacity - (int64_t)phi, mhi = (int64_t)capacity - (int64_t)plo;
 	if (!strcmp(format, "csv")) {
 		printf("trace,capacity_bytes,config,peak_reserved_low,peak_reserved_high,num_device_alloc_low,num_device_alloc_high,"
-		       "margin_low,margin_high,fits,unseen_entries,unseen_bytes,pending_frees\n");
-		printf("%s,%" PRIu64 ",%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRId64 ",%" PRId64 ",%s,%" PRIu64 ",%" PRIu64
-		       ",%" PRIu64 "\n", path, capacity, conf, plo, phi, nlo, nhi, mlo, mhi, fits, nunseen, unseen_bytes, npending);
+		       "margin_low,margin_high,needs_low,needs_high,fits,unseen_entries,unseen_bytes,pending_frees\n");
+		printf("%s,%" PRIu64 ",%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%s,%" PRIu64
+		       ",%" PRIu64 ",%" PRIu64 "\n", path, capacity, conf, plo, phi, nlo, nhi, mlo, mhi, dlo, dhi, fits, nunseen, unseen_bytes,
+		       npending);
 	} else {
 		printf("trace: %s\n", path);
 		printf("capacity: ");
@@ -181,6 +206,12 @@ int cmd_predict(int argc, char **argv)
 		printf("\ncudaMalloc calls: %" PRIu64, nlo);
 		if (nhi != nlo)
 			printf(" .. %" PRIu64, nhi);
+		printf("\nneeds (the least capacity without out-of-memory): ");
+		gib(stdout, dlo);
+		if (dhi != dlo) {
+			printf(" .. ");
+			gib(stdout, dhi);
+		}
 		printf("\nestimated entries: %" PRIu64 " (%" PRIu64 " bytes), frees completed later on another stream: %" PRIu64 "\n",
 		       nunseen, unseen_bytes, npending);
 		printf("fits: %s", fits);
