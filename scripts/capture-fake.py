@@ -18,6 +18,9 @@ usage:
   capture-fake.py all OUTDIR [WORKLOAD...]  both, each in its own process with a timeout
                                             (fake runs with CUDA_VISIBLE_DEVICES= : provably no GPU)
   capture-fake.py list                      the workloads
+WORKLOAD may also be a Python file defining workload(torch, dev) -> (model, optimizer) (either may be
+None): your own training step or inference loop, written with device=dev (the trace is FILE's name
+less .py, plus .trace.gz).
 """
 import gc, gzip, json, os, subprocess, sys, time, traceback
 import concurrent.futures as cf
@@ -434,7 +437,22 @@ def fake_patches(torch):
     ck._infer_device_type = lambda *a, **k: "cpu"
 
 
+def resolve(workload):
+    """A built-in workload's name, or a Python file defining workload(torch, dev)."""
+    if workload in WORKLOADS:
+        return workload, WORKLOADS[workload]
+    if workload.endswith(".py") and os.path.isfile(workload):
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("user_workload", workload)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return os.path.basename(workload)[:-3], mod.workload
+    sys.stderr.write("capture-fake.py: '%s' is neither a workload (%s) nor a .py file\n" % (workload, ", ".join(WORKLOADS)))
+    sys.exit(64)
+
+
 def run_fake(workload, out):
+    workload, fn = resolve(workload)
     import torch
     assert not torch.cuda.is_available() or os.environ.get("CUDA_VISIBLE_DEVICES") != "", "a GPU is visible"
     gc.disable()
@@ -445,7 +463,7 @@ def run_fake(workload, out):
     hooks = act_hooks(torch, st)
     t0 = time.time()
     with rec:
-        model, opt = WORKLOADS[workload](torch, "meta")
+        model, opt = fn(torch, "meta")
         rec.poll()
         res = (model, opt)
     for h in hooks:
@@ -480,6 +498,7 @@ def run_fake(workload, out):
 
 
 def run_real(workload, out):
+    workload, fn = resolve(workload)
     import pickle
     import torch
     gc.disable()
@@ -487,7 +506,7 @@ def run_real(workload, out):
     free0, total = torch.cuda.mem_get_info()
     torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=3_000_000)
     t0 = time.time()
-    model, opt = WORKLOADS[workload](torch, "cuda")
+    model, opt = fn(torch, "cuda")
     torch.cuda.synchronize()
     stats = dict(torch.cuda.memory_stats())
     free1, _ = torch.cuda.mem_get_info()
@@ -542,7 +561,7 @@ def main():
     if mode == "all":
         run_all(sys.argv[2], sys.argv[3:] or list(WORKLOADS))
         return 0
-    if mode not in ("fake", "real") or len(sys.argv) != 4 or sys.argv[2] not in WORKLOADS:
+    if mode not in ("fake", "real") or len(sys.argv) != 4:
         sys.stderr.write("capture-fake.py: usage: fake|real WORKLOAD OUTDIR (workloads: %s)\n" % ", ".join(WORKLOADS))
         return 64
     os.makedirs(sys.argv[3], exist_ok=True)
