@@ -56,6 +56,19 @@ contains "$out" "capacity: 150109880320 (139.80 GiB) (--gpu H200 less a context 
 run "$A" predict --capacity 17.30GiB --format csv "$P/unet_train.trace.gz"
 is "$(cols "$out" capacity_bytes)" 18575733555 "--capacity 17.30GiB is rounded down to bytes"
 
+# cross-stream frees (a real snapshot): low = completed when requested, high = as recorded = the real run
+M="$srcdir/traces/captured/multistream__default"
+run "$A" predict --capacity 1TiB --format csv "$M.pickle.gz"
+is "$(cols "$out" peak_reserved_low peak_reserved_high num_device_alloc_low num_device_alloc_high pending_frees unseen_entries)" \
+	"367001600 446693376 18 22 39 0" "multistream: the range of 39 cross-stream frees"
+mr=$(awk '/"reserved_bytes.all.peak"/ { v = $2; sub(/,$/, "", v); print v }' "$M.meta.json")
+is "$(cols "$out" peak_reserved_high)" "$mr" "multistream: the high end is the real run's reserved_bytes.all.peak"
+# an estimated entry freed, its slot reused by a later request (was: "internal: allocation into live slot 0")
+printf '#allocsim-trace 1\np unseen:test\na 1 1048576 0\nf 1\na 2 104857600 0\nf 2\na 3 209715200 0\n' > "$TMP/reuse.trace"
+run "$A" predict --capacity 1TiB --format csv "$TMP/reuse.trace"
+is "$st:$(cols "$out" peak_reserved_low peak_reserved_high needs_low needs_high unseen_entries unseen_bytes)" \
+	"0:314572800 316669952 209715200 209715200 1 1048576" "an estimated entry's slot reused: both ends replay"
+
 # errors: usage (64), a missing trace (66), a malformed one (65); nothing on standard output
 run "$A" predict "$P/unet_train.trace.gz"
 is "$st:$out" "64:" "no capacity: exit 64"

@@ -59,8 +59,10 @@ static void low_end(const as_evbuf *in, as_evbuf *out, uint64_t *nunseen, uint64
 			*unseen_bytes += ev.size;
 			continue;
 		}
+		if (ev.type == EV_ALLOC)
+			mark[ev.slot] = 0; /* a slot may be reused */
 		if ((ev.type == EV_FREE_REQ || ev.type == EV_FREE) && mark[ev.slot]) {
-			if (mark[ev.slot] == 2 && ev.type == EV_FREE)
+			if (ev.type == EV_FREE)
 				mark[ev.slot] = 0;
 			continue;
 		}
