@@ -37,6 +37,7 @@ from matplotlib.cbook import STEP_LOOKUP_MAP  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
 import numpy as np  # noqa: E402
 
 
@@ -126,16 +127,25 @@ def visible_ticklabels(ax, r):
     return out
 
 
+def ax_texts(ax):
+    """The texts an axes holds itself: its three titles (centre, left, right) and its ax.text()s.
+    Public API only (get_children), so that it holds on matplotlib 3.6 to the newest."""
+    return [c for c in ax.get_children() if isinstance(c, Text)]
+
+
+def handles_of(lg):
+    """A legend's handles: legend_handles since matplotlib 3.7, legendHandles (removed in 3.9) before."""
+    h = getattr(lg, "legend_handles", None)
+    return h if h is not None else lg.legendHandles
+
+
 def texts(fig, r):
     """(owner, description, bbox) of every visible, non-empty text."""
     out = []
     for i, ax in enumerate(fig.axes):
         for t, b in visible_ticklabels(ax, r):
             out.append((ax, "tick label %r" % t.get_text(), b))
-        for t in (ax.xaxis.label, ax.yaxis.label, ax.title, ax._left_title, ax._right_title):
-            if t.get_visible() and t.get_text():
-                out.append((ax, "text %r" % t.get_text(), t.get_window_extent(r)))
-        for t in ax.texts:
+        for t in [ax.xaxis.label, ax.yaxis.label] + ax_texts(ax):
             if t.get_visible() and t.get_text():
                 out.append((ax, "text %r" % t.get_text(), t.get_window_extent(r)))
     for t in fig.texts:
@@ -149,11 +159,8 @@ def texts(fig, r):
 def all_texts(fig):
     out = [t.get_text() for t in fig.texts]
     for ax in fig.axes:
-        out += [ax.title.get_text(), ax._left_title.get_text(), ax._right_title.get_text(),
-                ax.xaxis.label.get_text(), ax.yaxis.label.get_text()]
-        out += [t.get_text() for t in ax.texts]
-    if fig._suptitle is not None:
-        out.append(fig._suptitle.get_text())
+        out += [ax.xaxis.label.get_text(), ax.yaxis.label.get_text()]
+        out += [t.get_text() for t in ax_texts(ax)]
     for lg in legends(fig):
         out += [t.get_text() for t in lg.get_texts()]
         if lg.get_title():
@@ -219,7 +226,7 @@ def check(fig, opts):
     if "distinct-styles" in opts:
         seen = {}
         for lg in legends(fig):
-            for h, t in zip(lg.legendHandles, lg.get_texts()):
+            for h, t in zip(handles_of(lg), lg.get_texts()):
                 if isinstance(h, Line2D):
                     key = (matplotlib.colors.to_hex(h.get_color()), str(h.get_marker()), str(h.get_linestyle()))
                     if key in seen:
