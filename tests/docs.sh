@@ -24,9 +24,9 @@ man=$(tr '\n' ' ' < "$srcdir/doc/allocsim.1")
 is "$(printf '%s' "$man" | sed -n 's/.*version of the column list, \([0-9]*\)).*/\1/p')" "$sv" "the man page's schema_version is the one the CSV prints"
 "$A" replay -p optimal --no-timing "$tr" > "$TMP/opt-file.csv" 2>&1
 "$A" replay -p optimal --no-timing - < "$tr" > "$TMP/opt-stdin.csv" 2>&1; st=$?
-is "$st,$(cut -d, -f2- "$TMP/opt-stdin.csv" | tail -n 1)" "0,$(cut -d, -f2- "$TMP/opt-file.csv" | tail -n 1)" "optimal reads standard input: the same row as from the file"
-ok "$(printf '%s' "$man" | grep -q 'not standard input'; [ $? = 1 ] && printf '%s' "$man" | grep -q 'standard input (\\fB\\-\\fR) whole'; echo $?)" \
-	"the man page says optimal reads standard input (not that it needs a file)"
+says=$(printf '%s' "$man" | grep -q 'not standard input' || printf '%s' "$man" | grep -c 'standard input (\\fB\\-\\fR) whole')
+is "$st,$says,$(cut -d, -f2- "$TMP/opt-stdin.csv" | tail -n 1)" "0,1,$(cut -d, -f2- "$TMP/opt-file.csv" | tail -n 1)" \
+	"optimal reads standard input (the same row as from the file), and the man page says so (not that it needs a file)"
 # --- blame --largest: the help names the columns it writes
 run "$A" blame --help
 cols=$(printf '%s\n' "$out" | grep -o 'moment,rank,[a-z_,]*')
@@ -59,9 +59,10 @@ run "$A" replay -Z "$tr"
 is "$st|$(printf '%s\n' "$errout" | head -n 1)" "64|allocsim: error: replay: unknown option '-Z'" "an unknown short option"
 # --- README.md: short, and every file it links exists
 R="$srcdir/README.md"
-ok "$([ "$(wc -l < "$R")" -lt 200 ]; echo $?)" "README.md is under 200 lines ($(wc -l < "$R" | tr -d ' '))"
 missing=$(grep -o -E '\]\([^)#]+\)|(doc|scripts|tests|traces)/[A-Za-z0-9_./-]+\.(md|py|sh|1|png|csv)' "$R" | sed -e 's/^](//' -e 's/)$//' | sort -u |
 	while read -r f; do case "$f" in http*) continue;; esac; [ -e "$srcdir/$f" ] || echo "$f"; done)
 nlinks=$(grep -c -E '\]\(doc/|doc/[a-z-]+\.md' "$R")
-is "$(printf '%s' "$missing" | grep -c .),$([ "$nlinks" -ge 5 ] && echo linked)" "0,linked" "README.md links doc/ and every file it names exists${missing:+ (missing: $missing)}"
+short=$([ "$(wc -l < "$R")" -lt 200 ] && echo short)
+is "$short,$(printf '%s' "$missing" | grep -c .),$([ "$nlinks" -ge 5 ] && echo linked),$("$A" help replay 2>&1 | head -n 1)" "short,0,linked,usage: allocsim replay [options] TRACE" \
+	"README.md is under 200 lines ($(wc -l < "$R" | tr -d ' ')), links doc/, every file it names exists${missing:+ (missing: $missing)}, and 'allocsim help CMD' it points to answers"
 finish

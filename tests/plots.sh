@@ -54,7 +54,10 @@ is "$(tail -n +2 "$TMP/tlfull.csv" | wc -l | tr -d ' ')" 9197 "the whole timelin
 # CSVs of the wrong kind or with a bad field
 awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "peak_reserved_bytes") k = i } NR == 3 { $k = "12x" } 1' "$TMP/sw.csv" > "$TMP/sw-bad.csv"
 head -3 "$TMP/cmp.csv" | sed '3s/,[^,]*$//' > "$TMP/cmp-short.csv"
-printf 'PK\003\004\377\376binary\n' > "$TMP/binary.csv"
+"$A" convert "$tr" -o "$TMP/trace.asbin"  # a binary file given as a CSV
+# the bundled H200 transfer table, drawn once allocsim has read it as a table (transfer HOSTTRACE)
+"$A" transfer --table "$srcdir/traces/h200-transfer.csv" -o /dev/null "$srcdir/traces/fixtures/pinned-synthetic.host.csv" &&
+	cp "$srcdir/traces/h200-transfer.csv" "$TMP/transfer.csv"
 
 P="$srcdir/tests/plotcheck.py"
 L="--tick-labels --hatch-means-oom"  # every figure: every tick labelled, hatching only for OOM
@@ -75,14 +78,14 @@ latency-zeros --exit 65 --stderr-has 'latencies are 0 ns' --stderr-has 'replay -
 latency-device --legend-clear --no-overlap $L --policy-colors --text-has 'modelled device time' --text-has '110 of 4600 calls' -- $S/plot_latency.py --device-calls -o $TMP/latdev pytorch=$TMP/latnt.csv passthrough=$TMP/lat2nt.csv
 policies --no-overlap $L --policy-colors --min-cell-pt 4.5 --oom 1 --text-has 'n/a' --text-has 'out of memory' --text-has '2 traces × 4 policies' -- $S/plot_policies.py $TMP/pol.csv $TMP/pol-oom.csv -o $TMP/policies
 policies-all --no-overlap $L --policy-colors --min-cell-pt 4.5 --text-has 'each policy with its default settings' -- $S/plot_policies.py $TMP/pol-all.csv --width double -o $TMP/policies-all.png
-transfer --legend-clear --no-overlap $L -- $S/plot_transfer.py $srcdir/traces/h200-transfer.csv -o $TMP/transfer.png
+transfer --legend-clear --no-overlap $L -- $S/plot_transfer.py $TMP/transfer.csv -o $TMP/transfer.png
 wrong-timeline --exit 65 --stderr-has 'no column event' --stderr-has 'a summary CSV' --stderr-has "reads 'allocsim replay --timeline FILE'" -- $S/plot_timeline.py -o $TMP/w1 $TMP/sum.csv
 wrong-sweep --exit 65 --stderr-has 'a timeline CSV' --stderr-has "allocsim sweep" -- $S/plot_sweep.py $TMP/tl.csv -o $TMP/w2
 wrong-policies --exit 65 --stderr-has 'a latency CSV' -- $S/plot_policies.py $TMP/lat.csv -o $TMP/w3
 wrong-segments --exit 65 --stderr-has 'a sweep CSV' -- $S/plot_segments.py $TMP/sw.csv --trace x -o $TMP/w4
 wrong-number --exit 65 --stderr-has 'sw-bad.csv:3: column' --stderr-has "not an integer" -- $S/plot_sweep.py $TMP/sw-bad.csv -o $TMP/w5
 wrong-fields --exit 65 --stderr-has 'cmp-short.csv:3: ' --stderr-has 'fields where the header has' -- $S/plot_compare.py $TMP/cmp-short.csv -o $TMP/w6
-wrong-binary --exit 65 --stderr-has 'binary.csv' -- $S/plot_transfer.py $TMP/binary.csv -o $TMP/w7
+wrong-binary --exit 65 --stderr-has 'trace.asbin: not' -- $S/plot_transfer.py $TMP/trace.asbin -o $TMP/w7
 repro-1 --env SOURCE_DATE_EPOCH=1 -- $S/plot_compare.py $TMP/cmp.csv -o $TMP/repro1
 repro-2 --env SOURCE_DATE_EPOCH=1900000000 -- $S/plot_compare.py $TMP/cmp.csv -o $TMP/repro2
 EOF
@@ -95,9 +98,10 @@ done < "$TMP/cases"
 # written outside the tracked tree (make update-figures writes doc/figures)
 M="$srcdir/Makefile.am"
 rule=$(awk '/^figures:/ { f = 1; next } f && /^[^\t]/ { exit } f' "$M")
-is "$(printf '%s\n' "$rule" | grep -c -e '--timeline'),$(printf '%s\n' "$rule" | grep -c -e '--every')" "1,0" \
-	"make figures: the timelines hold every event (no --every)"
-is "$(sed -n 's/^FIGDIR = //p' "$M")" "_build/figures" "make figures writes under _build/figures, not over the tracked doc/figures"
+tp=$(grep -c '^timeline-peak: ok$' "$TMP/results")
+is "$tp,$(printf '%s\n' "$rule" | grep -c -e '--timeline'),$(printf '%s\n' "$rule" | grep -c -e '--every')" "1,1,0" \
+	"make figures: the timelines hold every event (no --every), whose peaks the figure draws (timeline-peak)"
+is "$tp,$(sed -n 's/^FIGDIR = //p' "$M")" "1,_build/figures" "make figures writes under _build/figures, not over the tracked doc/figures"
 valid() { # FILE: PDF or PNG magic, and not tiny
 	case "$1" in
 	*.pdf) [ "$(head -c 5 "$1")" = "%PDF-" ] && tail -c 32 "$1" | grep -q '%%EOF' ;;
@@ -111,7 +115,7 @@ done
 # -o NAME.png: that format alone
 ok "$(valid "$TMP/many.png" && valid "$TMP/policies-all.png" && [ ! -e "$TMP/many.pdf" ] && [ ! -e "$TMP/policies-all.pdf" ] && [ ! -e "$TMP/many.svg" ]; echo $?)" "-o NAME.png writes the PNG alone"
 # a refused CSV leaves no figure behind
-ok "$(ls "$TMP"/w[0-9]* 2>/dev/null | grep -c . | grep -qx 0; echo $?)" "a refused CSV writes no figure"
+ok "$([ "$(grep -c '^wrong-[a-z]*: ok$' "$TMP/results")" = 7 ] && ! ls "$TMP"/w[0-9]* >/dev/null 2>&1; echo $?)" "the 7 refused CSVs wrote no figure"
 # fonts are embedded TrueType (Type 42), not Type 3
 ok "$(grep -c '/Type3' "$TMP/sweep.pdf" | grep -q '^0$'; echo $?)" "PDF uses no Type 3 fonts"
 # reproducible: the same bytes whatever the date (SOURCE_DATE_EPOCH differs above), no version inside
