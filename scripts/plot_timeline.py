@@ -54,13 +54,10 @@ def main():
         line("reserved_bytes", color=ps.PALETTE[i % len(ps.PALETTE)], ls=ps.DASHES[(i // len(ps.PALETTE)) % len(ps.DASHES)],
              label="%s reserved" % label, gid="reserved:%s" % label)  # beyond 8 runs: dashed
         if i == 0:
-            line("allocated_bytes", color="0.45", lw=0.8, label="allocated", gid="allocated")
             k = max(range(len(rows)), key=lambda k: int(rows[k]["allocated_bytes"]))  # the first peak
             peak = int(rows[k]["allocated_bytes"])
-            left = (xs[k] - xs[0]) > 0.5 * (xs[-1] - xs[0])  # the label on the side with room
-            ax.annotate("peak allocated %s" % ps.fmt_bytes(peak), xy=(xs[k], peak / div), xytext=(-6 if left else 6, 4),
-                        textcoords="offset points", ha="right" if left else "left", va="bottom", fontsize=6, color="0.3",
-                        arrowprops=dict(arrowstyle="-", color="0.3", lw=0.5))
+            line("allocated_bytes", color="0.45", lw=0.8, label="allocated (peak %s, marked)" % ps.fmt_bytes(peak), gid="allocated")
+            ax.plot([xs[k]], [peak / div], marker="v", ms=4, color="0.3", ls="none", zorder=4, label="_peak")
             line("requested_bytes", color="0.7", lw=0.8, ls="--", label="requested", gid="requested")
     ax.set_xlabel("event" if a.x == "event" else "time (s)")
     ax.set_ylabel("memory (%s)" % unit)
