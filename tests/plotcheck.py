@@ -42,7 +42,10 @@ import sys
 import matplotlib
 
 matplotlib.use("Agg")
-from matplotlib.cbook import STEP_LOOKUP_MAP  # noqa: E402
+try:  # a private table of matplotlib's, present from 3.0 to 3.10 at least
+    from matplotlib.cbook import STEP_LOOKUP_MAP  # noqa: E402
+except ImportError:  # a step line is then checked as the straight line through its points
+    STEP_LOOKUP_MAP = {}
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
