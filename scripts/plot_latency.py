@@ -39,7 +39,7 @@ def main():
     for i, run in enumerate(a.runs):
         label, _, path = run.rpartition("=")
         rows = ps.read_csv(path)
-        ps.need(rows, path, "op", "ns", "device_us")
+        ps.need(rows, path, "op", "ns", "device_us", source="'allocsim replay --latency FILE'", floats=("ns", "device_us"))
         kind = timing_of(rows, path)
         sel = [r for r in rows if a.op == "both" or r["op"] == a.op]
         if a.device_calls:
@@ -58,7 +58,7 @@ def main():
             ps.die("%s: no %s call%s" % (path, opname, " reaches the device" if a.device_calls else ""), 65)
         kinds.append(kind)
         ys = [(k + 1) / len(ns) for k in range(len(ns))]
-        ax.step(ns, ys, where="post", color=ps.PALETTE[i % 8], label=label or path)
+        ax.step(ns, ys, where="post", color=ps.policy_color(label or "", i), label=label or path)
     ax.set_xscale("log")
     what = WHAT.get(kinds[0], "source unknown: no timing column") if len(set(kinds)) == 1 else "mixed sources"
     if len(set(kinds)) > 1:  # say it per line

@@ -27,7 +27,7 @@ def main():
     a = p.parse_args()
     if a.summary:
         srows = ps.read_csv(a.summary)
-        ps.need(srows, a.summary, "trace", "policy", "config")
+        ps.need(srows, a.summary, "trace", "policy", "config", source="the summary CSV of the same replay ('allocsim replay -o')")
         trace, settings = srows[0]["trace"], "%s %s" % (srows[0]["policy"], srows[0]["config"] or "(defaults)")
     elif a.trace:
         trace, settings = a.trace, a.settings or "settings not given"
@@ -37,7 +37,8 @@ def main():
     for ext in (".gz", ".xz", ".pickle", ".pkl"):
         trace = trace[: -len(ext)] if trace.endswith(ext) else trace
     rows = ps.read_csv(a.csv)
-    ps.need(rows, a.csv, "moment", "segment", "segment_bytes", "block_offset", "block_bytes", "state")
+    ps.need(rows, a.csv, "moment", "segment", "segment_bytes", "block_offset", "block_bytes", "state",
+            source="'allocsim replay --segments FILE'", ints=("segment", "segment_bytes", "block_offset", "block_bytes"))
     rows = [r for r in rows if r["moment"] == a.moment]
     segs = {}
     for r in rows:
@@ -79,6 +80,7 @@ def main():
         "%d of %d segments: every size, then the largest" % (len(order), len(segs))
     ax.set_ylabel(shown)
     ax.set_ylim(len(order) - 0.5, -0.5)
+    ax.set_axisbelow(True)  # the grid behind the blocks
     from matplotlib.patches import Patch
     handles = [Patch(color=c) for c in COLORS.values()]
     fig.legend(handles, [st.replace("_", " ") for st in COLORS], loc="upper center", bbox_to_anchor=(0.5, 0.0),

@@ -62,7 +62,8 @@ def main():
     p.add_argument("--where", action="append", default=[], metavar="NAME=VALUE", help="keep only rows with this value (repeatable)")
     a = p.parse_args()
     rows = ps.read_csv(a.csv)
-    ps.need(rows, a.csv, "trace", "peak_reserved_bytes", "num_device_alloc")
+    ps.need(rows, a.csv, "trace", "peak_reserved_bytes", "num_device_alloc", source="the CSV of 'allocsim sweep'",
+            ints=("peak_reserved_bytes", "num_device_alloc"))
     for w in a.where:
         k, _, v = w.partition("=")
         ps.need(rows, a.csv, k)
@@ -120,8 +121,7 @@ def main():
         ax.set_xlabel(xlabel)
     for ax in (ax1, ax2):
         ax.set_xticks(range(len(xv.order)))
-        tilt = sum(len(s) + 2 for s in xv.labels) * 0.05 > ax.get_position().width * fig.get_figwidth()
-        ax.set_xticklabels(xv.labels, rotation=45 if tilt else 0, ha="right" if tilt else "center", rotation_mode="anchor")
+        ax.set_xticklabels(xv.labels)  # thin_labels tilts them when they do not fit upright
         ax.set_xlim(-0.4, len(xv.order) - 0.6)
 
     from matplotlib.lines import Line2D
@@ -133,6 +133,15 @@ def main():
     if ooms:
         handles.append(Line2D([], [], **ps.OOM_MARKER))
         labels.append("OOM (num_ooms > 0)")
+    # the title, from the data: the policy (and its fixed settings) and what was swept
+    pols = distinct(rows, "policy") if "policy" in rows[0] else []
+    fixed = [c for c in param_columns(rows) if c not in (x, by) and len(distinct(rows, c)) == 1 and distinct(rows, c)[0] not in ("", "none")]
+    title = "%s swept over %d trace%s" % (x + (" and " + by if by else ""), len(traces), "" if len(traces) == 1 else "s")
+    if pols and "policy" not in (x, by):
+        title = "%s policy: %s" % (", ".join(pols), title)
+    if fixed:
+        title += " (%s)" % ", ".join("%s=%s" % (c, rows[0][c]) for c in fixed)
+    fig.suptitle(title, fontsize=7)
     ps.legend_above(fig, None, handles, labels)
     ps.thin_labels(fig, (ax1, ax2), "x")
     print("\n".join(ps.save(fig, a.output)))

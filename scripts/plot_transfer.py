@@ -9,7 +9,7 @@ def main():
     p.add_argument("csv")
     a = p.parse_args()
     rows = ps.read_csv(a.csv)
-    ps.need(rows, a.csv, "size_bytes", "host_memory", "operation", "gb_per_s")
+    ps.need(rows, a.csv, "size_bytes", "host_memory", "operation", "gb_per_s", source="the CSV of 'allocsim transfer -o'")
     rows = [r for r in rows if r["operation"] in ("H2D", "D2H")]
     if not rows:
         ps.die("%s: no H2D or D2H row" % a.csv)

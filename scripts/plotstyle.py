@@ -1,7 +1,10 @@
 """plotstyle.py - shared look of allocsim's figures: paper column widths, a colour-blind-safe
-palette (Okabe & Ito) with a marker per trace beyond its 8 colours, embedded TrueType fonts, byte
-axes in MiB/GiB, sizes with units, legends outside the data, tick labels that do not collide, and
-reproducible PDF + PNG output (no dates or versions in the files: the same bytes on every run)."""
+palette (Okabe & Ito) with a marker per trace beyond its 8 colours, one fixed colour and marker per
+policy in every figure, hatching that means one thing (out of memory), embedded TrueType fonts, byte
+axes in MiB/GiB, sizes with units, legends outside the data, tick labels that do not collide,
+min/max downsampling that keeps every peak, and reproducible PDF + SVG + PNG output (no dates or
+versions in the files: the same bytes on every run). Uses only matplotlib's public API, so that it
+holds on 3.6 (Debian 12, Ubuntu 24.04) to the newest (tests/plots-newer.sh)."""
 import argparse
 import os
 import re
@@ -21,6 +24,20 @@ MARKERS = ["o", "s", "^", "D", "v", "P", "*"]
 OOM_MARKER = dict(marker="X", ms=6, mfc="none", mec="#D55E00", mew=1.0, ls="none")
 # dash patterns for a second swept parameter (one per value)
 DASHES = ["-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (8, 2))]
+# One colour and marker per policy, the same in every figure. The first eight are Okabe & Ito's;
+# the others are Paul Tol's muted colours, and each policy also keeps its marker, so that no two
+# policies rest on colour alone.
+POLICY_STYLE = {
+    "pytorch": ("#0072B2", "o"), "bestfit": ("#E69F00", "s"), "passthrough": ("#000000", "^"),
+    "cuda-async": ("#D55E00", "D"), "cupy": ("#CC79A7", "v"), "bfc": ("#009E73", "P"),
+    "rmm-pool": ("#56B4E9", "*"), "optimal": ("#F0E442", "h"), "rmm-arena": ("#882255", "X"),
+    "rmm-binning": ("#44AA99", "<"), "buddy": ("#999933", ">"), "stitch": ("#332288", "p"),
+    "pytorch-pinned": ("#888888", "d"),
+}
+# every colour a figure may use for its series: Okabe & Ito's 8, then Tol's muted 5
+COLORS = PALETTE + ["#882255", "#44AA99", "#999933", "#332288", "#888888"]
+# hatching means one thing in every figure: the run hit out-of-memory
+OOM_HATCH = "xxxx"
 WIDTHS = {"single": 3.5, "double": 7.16}  # inches: one and two columns of a two-column paper
 
 matplotlib.rcParams.update({
@@ -39,9 +56,52 @@ def style(i):
     return dict(color=PALETTE[i % len(PALETTE)], marker=MARKERS[i % len(MARKERS)])
 
 
+def policy_of(name):
+    """The policy a label names ('pytorch', 'pytorch max_split_size_mb:128', 'rmm-binning>rmm-pool'), or None."""
+    head = name.split()[0] if name.split() else ""
+    head = head.split(">")[0]
+    return head if head in POLICY_STYLE else None
+
+
+def policy_color(name, i=0):
+    """The fixed colour of the policy a label names; the i-th palette colour for other labels."""
+    p = policy_of(name)
+    return POLICY_STYLE[p][0] if p else PALETTE[i % len(PALETTE)]
+
+
+def series_colors(names):
+    """A colour per series name: each policy's fixed colour when the names are distinct policies,
+    else the palette in order (several settings of one policy)."""
+    pols = [policy_of(n) for n in names]
+    if all(pols) and len(set(pols)) == len(pols):
+        return [POLICY_STYLE[p][0] for p in pols]
+    if len(names) > len(COLORS):
+        die("%d series, more than the %d colours a figure tells apart: select fewer" % (len(names), len(COLORS)), 64)
+    return COLORS[:len(names)]
+
+
+def minmax(xs, ys, buckets=1500):
+    """At most 2 x buckets points of the line (xs, ys) that keep its extremes: each bucket of
+    consecutive points keeps its minimum and its maximum, in the order they occur (sampling every
+    k-th point drops the peaks that fall between samples)."""
+    n = len(xs)
+    if n <= 2 * buckets:
+        return list(xs), list(ys)
+    ox, oy = [], []
+    for b in range(buckets):
+        lo, hi = b * n // buckets, (b + 1) * n // buckets
+        seg = range(lo, hi)
+        kmin = min(seg, key=lambda k: ys[k])
+        kmax = max(seg, key=lambda k: ys[k])
+        for k in sorted({kmin, kmax}):
+            ox.append(xs[k])
+            oy.append(ys[k])
+    return ox, oy
+
+
 def parser(description):
     p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("-o", "--output", required=True, help="output file name without extension, or ending in .pdf/.png")
+    p.add_argument("-o", "--output", required=True, help="output file name without extension (PDF, SVG and PNG), or ending in .pdf/.svg/.png (that one)")
     p.add_argument("--width", choices=WIDTHS, default="single", help="single or double column")
     p.add_argument("--height", type=float, default=None, help="height in inches")
     return p
@@ -53,23 +113,72 @@ def die(msg, status=65):
     sys.exit(status)
 
 
+class Rows(list):
+    """The rows of a CSV file (dicts), with the file's line number of each (lines[i])."""
+    path = ""
+    lines = ()
+
+
+# what each of allocsim's CSVs holds first: a file of the wrong kind is named as what it is
+KINDS = [("run", "a sweep CSV ('allocsim sweep')"), ("trace", "a summary CSV ('allocsim replay -o', 'compare')"),
+         ("event", "a timeline CSV ('allocsim replay --timeline')"), ("moment", "a segment map CSV ('allocsim replay --segments')"),
+         ("size_bytes", "a transfer CSV ('allocsim transfer')")]
+
+
+def kind_of(cols):
+    if "op" in cols and "ns" in cols:
+        return "a latency CSV ('allocsim replay --latency')"
+    return next((what for first, what in KINDS if cols and cols[0] == first), "not a CSV that allocsim writes")
+
+
 def read_csv(path):
-    """Rows of a CSV file ('#' comment lines skipped), or a message naming the file."""
+    """Rows of a CSV file ('#' comment lines skipped), or a message naming the file; a row whose
+    field count is not the header's is refused with its line number."""
     import csv
+    rows = Rows()
+    rows.path, lines = path, []
     try:
         with open(path, newline="") as f:
-            rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
-    except OSError as e:
-        die("%s: %s" % (path, e.strerror), 66)
+            numbered = [(k + 1, line) for k, line in enumerate(f) if not line.startswith("#")]
+    except (OSError, UnicodeDecodeError) as e:
+        die("%s: %s" % (path, getattr(e, "strerror", None) or "not a text file"), 66 if isinstance(e, OSError) else 65)
+    if not numbered:
+        die("%s: empty: no header and no data rows" % path)
+    reader = csv.reader(line for _, line in numbered)
+    try:
+        header = next(reader)
+        for k, fields in enumerate(reader, 1):
+            if not fields:
+                continue
+            if len(fields) != len(header):
+                die("%s:%d: %d fields where the header has %d" % (path, numbered[k][0], len(fields), len(header)))
+            rows.append(dict(zip(header, fields)))
+            lines.append(numbered[k][0])
+    except csv.Error as e:
+        die("%s: not a CSV file (%s)" % (path, e))
+    rows.lines = lines
     if not rows:
-        die("%s: no data rows" % path)
+        die("%s: no data rows (columns: %s)" % (path, ", ".join(header)))
     return rows
 
 
-def need(rows, path, *cols):
+def need(rows, path, *cols, source=None, ints=(), floats=()):
+    """Refuses, with a message, a file that lacks a column (naming what the file is and what the
+    script reads: source), or whose int/float columns hold something else (file:line: column)."""
     missing = [c for c in cols if c not in rows[0]]
     if missing:
-        die("%s: no column %s (columns: %s)" % (path, ", ".join(missing), ", ".join(rows[0])))
+        cols0 = list(rows[0])
+        die("%s: no column %s: the file is %s (columns: %s)%s" % (
+            path, ", ".join(missing), kind_of(cols0), ", ".join(cols0[:8]) + (", ..." if len(cols0) > 8 else ""),
+            "; this script reads %s" % source if source else ""))
+    lines = getattr(rows, "lines", None) or range(2, len(rows) + 2)
+    for conv, names in ((int, ints), (float, floats)):
+        for c in names:
+            for r, ln in zip(rows, lines):
+                try:
+                    conv(r[c])
+                except (TypeError, ValueError):
+                    die("%s:%d: column %s is %r, not %s" % (path, ln, c, r[c], "an integer" if conv is int else "a number"))
 
 
 def figure(args, nrows=1, ncols=1, height=None, **kw):
@@ -141,15 +250,24 @@ def log_ticks(ax, which="y"):
 
 
 def thin_labels(fig, axes, which="x"):
-    """Hide every other tick label (then 2 of 3, ...) until the visible ones do not overlap."""
+    """Makes every tick label readable without hiding any (a category or a measured size whose
+    label is missing cannot be read off): upright, else tilted 45 degrees, else vertical, else
+    smaller, until no two visible labels overlap."""
     fig.canvas.draw()
     r = fig.canvas.get_renderer()
     for ax in axes:
-        labels = [t for t in (ax.get_xticklabels() if which == "x" else ax.get_yticklabels()) if t.get_text()]
-        for k in range(1, len(labels) + 1):
-            for i, t in enumerate(labels):
-                t.set_visible(i % k == 0)
-            vis = [t.get_window_extent(r) for t in labels if t.get_visible()]
+        labels = [t for t in (ax.get_xticklabels() if which == "x" else ax.get_yticklabels()) if t.get_text() and t.get_visible()]
+        if not labels:
+            continue
+        size = labels[0].get_fontsize()
+        for rot, fs in ((0, size), (45, size), (90, size), (90, size * 0.85), (90, size * 0.7)):
+            for t in labels:
+                t.set_rotation(rot)
+                t.set_fontsize(fs)
+                if which == "x":
+                    t.set_ha("right" if rot == 45 else "center")
+                    t.set_rotation_mode("anchor" if rot == 45 else "default")
+            vis = [t.get_window_extent(r) for t in labels]
             if all(not a.overlaps(b) for a, b in zip(vis, vis[1:])):
                 break
 
@@ -178,16 +296,18 @@ def legend_above(fig, axes, handles=None, labels=None, ncol=None, **kw):
 
 
 def save(fig, output):
-    """PDF and PNG without dates or versions: the same bytes on every run (make figures is
+    """PDF, SVG and PNG without dates or versions: the same bytes on every run (make figures is
     reproducible); the PDF's producer is named without matplotlib's version."""
     base, ext = os.path.splitext(output)
-    outs = [output] if ext in (".pdf", ".png") else [base + ".pdf", base + ".png"]
+    outs = [output] if ext in (".pdf", ".png", ".svg") else [base + ".pdf", base + ".svg", base + ".png"]
     for o in outs:
         d = os.path.dirname(o)
         if d:
             os.makedirs(d, exist_ok=True)
         if o.endswith(".pdf"):
             meta = {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": "allocsim " + os.path.basename(sys.argv[0])}
+        elif o.endswith(".svg"):
+            meta = {"Date": None, "Creator": "allocsim " + os.path.basename(sys.argv[0])}
         else:
             meta = {"Software": None}
         fig.savefig(o, metadata=meta)

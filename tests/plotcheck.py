@@ -13,14 +13,23 @@ per case, 'NAME: ok' or 'NAME: ' and its failures; matplotlib is loaded once). C
   --no-overlap           no two texts overlap (tick labels, axis labels, titles, legend), no
                          text lies on another axes, and none is wider than the figure (the column)
   --log-ticks N          every log-scaled axis shows at least N tick labels
-  --oom N                a legend entry names OOM, and the first axes marks exactly N points
-                         with artists whose gid is 'oom'
+  --oom N                a legend entry names OOM (or "out of memory"), and the first axes marks
+                         exactly N points, bars or cells with artists whose gid is 'oom'
   --distinct-styles      the legend's line entries differ in (colour, marker, line style)
   --monotone-x           every data line's x values increase (no zig-zag back and forth)
   --text-has S           some text of the figure contains S (repeatable)
   --xticks-match RE      every visible x tick label matches the regular expression RE
   --min-row-width F      bars grouped by row (same y) each span at least F of the axes width
   --log-y                the first axes has a log y axis
+  --policy-colors        every legend entry, line or row marker that names one policy is drawn in
+                         that policy's fixed colour (scripts/plotstyle.py POLICY_STYLE)
+  --hatch-means-oom      every hatched bar or cell is an out-of-memory run (gid 'oom')
+  --ymax GID=V           the largest y of the lines whose gid is GID is V (data units, to 1e-9):
+                         a downsampled line keeps its peak
+  --tick-labels          every major tick in view has its label (none hidden or empty; an axes
+                         that shows no labels at all must share that axis with one that does)
+  --min-cell-pt F        every text inside a bar or cell (heat map) is at least F points high
+                         and lies inside its cell
   --exit N               the script must exit with status N (no figure expected unless N is 0)
   --stderr-has S         the script's messages contain S (repeatable)
   --env NAME=VALUE       run the script with this environment variable
@@ -33,10 +42,14 @@ import sys
 import matplotlib
 
 matplotlib.use("Agg")
-from matplotlib.cbook import STEP_LOOKUP_MAP  # noqa: E402
+try:  # a private table of matplotlib's, present from 3.0 to 3.10 at least
+    from matplotlib.cbook import STEP_LOOKUP_MAP  # noqa: E402
+except ImportError:  # a step line is then checked as the straight line through its points
+    STEP_LOOKUP_MAP = {}
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
 import numpy as np  # noqa: E402
 
 
@@ -126,16 +139,25 @@ def visible_ticklabels(ax, r):
     return out
 
 
+def ax_texts(ax):
+    """The texts an axes holds itself: its three titles (centre, left, right) and its ax.text()s.
+    Public API only (get_children), so that it holds on matplotlib 3.6 to the newest."""
+    return [c for c in ax.get_children() if isinstance(c, Text)]
+
+
+def handles_of(lg):
+    """A legend's handles: legend_handles since matplotlib 3.7, legendHandles (removed in 3.9) before."""
+    h = getattr(lg, "legend_handles", None)
+    return h if h is not None else lg.legendHandles
+
+
 def texts(fig, r):
     """(owner, description, bbox) of every visible, non-empty text."""
     out = []
     for i, ax in enumerate(fig.axes):
         for t, b in visible_ticklabels(ax, r):
             out.append((ax, "tick label %r" % t.get_text(), b))
-        for t in (ax.xaxis.label, ax.yaxis.label, ax.title, ax._left_title, ax._right_title):
-            if t.get_visible() and t.get_text():
-                out.append((ax, "text %r" % t.get_text(), t.get_window_extent(r)))
-        for t in ax.texts:
+        for t in [ax.xaxis.label, ax.yaxis.label] + ax_texts(ax):
             if t.get_visible() and t.get_text():
                 out.append((ax, "text %r" % t.get_text(), t.get_window_extent(r)))
     for t in fig.texts:
@@ -149,11 +171,8 @@ def texts(fig, r):
 def all_texts(fig):
     out = [t.get_text() for t in fig.texts]
     for ax in fig.axes:
-        out += [ax.title.get_text(), ax._left_title.get_text(), ax._right_title.get_text(),
-                ax.xaxis.label.get_text(), ax.yaxis.label.get_text()]
-        out += [t.get_text() for t in ax.texts]
-    if fig._suptitle is not None:
-        out.append(fig._suptitle.get_text())
+        out += [ax.xaxis.label.get_text(), ax.yaxis.label.get_text()]
+        out += [t.get_text() for t in ax_texts(ax)]
     for lg in legends(fig):
         out += [t.get_text() for t in lg.get_texts()]
         if lg.get_title():
@@ -209,17 +228,18 @@ def check(fig, opts):
             fails.append("log-ticks: no log axis")
     if "oom" in opts:
         n = int(opts["oom"])
-        if not any("OOM" in t for t in all_texts(fig)):
+        if not any("OOM" in t or "out of memory" in t for t in all_texts(fig)):
             fails.append("oom: no legend entry or text names OOM")
         ax = fig.axes[0]
         k = sum(len(a.get_xdata()) for a in ax.lines if a.get_gid() == "oom") + \
-            sum(len(c.get_offsets()) for c in ax.collections if c.get_gid() == "oom")
+            sum(len(c.get_offsets()) for c in ax.collections if c.get_gid() == "oom") + \
+            sum(1 for p in ax.patches if p.get_gid() == "oom")
         if k != n:
             fails.append("oom: %d points marked as OOM in the first axes, expected %d" % (k, n))
     if "distinct-styles" in opts:
         seen = {}
         for lg in legends(fig):
-            for h, t in zip(lg.legendHandles, lg.get_texts()):
+            for h, t in zip(handles_of(lg), lg.get_texts()):
                 if isinstance(h, Line2D):
                     key = (matplotlib.colors.to_hex(h.get_color()), str(h.get_marker()), str(h.get_linestyle()))
                     if key in seen:
@@ -258,13 +278,87 @@ def check(fig, opts):
                 fails.append("min-row-width: %d of %d rows of axes %d are narrower than %.0f%% of the axes" % (len(narrow), len(rows), i, f * 100))
             if not rows:
                 fails.append("min-row-width: axes %d has no bars" % i)
+    for ym in opts.get("ymax", []):
+        gid, _, v = ym.partition("=")
+        ys = [float(np.nanmax(np.asarray(l.get_ydata(), dtype=float))) for ax in fig.axes for l in ax.lines
+              if l.get_gid() == gid and len(l.get_ydata())]
+        if not ys:
+            fails.append("ymax: no line has gid %r" % gid)
+        elif abs(max(ys) - float(v)) > 1e-9 * max(1.0, abs(float(v))):
+            fails.append("ymax: the highest point of %r is drawn at %.12g, the data's maximum is %s" % (gid, max(ys), v))
+    if "tick-labels" in opts:
+        for i, ax in enumerate(fig.axes):
+            for which, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+                lo, hi = sorted(ax.get_xlim() if which == "x" else ax.get_ylim())
+                ticks = [t for t in axis.get_major_ticks() if t.tick1line.get_visible() or t.label1.get_visible()]
+                locs = axis.get_majorticklocs()
+                inview = [(loc, t) for loc, t in zip(locs, ticks) if lo - 1e-9 * abs(hi - lo) <= loc <= hi + 1e-9 * abs(hi - lo)]
+                shown = [(loc, t) for loc, t in inview if (t.label1.get_visible() and t.label1.get_text()) or
+                         (t.label2.get_visible() and t.label2.get_text())]
+                if not inview or not axis.get_visible():
+                    continue
+                if not shown:
+                    grp = ax.get_shared_x_axes() if which == "x" else ax.get_shared_y_axes()
+                    if any(o is not ax and grp.joined(ax, o) for o in fig.axes):
+                        continue  # the axes that shares it labels it
+                    if all(not t.tick1line.get_visible() and not t.tick2line.get_visible() for _, t in inview):
+                        continue
+                missing = [loc for loc, t in inview if (loc, t) not in shown]
+                if missing and len(shown) < len(inview):
+                    fails.append("tick-labels: axes %d's %s axis has %d ticks in view without a label (at %s)"
+                                 % (i, which, len(missing), ", ".join("%g" % m for m in missing[:4])))
+    if "min-cell-pt" in opts:
+        f = float(opts["min-cell-pt"])
+        for i, ax in enumerate(fig.axes):
+            cells = [p.get_window_extent(r) for p in ax.patches if isinstance(p, Rectangle)]
+            for t in ax.texts:
+                if not t.get_visible() or not t.get_text():
+                    continue
+                if t.get_fontsize() < f:
+                    fails.append("min-cell-pt: text %r of axes %d is %.1f pt, under %.1f" % (t.get_text(), i, t.get_fontsize(), f))
+                    break
+                b = t.get_window_extent(r)
+                home = [c for c in cells if c.contains((b.x0 + b.x1) / 2, (b.y0 + b.y1) / 2)]
+                if home and not all(c.x0 <= b.x0 + 0.5 and b.x1 - 0.5 <= c.x1 and c.y0 <= b.y0 + 0.5 and b.y1 - 0.5 <= c.y1 for c in home[:1]):
+                    fails.append("min-cell-pt: text %r of axes %d spills out of its cell" % (t.get_text(), i))
+                    break
+    if "policy-colors" in opts:
+        import plotstyle
+        from matplotlib.colors import to_hex
+        seen = 0
+
+        def want(name, color, what):
+            pol = plotstyle.policy_of(name)
+            if pol and to_hex(color) != to_hex(plotstyle.POLICY_STYLE[pol][0]):
+                fails.append("policy-colors: %s %r is %s, %s's colour is %s" % (what, name, to_hex(color), pol, plotstyle.POLICY_STYLE[pol][0]))
+            return 1 if pol else 0
+        for lg in legends(fig):
+            names = [t.get_text() for t in lg.get_texts()]
+            pols = [plotstyle.policy_of(n) for n in names if plotstyle.policy_of(n)]
+            if len(set(pols)) != len(pols):
+                continue  # several settings of one policy: the palette in order
+            for h, n in zip(handles_of(lg), names):
+                c = h.get_color() if isinstance(h, Line2D) else h.get_facecolor()
+                seen += want(n, c, "legend entry")
+        for ax in fig.axes:
+            for line in ax.lines:
+                if line.get_label().startswith("_policy:"):
+                    seen += want(line.get_label()[8:], line.get_color(), "row marker")
+        if not seen:
+            fails.append("policy-colors: nothing in the figure names a policy")
+    if "hatch-means-oom" in opts:
+        for i, ax in enumerate(fig.axes):
+            for p in ax.patches:
+                if p.get_hatch() and p.get_gid() != "oom":
+                    fails.append("hatch-means-oom: a hatched patch of axes %d is no out-of-memory run" % i)
+                    break
     if "log-y" in opts and fig.axes[0].get_yscale() != "log":
         fails.append("log-y: the first axes' y axis is %s, not log" % fig.axes[0].get_yscale())
     return fails
 
 
-VALUED = ("log-ticks", "oom", "xticks-match", "min-row-width", "exit", "env")
-LISTS = ("text-has", "stderr-has")
+VALUED = ("log-ticks", "oom", "xticks-match", "min-row-width", "exit", "env", "min-cell-pt")
+LISTS = ("text-has", "stderr-has", "ymax")
 
 
 def parse(mine):

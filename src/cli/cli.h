@@ -5,6 +5,12 @@
 #include "readers/trace.h"
 #include "device/latency.h"
 #include <signal.h>
+#include <getopt.h>
+/* Every command's getopt_long goes through cli_getopt_long (main.c): an unknown, ambiguous or
+ * argument-less option is reported as "allocsim: error: CMD: unknown option '--capacty': did you
+ * mean '--capacity'?", from the command's own option table, instead of getopt's bare message. */
+int cli_getopt_long(int argc, char *const argv[], const char *shortopts, const struct option *longopts, int *longind);
+#define getopt_long cli_getopt_long
 
 int cmd_replay(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
