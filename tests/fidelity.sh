@@ -4,8 +4,8 @@
 . "${srcdir:-.}/tests/lib.sh"
 # traces/captured/unannotated: the same scenarios recorded the ordinary way, without our pool names in
 # user_metadata: their pools are inferred from the segments (doc/pytorch-policy.md, "Private pools without
-# annotation"); a MemPool released before the snapshot leaves no private segment, and needs
-# ALLOCSIM_POOLS=infer (auto warns: tests/pools.sh)
+# annotation"); a MemPool released before the snapshot leaves no private segment: the default (auto)
+# sees its use as it reads, and reads the snapshot again inferring them (tests/pools.sh). No setting.
 for dir in "$T" "$srcdir/traces/captured" "$srcdir/traces/captured/unannotated"; do
 # (quoted settings such as "roundup_power2_divisions:[1:4,...]" hold commas: read them with awk's FPAT)
 tail -n +2 "$dir/ground-truth.csv" | csv_bars |
@@ -14,8 +14,7 @@ while IFS='|' read -r name wl tag conf frac cap total torch oom entries pa pr pa
 	# one replay gives the summary row, every memory_stats() key and the memory_summary() table (the
 	# invariants under --check, on every trace: tests/reliability-long.sh)
 	rm -f "$TMP/stats.csv" "$TMP/row.csv"
-	case "$dir" in */unannotated) case "$name" in mempool__*) ALLOCSIM_POOLS=infer ;; *) ALLOCSIM_POOLS=auto ;; esac ;; *) ALLOCSIM_POOLS= ;; esac
-	export ALLOCSIM_POOLS
+	unset ALLOCSIM_POOLS
 	"$ALLOCSIM" replay -p pytorch -c "$conf" $cap_arg --stats "$TMP/stats.csv" --no-timing -o "$TMP/row.csv" --summary "$dir/$name.pickle.gz" \
 		> "$TMP/summary.txt" 2> "$TMP/err"
 	is "$?" 0 "$name: replay exits 0"

@@ -30,6 +30,10 @@ typedef struct site_keep {
 static void keep_site(void *ctx, const as_event *ev)
 {
 	site_keep *k = ctx;
+	if (!ev) { /* the trace is read again (as_ev_observer) */
+		k->n = 0;
+		return;
+	}
 	if (k->n == k->cap) {
 		k->cap = k->cap ? 2 * k->cap : 4096;
 		k->ids = xrealloc(k->ids, k->cap * sizeof(*k->ids));

@@ -252,6 +252,13 @@ void as_blame_event(as_blame *b, const as_event *ev)
 
 void as_blame_observe(void *ctx, const as_event *ev)
 {
+	if (!ev) { /* the trace is read again (as_ev_observer) */
+		as_blame *b = ctx;
+		size_t keep = b->keep_largest;
+		as_blame_free(b);
+		as_blame_init(b, keep);
+		return;
+	}
 	as_blame_event(ctx, ev);
 }
 

@@ -76,6 +76,17 @@ static int from_reader(as_evbuf *b, as_reader *r, int keep_ids, as_ev_observer o
 		as_evbuf_free(b);
 		return -1;
 	}
+	if (as_reader_again(r)) { /* private pools found released (pickle.c): all again, with their pools */
+		as_evbuf_free(b);
+		as_reader *q;
+		if (as_reader_reopen(r, &q, err))
+			return -1;
+		if (observe)
+			observe(ctx, NULL);
+		rc = from_reader(b, q, keep_ids, observe, ctx, err);
+		as_reader_close(q);
+		return rc;
+	}
 	/* The metadata is complete now (a snapshot's settings come last): take it over. */
 	b->meta = r->meta;
 	memset(&r->meta, 0, sizeof r->meta);

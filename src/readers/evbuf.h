@@ -53,6 +53,7 @@ int as_evbuf_load(as_evbuf *b, const char *path, const as_reader_opts *ro, as_er
  * the events keep the trace's own ids (otherwise an event's id is its slot + 1). */
 int as_evbuf_from_reader(as_evbuf *b, as_reader *r, int keep_ids, as_err *err);
 /* The same, showing each event to observe(ctx, ev) after it is added (record b->n - 1). */
+/* EV NULL: the events start again from the first (as_reader_again): forget those seen. */
 typedef void (*as_ev_observer)(void *ctx, const as_event *ev);
 int as_evbuf_from_reader_observed(as_evbuf *b, as_reader *r, int keep_ids, as_ev_observer observe, void *ctx, as_err *err);
 /* The same, showing every event to observe(ctx, ev) as it is decoded (with the reader's options:

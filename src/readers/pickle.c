@@ -163,6 +163,7 @@ typedef struct pk {
 	/* pools of a snapshot that names none (poolinfer.c): ALLOCSIM_POOLS, and the first pass */
 	int pools_mode;      /* POOLS_AUTO, POOLS_ANNOTATION, POOLS_INFER */
 	int prepass;         /* this reader is the first pass: entries go to pinf, no events */
+	int reread;          /* this reader reads again what an auto pass found private pools in (as_reader_again) */
 	int pools_decided;   /* the main pass has decided (at its first entry) */
 	int annotated;       /* an entry names its pool (pool_id, user_metadata) */
 	as_poolinfer *pinf;  /* the first pass's answers (main pass), or what it gathers (first pass) */
@@ -829,7 +830,7 @@ static int pools_entry(as_reader *r, pk *p, rec *x, int code, as_err *err)
 	}
 	if (!p->pools_decided) {
 		p->pools_decided = 1;
-		if (p->pools_mode == POOLS_INFER || (p->pools_mode == POOLS_AUTO && r->meta.private_segments && !x->pool)) {
+		if (p->pools_mode == POOLS_INFER || (p->pools_mode == POOLS_AUTO && (r->meta.private_segments || p->reread) && !x->pool)) {
 			if (pools_prepass(r, p, err))
 				return -1;
 		} else if (p->pools_mode == POOLS_AUTO && !x->pool) {
@@ -1207,6 +1208,7 @@ static void finish_top(as_reader *r, pk *p, const pv *top)
 	if (p->detect) {
 		pools_settings(p->detect, s, m->settings);
 		m->pool_evidence = as_poolinfer_evidence(p->detect);
+		r->again = m->pool_evidence > 0; /* pools used and released: read again, inferring them */
 	}
 }
 
@@ -2229,6 +2231,7 @@ int as_pickle_open(as_reader *r, const as_reader_opts *o, as_err *err)
 	p->any_device = o->any_device;
 	p->device = p->want_device;
 	p->prepass = o->pool_prepass;
+	p->reread = o->pool_reread;
 	if (p->prepass)
 		p->pinf = as_poolinfer_new();
 	const char *pm = getenv("ALLOCSIM_POOLS");
@@ -2243,6 +2246,9 @@ int as_pickle_open(as_reader *r, const as_reader_opts *o, as_err *err)
 			return as_fail(err, AS_EXIT_USAGE, "ALLOCSIM_POOLS='%.40s': must be auto, annotation or infer", pm);
 		}
 	}
+	if (getenv("ALLOCSIM_POOLS_DEBUG")) /* each read of the file (tests/pools.sh counts them) */
+		fprintf(stderr, "allocsim: pools: %s: read (%s)\n", r->in.path,
+			p->prepass ? "the inference's first pass" : p->reread ? "again: private pools were released before its end" : "ordinary");
 	r->priv = p;
 	r->ops = &pickle_ops;
 	r->pos_is_line = 0;

@@ -3,9 +3,11 @@
 #include "util/idmap.h"
 #include "readers/tracecheck.h"
 #include "readers/binfmt.h"
+#include <errno.h>
 #include <inttypes.h>
 #include <string.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 /* The live-id map holds, for each live id, (slot << 1 | free requested) + 1: never NULL, and far
  * below the address of idmap's tombstone marker since slots are 32-bit. */
@@ -70,6 +72,7 @@ static int reader_start(as_reader *r, as_reader **out, const as_reader_opts *opt
 	int rc;
 	if (!opts)
 		opts = &none;
+	r->opts = *opts;
 	size_t n = as_input_fill(&r->in, 64, err);
 	if (r->in.error)
 		goto fail;
@@ -184,6 +187,21 @@ int as_reader_next(as_reader *r, as_event *ev, as_err *err)
 	if (as_tracecheck_event(r->check, ev, msg, sizeof msg))
 		return bad_event(r, ev, err, msg);
 	return 1;
+}
+
+int as_reader_again(const as_reader *r)
+{
+	return r->finished && r->again;
+}
+
+int as_reader_reopen(const as_reader *r, as_reader **out, as_err *err)
+{
+	int fd = dup(r->in.fd); /* (a pipe was spooled to a file: input.c) */
+	if (fd < 0)
+		return as_fail(err, AS_EXIT_NOINPUT, "%s: cannot read it again: %s", r->in.path, strerror(errno));
+	as_reader_opts o = r->opts;
+	o.pool_reread = 1;
+	return as_reader_open_fd(out, fd, r->in.path, &o, err);
 }
 
 void as_reader_close(as_reader *r)

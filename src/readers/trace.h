@@ -139,6 +139,16 @@ struct as_reader_ops {
 	void (*close)(as_reader *r);
 };
 
+typedef struct as_reader_opts {
+	int want_segments;  /* keep the snapshot's end-state segments */
+	uint64_t max_bytes; /* snapshot reader: bytes its values may hold at once (0: the default, 1 GiB) */
+	int has_device, device; /* replay this device of a multi-device snapshot (--device N) */
+	int any_device;     /* no --device and several devices with history: the first (info), not an error */
+	int keep_sites;     /* give alloc events their site (as_event.site), where the trace has one */
+	int pool_prepass;   /* internal: the snapshot reader's first pass for pool inference (pickle.c) */
+	int pool_reread;    /* internal: the read again that as_reader_again asked for (as_reader_reopen) */
+} as_reader_opts;
+
 struct as_reader {
 	const struct as_reader_ops *ops;
 	as_input in;
@@ -152,16 +162,10 @@ struct as_reader {
 	                     * fresh ids and frees of live ids only (the snapshot reader), so
 	                     * as_reader_next keeps no map of its own */
 	int finished;
+	int again;     /* set by the format at the end: read the trace once more (as_reader_again) */
+	as_reader_opts opts; /* as opened (as_reader_reopen) */
 };
 
-typedef struct as_reader_opts {
-	int want_segments;  /* keep the snapshot's end-state segments */
-	uint64_t max_bytes; /* snapshot reader: bytes its values may hold at once (0: the default, 1 GiB) */
-	int has_device, device; /* replay this device of a multi-device snapshot (--device N) */
-	int any_device;     /* no --device and several devices with history: the first (info), not an error */
-	int keep_sites;     /* give alloc events their site (as_event.site), where the trace has one */
-	int pool_prepass;   /* internal: the snapshot reader's first pass for pool inference (pickle.c) */
-} as_reader_opts;
 
 int as_reader_open(as_reader **out, const char *path, const as_reader_opts *opts, as_err *err);
 /* --device N: which device of a multi-device snapshot to read; -1 for a bad value. */
@@ -169,6 +173,12 @@ int as_reader_opts_device(as_reader_opts *o, const char *arg);
 /* The same over an open descriptor (taken over and closed by the reader); name is for messages. */
 int as_reader_open_fd(as_reader **out, int fd, const char *name, const as_reader_opts *opts, as_err *err);
 int as_reader_next(as_reader *r, as_event *ev, as_err *err);
+/* After the last event (as_reader_next gave 0): 1 when the events must be read once more, from the
+ * start, by as_reader_reopen's reader (and the ones given forgotten): a PyTorch 2.11 snapshot whose
+ * private pools were all released before its end showed them only as it went (pickle.c). */
+int as_reader_again(const as_reader *r);
+/* A new reader over R's input from its start, with R's options, reading it the way as_reader_again asks. */
+int as_reader_reopen(const as_reader *r, as_reader **out, as_err *err);
 void as_reader_close(as_reader *r);
 /* For the line-oriented readers: fails with "PATH:LINE: what 'arg'" (arg may be NULL), exit status 65. */
 int as_reader_line_err(as_reader *r, uint64_t line, as_err *err, const char *what, const char *arg);
