@@ -133,15 +133,19 @@ for f in "$srcdir"/traces/captured/graph_*.pickle.gz "$srcdir"/traces/captured/c
 done
 is "$same/$total" "30/30" "the 30 annotated graph/MemPool captures replay to the same row with their pools inferred as with their names"
 # ... and on traces without pools, inference finds none: the same rows, no pool warning
-same=0 total=0 warned=0
+# (the default, auto, reads each of them once: its first read sees no sign of a private pool)
+same=0 total=0 warned=0 once=0
 for f in "$T"/*__default.pickle.gz "$T"/*__p110_exp.pickle.gz "$srcdir"/traces/captured/emptycache__*.pickle.gz "$srcdir"/traces/captured/streams__s1__*.pickle.gz; do
 	a=$(ALLOCSIM_POOLS=annotation "$A" replay -c recorded --no-timing "$f" 2>/dev/null | tail -1 | cut -d, -f2-)
 	b=$(ALLOCSIM_POOLS=infer "$A" replay -c recorded --no-timing "$f" 2>/dev/null | tail -1 | cut -d, -f2-)
-	"$A" replay -c recorded --no-timing "$f" 2>&1 >/dev/null | grep -q "private pools" && warned=$((warned + 1))
+	ALLOCSIM_POOLS_DEBUG=1 "$A" replay -c recorded --no-timing "$f" 2>"$TMP/dbg" >/dev/null
+	grep -q "private pools" "$TMP/dbg" && warned=$((warned + 1))
+	[ "$(grep -c ': read (' "$TMP/dbg")" = 1 ] && grep -q ': read (ordinary)$' "$TMP/dbg" && once=$((once + 1))
 	total=$((total + 1))
 	[ -n "$a" ] && [ "$a" = "$b" ] && same=$((same + 1))
 done
 is "$same $warned" "$total 0" "$total traces without pools: the same rows inferred, and no pool warning"
+is "$once" "$total" "... and auto reads each of the $total once (ALLOCSIM_POOLS_DEBUG counts the reads)"
 # the flags: MemPool(no_split=True) from a request that took a new segment beside its pool's free gap,
 # a custom allocator's MemPool from plain segments under expandable_segments:True
 U="$srcdir/traces/captured/unannotated"
@@ -150,15 +154,26 @@ is "$(ALLOCSIM_POOLS=infer "$A" convert -o - "$U/mempool_flags__default.pickle.g
 is "$(ALLOCSIM_POOLS=infer "$A" convert -o - "$srcdir/traces/captured/mempool_custom__exp.pickle.gz" | grep -o 'pool=[0-9]*.*$' | sort | uniq -c | tr -s ' ' | tr '\n' ';')" \
 	" 60 pool=1 custom;" "mempool_custom__exp without names: a custom allocator's pool (plain segments under expandable_segments)"
 # auto infers where the end state has private segments; a MemPool released before the snapshot leaves
-# none: a warning names the evidence, and ALLOCSIM_POOLS=infer places them (28 cudaMallocs, PyTorch's)
+# none, but its use shows as the trace is read: auto reads it again, inferring (28 cudaMallocs, PyTorch's)
 run "$A" replay -c recorded --no-timing "$U/graph_many__default.pickle.gz"
 is "$st:$errout:$(col "$out" num_device_alloc)" "0::33" "graph_many without names: auto infers its pools, no warning, PyTorch's 33 cudaMallocs"
 run "$A" replay -c recorded --no-timing "$U/mempool__default.pickle.gz"
-contains "$errout" "mempool__default.pickle.gz: private pools (CUDA graphs or torch.cuda.MemPool) were used and released before the snapshot, which names none (23 segment(s) show it)"
-ok $? "mempool without names, all its segments released: auto warns, counting the 23 segments that show it"
-is "$(col "$out" num_device_alloc)" 21 "... and replays them in the default pool (21 cudaMallocs)"
+is "$st:$errout:$(col "$out" num_device_alloc)" "0::28" "mempool without names, all its segments released: auto places them, no warning, PyTorch's 28 cudaMallocs"
+is "$(ALLOCSIM_POOLS_DEBUG=1 "$A" replay -c recorded --no-timing "$U/mempool__default.pickle.gz" 2>&1 >/dev/null | sed -n 's/^allocsim: pools: .*: read (\(.*\))$/\1/p' | tr '\n' ';')" \
+	"ordinary;again: private pools were released before its end;the inference's first pass;" \
+	"... read once, then again with the inference (its own first pass)"
 ALLOCSIM_POOLS=infer run "$A" replay -c recorded --no-timing "$U/mempool__default.pickle.gz"
-is "$st:$errout:$(col "$out" num_device_alloc)" "0::28" "... ALLOCSIM_POOLS=infer: no warning, PyTorch's 28 cudaMallocs"
+is "$st:$errout:$(col "$out" num_device_alloc)" "0::28" "... ALLOCSIM_POOLS=infer: the same"
+ALLOCSIM_POOLS=annotation run "$A" replay -c recorded --no-timing "$U/mempool__default.pickle.gz"
+is "$st:$(col "$out" num_device_alloc)" "0:21" "... ALLOCSIM_POOLS=annotation: all in the default pool (21 cudaMallocs)"
+# what reads the trace again forgets the first read: info's counts, convert's sites, blame's blocks
+for c in info convert blame; do
+	case $c in convert) args="-o -" ;; *) args= ;; esac
+	x=$("$A" $c $args "$U/mempool__default.pickle.gz" 2>&1); y=$(ALLOCSIM_POOLS=infer "$A" $c $args "$U/mempool__default.pickle.gz" 2>&1)
+	[ -n "$x" ] && [ "$x" = "$y" ]; ok $? "mempool__default: $c under auto prints what it prints under ALLOCSIM_POOLS=infer"
+done
+contains "$("$A" info "$U/mempool__default.pickle.gz")" "private_pools: 1 (inferred from its segments"; ok $? "... info: one private pool, inferred"
+is "$("$A" convert -o - "$U/mempool__default.pickle.gz" | grep -c ' pool=1')" 60 "... convert: its 60 MemPool entries name pool 1"
 # the inferred pools travel with a conversion: the binary and native forms replay to the snapshot's row
 f="$U/graph_many__p110_exp.pickle.gz"
 "$A" convert -o "$TMP/gm.asbin" "$f" && "$A" convert -o "$TMP/gm.trace" "$f"

@@ -188,6 +188,7 @@ static int info_one(const char *path, const as_reader_opts *ro, int fmt, int fir
 	char hb[48];
 	if (as_reader_open(&r, path, ro, err))
 		return -1;
+again:; /* (as_reader_again: every count from the read again) */
 	uint64_t counts[EV__COUNT] = { 0 }, live = 0, peak = 0, ooms = 0, maybe = 0;
 	int64_t tmin = INT64_MAX, tmax = INT64_MIN;
 	idmap sizes, streams;
@@ -233,6 +234,18 @@ static int info_one(const char *path, const as_reader_opts *ro, int fmt, int fir
 		idmap_free(&streams);
 		as_reader_close(r);
 		return -1;
+	}
+	if (as_reader_again(r)) { /* private pools released before the snapshot's end: read with them */
+		gsl_histogram_free(h);
+		idmap_free(&sizes);
+		idmap_free(&streams);
+		as_reader *q;
+		rc = as_reader_reopen(r, &q, err);
+		as_reader_close(r);
+		if (rc)
+			return -1;
+		r = q;
+		goto again;
 	}
 	as_meta *m = &r->meta;
 	if (fmt) {
