@@ -24,6 +24,13 @@
 
 #define HEAP_PAD (32u << 20)
 #define HUGE (2u << 20)
+/* The heap's first SMALL bytes of blocks stay on small pages: a process that allocates less (stdio's
+ * buffers, the options, a policy's first tables: start-up, an empty or tiny trace) touches a few 4 KiB
+ * pages instead of faulting in (and zeroing) a whole 2 MiB page. Measured on the 2-core VM with
+ * `perf stat -r 200` of a replay of an empty binary trace: 0.96 -> 0.68 ms of CPU, the huge page's
+ * fault being 0.28 ms of it; one that allocates more pays at most SMALL / 4 KiB = 32 small faults
+ * more before its blocks reach the huge pages. */
+#define SMALL (128u << 10)
 
 void as_heap_init(void)
 {
@@ -53,16 +60,17 @@ void as_heap_init(void)
 		free(probe);
 		return;
 	}
-	uintptr_t lo = (at + 64 + HUGE - 1) & ~(uintptr_t)(HUGE - 1), hi = b1 & ~(uintptr_t)(HUGE - 1);
+	uintptr_t lo = (at + 64 + SMALL + HUGE - 1) & ~(uintptr_t)(HUGE - 1), hi = b1 & ~(uintptr_t)(HUGE - 1);
 	free(probe); /* back into the top chunk, which starts at its header again (below b0) */
 	if (hi < lo + 2 * HUGE)
 		return;
-	/* The heap below lo stays on small pages: a block never freed fills it (address space only, a
-	 * page or two of it ever touched), so that the top chunk begins 16 bytes below lo, its header
-	 * below lo, and every block from then on lies on the huge pages. Its chunk is lo - at bytes
+	/* The heap below lo - SMALL stays on small pages: a block never freed fills it (address space
+	 * only, a page or two of it ever touched), so that the top chunk begins 16 bytes below
+	 * lo - SMALL, the first SMALL bytes of blocks from then on lie on small pages and every block
+	 * after them on the huge pages. Its chunk is lo - SMALL - at bytes
 	 * (glibc rounds a request up to 16 bytes with 8 of overhead). */
 	static void *filler;
-	filler = malloc(lo - at - 8);
+	filler = malloc(lo - SMALL - at - 8);
 	if (filler != probe)
 		return; /* not where it was computed to be: leave the pages as they are */
 	/* Above lo the heap holds nothing now, but sysmalloc wrote the top chunk's header past the probe
