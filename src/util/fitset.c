@@ -238,21 +238,57 @@ void as_fitset_remove(as_fitset *s, as_fitnode *n)
 
 void as_fitset_rekey(as_fitset *s, as_fitnode *n, uint64_t size, uint64_t ptr)
 {
-	if (as_fit_class(size) == as_fit_class(n->size)) {
-		as_fitnode *pv = RB_PREV(as_fittree, NULL, n), *nx = RB_NEXT(as_fittree, NULL, n);
-		if ((!pv || !key_less(size, ptr, pv)) && (!nx || key_less(size, ptr, nx))) {
-			if (n->size == s->largest && size < n->size)
-				s->largest_ok = 0;
-			else if (size > s->largest && s->largest_ok)
-				s->largest = size;
-			n->size = size;
+	/* The same set as as_fitset_remove then as_fitset_insert on the same stream, without what does
+	 * not change there: the stream's lookup, its count and the set's, the stream found last (a
+	 * member stays, so its stream stays). The largest member's size as the two would leave it. */
+	as_fitstream *st = n->st;
+	uint32_t c0 = as_fit_class(n->size), c1 = as_fit_class(size);
+	if (n->size == s->largest && size < n->size)
+		s->largest_ok = 0;
+	else if (size > s->largest && s->largest_ok)
+		s->largest = size;
+	if (c0 == c1) {
+		struct as_fittree *t = tree_of(st, c0);
+		if (RB_ROOT(t) == n && !RB_LEFT(n, rb) && !RB_RIGHT(n, rb)) {
+			n->size = size; /* alone in its class: in order whatever the key */
 			n->ptr = ptr;
 			return;
 		}
+		as_fitnode *pv = RB_PREV(as_fittree, NULL, n), *nx = RB_NEXT(as_fittree, NULL, n);
+		n->size = size;
+		n->ptr = ptr;
+		if ((!pv || !key_less(size, ptr, pv)) && (!nx || key_less(size, ptr, nx)))
+			return; /* its place in the order is unchanged */
+		RB_REMOVE(as_fittree, t, n);
+		tree_insert(t, n);
+		return;
 	}
-	uint64_t stream = n->st->stream;
-	as_fitset_remove(s, n);
-	as_fitset_insert(s, n, stream, size, ptr);
+	uint32_t w = c0 >> 6;
+	as_fitchunk *ch = st->chunk[w];
+	struct as_fittree *t = &ch->t[c0 & 63];
+	RB_REMOVE(as_fittree, t, n);
+	if (!RB_ROOT(t)) {
+		ch->bits &= ~(1ULL << (c0 & 63));
+		if (!ch->bits)
+			st->top &= ~(1ULL << w);
+	}
+	n->size = size;
+	n->ptr = ptr;
+	w = c1 >> 6;
+	ch = st->chunk[w];
+	if (!ch) {
+		ch = s->spare_chunks;
+		if (ch) {
+			s->spare_chunks = ch->spare;
+			RB_INIT(&ch->t[0]); /* the others stayed empty, bits stayed 0 */
+		} else {
+			ch = xcalloc(1, sizeof(*ch));
+		}
+		st->chunk[w] = ch;
+	}
+	st->top |= 1ULL << w;
+	ch->bits |= 1ULL << (c1 & 63);
+	tree_insert(&ch->t[c1 & 63], n);
 }
 
 as_fitnode *as_fitset_nfind(as_fitset *s, uint64_t stream, uint64_t size)
