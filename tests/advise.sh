@@ -104,6 +104,19 @@ if [ -n "$PYTHON" ]; then
 fi
 run "$A" advise "$TMP/empty"; is "$st" 66 "an empty directory: exit 66"
 contains "$errout" "holds no snapshots"; ok $? "and says so"
+# the ranks are decoded side by side (-j at once): the same bytes whatever -j is, and of two bad ranks
+# the first file's error, as one after the other found it
+d1=$("$A" advise -j 1 --format csv --no-fit "$TMP/job"); d3=$("$A" advise -j 3 --format csv --no-fit "$TMP/job")
+[ -n "$d1" ] && [ "$d1" = "$d3" ]; ok $? "a job directory: -j 1 and -j 3 give the same bytes"
+mkdir "$TMP/badjob"
+cp "$T/gpt2_train_varlen__default.pickle.gz" "$TMP/badjob/rank0.pickle.gz"
+echo junk > "$TMP/badjob/rank1.pickle.gz"
+printf 'nonsense' > "$TMP/badjob/rank2.pickle.gz"
+for j in 1 2 3; do
+	run "$A" advise -j $j "$TMP/badjob"
+	is "$st" 65 "a job with two bad ranks, -j $j: exit 65"
+	contains "$errout" "badjob/rank1.pickle.gz: byte offset 0: unknown trace format"; ok $? "and the error is the first bad rank's (-j $j)"
+done
 # A program written to fragment (scripts/capture-fragmenter.py), run on the H200 under every setting of
 # the grid at one limit (traces/fragmenter/fragmenter.csv): from the unlimited run's snapshot alone,
 # advise says which settings fit exactly as the GPU ran them, and for those that fit, the peak reserved

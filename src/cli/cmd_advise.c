@@ -243,6 +243,43 @@ static void *worker(void *arg)
 	}
 }
 
+/* Decoding the ranks: each worker takes the next file. */
+typedef struct loadq {
+	advise *ranks;
+	char **files;
+	const as_reader_opts *ro;
+	const char *config;
+	size_t n, next;
+	as_err *errs;
+	pthread_mutex_t mu;
+} loadq;
+
+static void *load_rank(void *arg)
+{
+	loadq *q = arg;
+	for (;;) {
+		pthread_mutex_lock(&q->mu);
+		size_t k = q->next++;
+		pthread_mutex_unlock(&q->mu);
+		if (k >= q->n)
+			return NULL;
+		advise *a = &q->ranks[k];
+		a->path = q->files[k];
+		as_blame_init(&a->blame, 5);
+		a->loaded = 1;
+		if (as_evbuf_load_observed(&a->buf, a->path, q->ro, as_blame_observe, &a->blame, &q->errs[k])) {
+			a->loaded = 0;
+			as_blame_free(&a->blame);
+			continue;
+		}
+		as_blame_finish(&a->blame);
+		a->bufp = &a->buf;
+		a->recorded = as_recorded_settings(&a->buf.meta);
+		a->current = xstrdup(q->config ? q->config : a->recorded ? a->recorded : "");
+		a->recorded_ooms = as_evbuf_recorded_ooms(&a->buf);
+	}
+}
+
 /* ---- output ------------------------------------------------------------------------------ */
 
 static const as_summary *shown(const advise *a, const result *r)
@@ -833,22 +870,23 @@ int cmd_advise(int argc, char **argv)
 		}
 	}
 	cli_catch_signals();
-	for (size_t k = 0; k < nfiles; k++) {
-		advise *a = &ranks[k];
-		a->path = files[k];
-		as_blame_init(&a->blame, 5);
-		a->loaded = 1;
-		if (as_evbuf_load_observed(&a->buf, a->path, &ro, as_blame_observe, &a->blame, &err)) {
-			a->loaded = 0;
-			as_blame_free(&a->blame);
-			rc = cli_report(&err);
+	if (!jobs) {
+		long np = sysconf(_SC_NPROCESSORS_ONLN);
+		jobs = np > 0 ? (uint64_t)np : 1;
+	}
+	{
+		/* the ranks decoded side by side (-j of them at once): with one after the other, a
+		 * directory of ranks spent its decode on one core while the others waited */
+		loadq lq = { .ranks = ranks, .files = files, .ro = &ro, .config = config, .n = nfiles, .errs = xcalloc(nfiles, sizeof(as_err)) };
+		pthread_mutex_init(&lq.mu, NULL);
+		as_run_threads(jobs < nfiles ? jobs : nfiles, load_rank, &lq);
+		pthread_mutex_destroy(&lq.mu);
+		for (size_t k = 0; k < nfiles && !rc; k++)
+			if (lq.errs[k].code) /* the first file's error, whatever -j is */
+				rc = cli_report(&lq.errs[k]);
+		free(lq.errs);
+		if (rc)
 			goto out;
-		}
-		as_blame_finish(&a->blame);
-		a->bufp = &a->buf;
-		a->recorded = as_recorded_settings(&a->buf.meta);
-		a->current = xstrdup(config ? config : a->recorded ? a->recorded : "");
-		a->recorded_ooms = as_evbuf_recorded_ooms(&a->buf);
 	}
 	if (fraction > 0) {
 		uint64_t t = total;
@@ -942,10 +980,6 @@ int cmd_advise(int argc, char **argv)
 	{
 		pool q = { .ranks = ranks, .nranks = nfiles };
 		pthread_mutex_init(&q.mu, NULL);
-		if (!jobs) {
-			long np = sysconf(_SC_NPROCESSORS_ONLN);
-			jobs = np > 0 ? (uint64_t)np : 1;
-		}
 		if (jobs > nfiles * NGRID)
 			jobs = nfiles * NGRID;
 		cli_progress_start(&q.prog, "advise", nfiles * NGRID, cli_progress_delay());
