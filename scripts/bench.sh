@@ -6,7 +6,8 @@
 # usage: scripts/bench.sh [ALLOCSIM [TRACES_DIR]]     (make bench)
 # Environment: PYTHON (default python3; the pickle.load baseline is skipped without it),
 #   BENCH_RUNS (best of N times, default 3), BENCH_BIG (events of the large generated trace,
-#   default 10000000; its RSS is compared with a tenth of it), BENCH_JOBS (sweep threads, default nproc).
+#   default 10000000; its RSS is compared with a tenth of it), BENCH_JOBS (sweep threads, default nproc),
+#   BENCH_ONLY=issue34 (issue 34's lines alone), CC (builds scripts/pkwalk.c, the decoder's baseline).
 set -e
 A=${1:-./allocsim}; D=${2:-traces}
 PY=${PYTHON:-python3}
@@ -191,6 +192,100 @@ perf_rss() {
 	done
 }
 
+# ---- issue 34's speed targets, each a ratio against a baseline measured in this run -------------
+# simulation: pytorch's against bfc's on the same 10 snapshots as binary traces (sweeps of 1 and 21
+#   identical runs, --no-share, as perf_binary: CPU(21) - CPU(1) = 20 simulations); target 40 ns/event.
+# decoder: `allocsim info` of an uncompressed snapshot of ten copies of a real history (what the
+#   decoder block below builds) against scripts/pkwalk.c, a plain walk over the same file's opcodes
+#   (built here with $CC); both whole processes, CPU time, best of $RUNS. Target: 100 ns/event where
+#   the walk took 36 (issue 34), so <= 2.78x the walk.
+# start-up: a replay of an empty binary trace (exec, dynamic linking, the heap, options, the policy,
+#   the summary row) against an empty C program's process, 100 of each; target < 1.5 ms.
+# -j: advise and compare's wall time with -j $JOBS against -j 1 on the same trace (best of $RUNS);
+#   target >= 0.8 x $JOBS. Only meaningful on free cores: the load average is printed beside it.
+# make_x10 OUT: ten copies of bert_infer_varlen__ms40's history, addresses and times moved apart, as a
+# gzip'd pickle (the decoder block below builds the same for its own lines); nothing without Python.
+make_x10() {
+	command -v "$PY" >/dev/null 2>&1 || return 0
+	"$PY" - "$D/pytorch-h200/bert_infer_varlen__ms40.pickle.gz" "$1" <<'PY' || rm -f "$1"
+import copy, gzip, pickle, sys
+d = pickle.loads(gzip.decompress(open(sys.argv[1], "rb").read()))
+out = []
+ts = [e["time_us"] for e in d["device_traces"][0] if "time_us" in e]
+span = (max(ts) - min(ts) + 1) if ts else 0
+for i in range(10):
+    for e in d["device_traces"][0]:
+        e2 = copy.copy(e)
+        e2["compile_context"] = "".join(["N", "/", "A"])
+        if "addr" in e2:
+            e2["addr"] += i << 40
+        if "time_us" in e2:
+            e2["time_us"] += i * span
+        out.append(e2)
+d["device_traces"] = [out]
+d["segments"] = []
+gzip.open(sys.argv[2], "wb", compresslevel=6).write(pickle.dumps(d, protocol=4))
+PY
+}
+issue34() {
+	echo
+	echo "== issue 34 targets (ratios measured in this run) =="
+	line "what" "measured" "target" "verdict"
+	k=0
+	for f in $(snap_paths); do k=$((k + 1)); "$A" convert "$f" -o "$tmp/t34_$k.asbin"; done
+	b34=$(echo "$tmp"/t34_*.asbin)
+	n34=0
+	for f in $b34; do n34=$((n34 + $(events_of "$f"))); done
+	caps=$(awk 'BEGIN{for (i = 0; i < 21; i++) printf "%s1TiB", i ? "," : ""}')
+	for p in pytorch bfc; do
+		s1=$(best_rep 10 "$A" sweep -j 1 --no-share -p "$p" -t $b34 --param capacity=1TiB)
+		s21=$(best_rep 2 "$A" sweep -j 1 --no-share -p "$p" -t $b34 --param capacity=$caps)
+		eval "SIM34_$p=$(calc "($s21 - $s1) / 20 / $n34 * 1e9")"
+	done
+	line "pytorch simulation vs bfc's, 10 snapshots ($n34 events)" "$(printf '%.2fx' "$(calc "$SIM34_pytorch / $SIM34_bfc")")" "<= 40 ns/event" \
+		"$(verdict "$SIM34_pytorch" "<=" 40) (pytorch $(printf '%.1f' "$SIM34_pytorch") ns/event, bfc $(printf '%.1f' "$SIM34_bfc"))"
+	cc=${CC:-cc}
+	[ -f "$tmp/x10.pickle.gz" ] || make_x10 "$tmp/x10.pickle.gz"
+	if [ -f "$tmp/x10.pickle.gz" ] && $cc -O2 -std=c11 -o "$tmp/pkwalk" "$(dirname "$0")/pkwalk.c" 2>/dev/null; then
+		gzip -dc "$tmp/x10.pickle.gz" > "$tmp/x10.pickle"
+		nx=$("$A" info "$tmp/x10.pickle" | awk '$1 == "events:" {print $2}')
+		wk=$(best "$tmp/pkwalk" "$tmp/x10.pickle")
+		dc=$(best "$A" info "$tmp/x10.pickle")
+		r=$(calc "$dc / $wk")
+		line "decode + validation vs a plain opcode walk ($nx events)" "$(printf '%.2fx' "$r")" "<= 2.78x (100 vs 36 ns)" \
+			"$(verdict "$r" "<=" 2.78) (allocsim info $(printf '%.0f' "$(calc "$dc / $nx * 1e9")") ns/event, walk $(printf '%.0f' "$(calc "$wk / $nx * 1e9")") ns/event, uncompressed)"
+		rm -f "$tmp/x10.pickle"
+	else
+		echo "  (no $tmp/x10.pickle.gz or no C compiler $cc: no decoder line)"
+	fi
+	printf '#allocsim-trace 1\n' > "$tmp/e34.trace"
+	"$A" convert "$tmp/e34.trace" -o "$tmp/e34.asbin"
+	if printf 'int main(void){return 0;}\n' > "$tmp/nothing.c" && $cc -O2 -o "$tmp/nothing" "$tmp/nothing.c" 2>/dev/null; then
+		up=$(best_rep 100 "$A" replay -p pytorch -c "" --latency-model none --no-timing "$tmp/e34.asbin")
+		nothing=$(best_rep 100 "$tmp/nothing")
+		line "start-up (replay of an empty trace) vs an empty C program" "$(printf '%.2fx' "$(calc "$up / $nothing")")" "< 1.5 ms" \
+			"$(verdict "$up" "<" 0.0015) ($(printf '%.2f' "$(calc "$up * 1e3")") ms vs $(printf '%.2f' "$(calc "$nothing * 1e3")") ms CPU per process)"
+	fi
+	g=$D/pytorch-h200/gpt2_train_varlen__default.pickle.gz
+	la=$(awk '{print $1}' /proc/loadavg 2>/dev/null || echo ?)
+	w1=$(best_wall "$A" advise -j 1 "$g")
+	wn=$(best_wall "$A" advise -j "$JOBS" "$g")
+	r=$(calc "$w1 / $wn")
+	line "advise -j $JOBS vs -j 1 (wall), $(basename "$g" .pickle.gz)" "$(printf '%.2fx' "$r")" ">= $(calc "0.8 * $JOBS" | sed 's/0*$//; s/\.$//')x" \
+		"$(verdict "$r" ">=" "$(calc "0.8 * $JOBS")") ($(printf '%.3f' "$w1") s vs $(printf '%.3f' "$wn") s; load average $la)"
+	w1=$(best_wall "$A" compare -j 1 "$g")
+	wn=$(best_wall "$A" compare -j "$JOBS" "$g")
+	r=$(calc "$w1 / $wn")
+	line "compare -j $JOBS vs -j 1 (wall), every policy" "$(printf '%.2fx' "$r")" ">= $(calc "0.8 * $JOBS" | sed 's/0*$//; s/\.$//')x" \
+		"$(verdict "$r" ">=" "$(calc "0.8 * $JOBS")") ($(printf '%.3f' "$w1") s vs $(printf '%.3f' "$wn") s; optimal alone bounds it: doc/performance.md)"
+}
+
+# BENCH_ONLY=issue34: issue 34's lines alone
+if [ "${BENCH_ONLY:-}" = issue34 ]; then
+	echo "allocsim bench (issue 34 only): $(uname -m), $(nproc 2>/dev/null || echo ?) cores, best of $RUNS CPU times"
+	issue34
+	exit 0
+fi
 echo "allocsim bench: $(uname -m), $(nproc 2>/dev/null || echo ?) cores, best of $RUNS CPU times"
 echo
 echo "== issue 15 targets (ratios measured in this run) =="
@@ -338,3 +433,4 @@ for t in traces:
 PY
 fi
 # ---- end of the snapshot decoder block --------------------------------------------------------
+issue34
