@@ -521,7 +521,7 @@ static void passed_over(as_poolinfer *pi, uint32_t uid, uint64_t size, uint64_t 
 	u->small = size <= MiB;
 	unsigned npairs = 0;
 	uint64_t need = size < 512 ? 512 : (size + 511) / 512 * 512;
-	for (size_t i = 0; i < pi->nsegs; i++) {
+	for (size_t i = 0; i < pi->nsegs && npairs < PAIRS_MAX; i++) {
 		uint32_t x = pi->segs[i];
 		const unit *v = &pi->u[x];
 		uint64_t g;
