@@ -108,7 +108,7 @@ static const as_optdesc bfc_opts[] = {
 	{ "allow_growth", "True|False", "True", "grow by regions of 2 MiB, doubling (JAX: XLA_PYTHON_CLIENT_PREALLOCATE=false); False: one region of the whole limit", as_opt_parse_bool, OFF(allow_growth) },
 	{ "garbage_collection", "True|False", "False", "on a miss that cannot extend, release wholly free regions and extend again (TF_ENABLE_GPU_GARBAGE_COLLECTION)", as_opt_parse_bool, OFF(garbage_collection) },
 	{ "fragmentation_fraction", "fraction", "0", "split a chunk when the remainder is at least this x the limit (0: 128 MiB)", parse_fraction, OFF(fragmentation_fraction) },
-	{ "empty_cache_releases", "True|False", "True", "an empty_cache event releases every wholly free region (JAX has no such call)", as_opt_parse_bool, OFF(empty_cache_releases) },
+	{ "empty_cache_releases", "True|False", "False", "an empty_cache event releases every wholly free region (JAX has no such call, so by default it does nothing)", as_opt_parse_bool, OFF(empty_cache_releases) },
 	{ NULL, NULL, NULL, NULL, NULL, 0 },
 };
 
@@ -521,7 +521,7 @@ static int bfc_create(as_policy **out, const char *config, as_device *dev, as_co
 {
 	extern const as_policy_ops as_policy_bfc;
 	bfc *p = xcalloc(1, sizeof(*p));
-	p->c = (bfc_conf){ .mem_fraction = 0.75, .allow_growth = 1, .empty_cache_releases = 1 };
+	p->c = (bfc_conf){ .mem_fraction = 0.75, .allow_growth = 1 }; /* empty_cache_releases off: JAX has no call that releases BFC regions */
 	if (as_conf_parse(config, bfc_opts, &p->c, err)) {
 		free(p);
 		return -1;

@@ -23,9 +23,10 @@
  *   (rmm::out_of_memory "No room in arena").
  * - Not modelled: a thread's exit (its arena_cleaner hands its superblocks back; a log does not say
  *   when a thread ends), the synchronisation of streams and devices (no time in the simulation).
- * - RMM never returns the arena to the device before the resource is destroyed; empty_cache
- *   (empty_cache_releases, allocsim's mapping: the resource re-created when nothing is allocated)
- *   defragments, and releases the whole arena when no block is allocated; the next request then
+ * - RMM never returns the arena to the device before the resource is destroyed, and defragment() is
+ *   private (arena_memory_resource.hpp): an empty_cache event does nothing by default (an RMM program
+ *   has no such call); empty_cache_releases:True (allocsim's what-if: the resource re-created when
+ *   nothing is allocated) defragments, and releases the whole arena when no block is allocated; the next request then
  *   allocates it again.
  */
 #include "policy.h"
@@ -235,7 +236,7 @@ static int parse_arena_size(void *conf, const as_optdesc *d, const char *val, as
 static const as_optdesc ra_opts[] = {
 	{ "arena_size", "size|N%", "50%", "the global arena (one upstream allocation, aligned down to 256): bytes, or N% of the free device memory (RMM's default: half)", parse_arena_size, OFF(arena_size) },
 	{ "ptds", "True|False", "False", "built with CUDA_API_PER_THREAD_DEFAULT_STREAM: stream 0 uses per-thread arenas too", as_opt_parse_bool, OFF(ptds) },
-	{ "empty_cache_releases", "True|False", "True", "an empty_cache event defragments and releases the arena when nothing is allocated (RMM has no such call)", as_opt_parse_bool, OFF(empty_cache_releases) },
+	{ "empty_cache_releases", "True|False", "False", "an empty_cache event defragments and releases the arena when nothing is allocated (RMM has no such call, so by default it does nothing)", as_opt_parse_bool, OFF(empty_cache_releases) },
 	{ NULL, NULL, NULL, NULL, NULL, 0 },
 };
 
@@ -477,7 +478,6 @@ static int ra_create(as_policy **out, const char *config, as_device *dev, as_cou
 {
 	extern const as_policy_ops as_policy_rmm_arena;
 	rmm_arena *p = xcalloc(1, sizeof(*p));
-	p->c.empty_cache_releases = 1;
 	p->c.arena_pct = 50;
 	if (as_conf_parse(config, ra_opts, &p->c, err)) {
 		free(p);

@@ -17,8 +17,9 @@
  *   the order streams were first seen by the bin); else a new chunk (128 blocks) from the upstream,
  *   appended to its stream's list, whose first block it takes. A free appends the block to the list
  *   of the stream it is freed on (free_from; the allocation's when the trace does not say).
- * - RMM never releases a bin's chunks before the resource is destroyed; empty_cache
- *   (empty_cache_releases, allocsim's mapping) returns every chunk whose blocks are all free.
+ * - RMM never releases a bin's chunks before the resource is destroyed: an empty_cache event does
+ *   nothing by default (an RMM program has no such call); empty_cache_releases:True (allocsim's
+ *   what-if) returns every chunk whose blocks are all free.
  * The upstream is the device, or the next layer of a stack (`-p 'rmm-binning>rmm-pool'`).
  */
 #include "policy.h"
@@ -119,7 +120,7 @@ static const as_optdesc rb_opts[] = {
 	{ "max_size_exponent", "int", "-1", "the largest bin is 2^this bytes (RMM's benchmarks use 18..22)", parse_exp, OFF(max_exp) },
 	{ "blocks_to_preallocate", "count", "128", "blocks per chunk a bin allocates from the upstream (fixed_size_memory_resource)", parse_count, OFF(prealloc) },
 	{ "ptds", "True|False", "False", "built with CUDA_API_PER_THREAD_DEFAULT_STREAM: stream 0 is each thread's own default stream", as_opt_parse_bool, OFF(ptds) },
-	{ "empty_cache_releases", "True|False", "True", "an empty_cache event returns every chunk whose blocks are all free (RMM has no such call)", as_opt_parse_bool, OFF(empty_cache_releases) },
+	{ "empty_cache_releases", "True|False", "False", "an empty_cache event returns every chunk whose blocks are all free (RMM has no such call, so by default it does nothing)", as_opt_parse_bool, OFF(empty_cache_releases) },
 	{ NULL, NULL, NULL, NULL, NULL, 0 },
 };
 
@@ -220,7 +221,7 @@ static int rb_create(as_policy **out, const char *config, as_device *dev, as_cou
 {
 	extern const as_policy_ops as_policy_rmm_binning;
 	rmm_binning *p = xcalloc(1, sizeof(*p));
-	p->c = (rb_conf){ .min_exp = -1, .max_exp = -1, .prealloc = 128, .empty_cache_releases = 1 };
+	p->c = (rb_conf){ .min_exp = -1, .max_exp = -1, .prealloc = 128 };
 	if (as_conf_parse(config, rb_opts, &p->c, err)) {
 		free(p);
 		return -1;

@@ -32,8 +32,10 @@
  * - A free inserts the block into the free list of the stream it is made on (free_from: RMM logs'
  *   free lines name it; otherwise the allocation's stream) with coalescing (prev and next, unless
  *   the later one is a head).
- * - RMM never returns pool memory before the pool is destroyed (release()); empty_cache
- *   (empty_cache_releases, allocsim's mapping) releases every upstream block that is wholly free.
+ * - RMM never returns pool memory before the pool is destroyed: release() is protected, called only
+ *   by ~pool_memory_resource (pool_memory_resource.hpp), so an RMM program has no call to make
+ *   where a PyTorch one calls empty_cache(), and an empty_cache event does nothing by default;
+ *   empty_cache_releases:True (allocsim's what-if) releases every upstream block that is wholly free.
  */
 #include "policy.h"
 #include <inttypes.h>
@@ -157,7 +159,7 @@ static const as_optdesc rp_opts[] = {
 	{ "initial_pool_size", "size|N%", "50%", "the pool allocated at construction: bytes (a multiple of 256), or N% of the free device memory (Python's default: 50%)", parse_initial, OFF(initial) },
 	{ "maximum_pool_size", "size|N%", "0", "the most the pool may hold (a multiple of 256, or N% of the free memory); 0 = no maximum", parse_maximum, OFF(maximum) },
 	{ "ptds", "True|False", "False", "built with CUDA_API_PER_THREAD_DEFAULT_STREAM: stream 0 is each thread's own default stream", as_opt_parse_bool, OFF(ptds) },
-	{ "empty_cache_releases", "True|False", "True", "an empty_cache event releases every wholly free upstream block (RMM has no such call)", as_opt_parse_bool, OFF(empty_cache_releases) },
+	{ "empty_cache_releases", "True|False", "False", "an empty_cache event releases every wholly free upstream block (RMM has no such call, so by default it does nothing)", as_opt_parse_bool, OFF(empty_cache_releases) },
 	{ NULL, NULL, NULL, NULL, NULL, 0 },
 };
 
@@ -325,7 +327,6 @@ static int rp_create(as_policy **out, const char *config, as_device *dev, as_cou
 {
 	extern const as_policy_ops as_policy_rmm_pool;
 	rmm_pool *p = xcalloc(1, sizeof(*p));
-	p->c.empty_cache_releases = 1;
 	if (as_conf_parse(config, rp_opts, &p->c, err)) {
 		free(p);
 		return -1;

@@ -251,7 +251,7 @@ static void test_pool_empty_cache(void)
 {
 	mr t;
 	void *x, *y;
-	mr_open(&t, "rmm-pool", "initial_pool_size:1MiB", 0);
+	mr_open(&t, "rmm-pool", "initial_pool_size:1MiB,empty_cache_releases:True", 0);
 	al(&t, 2 * MiB, 0, 0, &x);
 	al(&t, 1000, 0, 0, &y);
 	is_u64(t.dev->num_alloc, 2, "a second upstream block for 2 MiB");
@@ -265,9 +265,11 @@ static void test_pool_empty_cache(void)
 	is_u64(t.dev->reserved, 1024, "the pool grows again from nothing: max(1024, 0)");
 	fr(&t, x);
 	mr_close(&t);
-	mr_open(&t, "rmm-pool", "initial_pool_size:1MiB,empty_cache_releases:False", 0);
+	mr_open(&t, "rmm-pool", "initial_pool_size:1MiB", 0);
+	al(&t, 2 * MiB, 0, 0, &x);
+	fr(&t, x);
 	t.p->ops->empty_cache(t.p);
-	is_u64(t.dev->reserved, MiB, "empty_cache_releases:False keeps the pool (RMM's own behaviour)");
+	is_u64(t.dev->reserved, 3 * MiB, "by default empty_cache keeps the whole pool (RMM has no such call: release() is protected)");
 	mr_close(&t);
 }
 
@@ -375,6 +377,12 @@ static void test_arena(void)
 	/* empty_cache: defragment, and the arena goes back when nothing is allocated */
 	mr_open(&t, "rmm-arena", "arena_size:4MiB", 0);
 	al(&t, 256, PT, 1, &x);
+	fr(&t, x);
+	t.p->ops->empty_cache(t.p);
+	is_u64(t.dev->reserved, 4 * MiB, "by default empty_cache keeps the arena (RMM has no such call)");
+	mr_close(&t);
+	mr_open(&t, "rmm-arena", "arena_size:4MiB,empty_cache_releases:True", 0);
+	al(&t, 256, PT, 1, &x);
 	t.p->ops->empty_cache(t.p);
 	is_u64(t.dev->reserved, 4 * MiB, "empty_cache keeps the arena while a block is allocated");
 	fr(&t, x);
@@ -422,7 +430,7 @@ static void test_binning(void)
 	mr_close(&t);
 
 	/* streams and growth: a two-block chunk; stream 5 takes the legacy list's front block */
-	mr_open(&t, "rmm-binning", "min_size_exponent:10,max_size_exponent:10,blocks_to_preallocate:2", 0);
+	mr_open(&t, "rmm-binning", "min_size_exponent:10,max_size_exponent:10,blocks_to_preallocate:2,empty_cache_releases:True", 0);
 	uint64_t s0 = al(&t, 1024, 5, 0, &a);
 	uint64_t s1 = al(&t, 1024, 5, 0, &b);
 	is_u64(s1, s0 + 1024, "stream 5 takes the legacy list's blocks in order");
@@ -438,7 +446,13 @@ static void test_binning(void)
 	is_u64(t.dev->num_alloc, 2, "no third chunk");
 	fr(&t, x), fr(&t, c), fr(&t, d), fr(&t, e);
 	t.p->ops->empty_cache(t.p);
-	is_u64(t.dev->reserved, 0, "empty_cache returns the chunks whose blocks are all free");
+	is_u64(t.dev->reserved, 0, "empty_cache_releases:True: empty_cache returns the chunks whose blocks are all free");
+	mr_close(&t);
+	mr_open(&t, "rmm-binning", "min_size_exponent:10,max_size_exponent:10,blocks_to_preallocate:2", 0);
+	al(&t, 1024, 5, 0, &a);
+	fr(&t, a);
+	t.p->ops->empty_cache(t.p);
+	is_u64(t.dev->reserved, 2048, "by default empty_cache keeps every chunk (RMM has no such call)");
 	mr_close(&t);
 
 	/* a free names its stream: the block goes to the back of that stream's list */
@@ -535,11 +549,12 @@ int main(void)
 	test_destroy_full("rmm-pool", "initial_pool_size:64MiB");
 	test_destroy_full("rmm-arena", "arena_size:1GiB");
 	test_destroy_full("rmm-binning", "min_size_exponent:15,max_size_exponent:18,blocks_to_preallocate:8");
-	test_random("rmm-pool", "initial_pool_size:0,maximum_pool_size:64MiB", 0);
-	test_random("rmm-pool", "initial_pool_size:8MiB", 48 * MiB);
-	test_random("rmm-arena", "arena_size:48MiB", 0);
-	test_random("rmm-arena", "ptds:True", 40 * MiB);
-	test_random("rmm-binning", "min_size_exponent:8,max_size_exponent:14,blocks_to_preallocate:16", 64 * MiB);
-	test_random("rmm-binning>rmm-pool", "min_size_exponent:10,max_size_exponent:16;initial_pool_size:4MiB", 64 * MiB);
+	/* empty_cache_releases:True: the what-if release is exercised too (RMM itself has no such call) */
+	test_random("rmm-pool", "initial_pool_size:0,maximum_pool_size:64MiB,empty_cache_releases:True", 0);
+	test_random("rmm-pool", "initial_pool_size:8MiB,empty_cache_releases:True", 48 * MiB);
+	test_random("rmm-arena", "arena_size:48MiB,empty_cache_releases:True", 0);
+	test_random("rmm-arena", "ptds:True,empty_cache_releases:True", 40 * MiB);
+	test_random("rmm-binning", "min_size_exponent:8,max_size_exponent:14,blocks_to_preallocate:16,empty_cache_releases:True", 64 * MiB);
+	test_random("rmm-binning>rmm-pool", "min_size_exponent:10,max_size_exponent:16,empty_cache_releases:True;initial_pool_size:4MiB,empty_cache_releases:True", 64 * MiB);
 	return done_testing();
 }
