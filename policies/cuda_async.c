@@ -80,7 +80,7 @@ static int ca_malloc(as_policy *pol, const as_request *rq, void **h, uint64_t *b
 
 static void ca_free_requested(as_policy *pol, void *h)
 {
-	(void)pol; (void)h; /* stream-ordered: the block is reusable once its free is issued */
+	(void)pol; (void)h; /* under --free-at completed (not its default): the block stays in use until the free */
 }
 
 static void ca_free(as_policy *pol, void *h)
@@ -123,6 +123,9 @@ const as_policy_ops as_policy_cuda_async = {
 	.name = "cuda-async",
 	.summary = "the CUDA stream-ordered allocator: a real cudaMallocAsync pool with --backend cuda, a documented model in simulation",
 	.opts = ca_opts,
+	/* PyTorch's cudaMallocAsync backend frees at the request: its free() makes the allocation's stream
+	 * wait for the recorded streams' events, then cudaFreeAsync (stream-ordered) */
+	.flags = AS_CAP_FREE_AT_REQUEST,
 	.create = ca_create,
 	.malloc = ca_malloc,
 	.free_requested = ca_free_requested,

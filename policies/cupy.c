@@ -12,10 +12,12 @@
  * - A miss allocates exactly the rounded size from the device (cudaMalloc through the pool's
  *   allocator): no minimum and no larger segment.
  * - A free returns the chunk to the arena of the stream it was allocated on, at once: CuPy does no
- *   cross-stream event tracking, so a program must keep the memory alive until other streams are
- *   done with it. The free happens at the trace's free (completion) event; free_requested is not a
- *   return to the pool. The freed chunk merges with its free next neighbours, then with its free
- *   previous ones (the previous chunk survives).
+ *   cross-stream event tracking (no record_stream); reuse is ordered on the allocation's stream, so a
+ *   program makes that stream wait for the others and drops the memory when it lets go of it. The
+ *   free therefore happens at the trace's free request (the property free_at_request; --free-at
+ *   completed holds the chunk until the completion instead, as a program that synchronises first
+ *   would). The freed chunk merges with its free next neighbours, then with its free previous ones
+ *   (the previous chunk survives).
  * - free_all_blocks (empty_cache) releases every free chunk that was never split (no prev, no
  *   next), in every arena.
  * - Limit (set_limit, option `limit`): a miss that would take the pool's total above the limit
@@ -501,7 +503,7 @@ const as_policy_ops as_policy_cupy = {
 	/* A snapshot's inferred release runs (empty_cache `maybe`, doc/trace-format.md) are the recording
 	 * PyTorch allocator's own doing, not calls of the program: CuPy's pool takes none of them for
 	 * free_all_blocks (scripts/replay_cupy.py ignores them too). */
-	.flags = AS_CAP_STATS | AS_CAP_SEGMENTS | AS_CAP_FREE_STATS | AS_CAP_WASTE | AS_CAP_ROUND | AS_CAP_NO_INFERRED_EMPTY,
+	.flags = AS_CAP_STATS | AS_CAP_SEGMENTS | AS_CAP_FREE_STATS | AS_CAP_WASTE | AS_CAP_ROUND | AS_CAP_NO_INFERRED_EMPTY | AS_CAP_FREE_AT_REQUEST,
 	.create = cp_create,
 	.malloc = cp_malloc,
 	.free = cp_free,

@@ -82,7 +82,11 @@ typedef struct as_waste {
 #define AS_CAP_NO_INFERRED_EMPTY (1u << 7) /* a snapshot's inferred empty_cache (EVF_MAYBE) never applies: the
                                             * policy models an allocator other than the recording one, so such a
                                             * run is the recording allocator's own doing (src/engine/reconcile.c) */
-#define AS_CAP_PROPERTIES  AS_CAP_NO_INFERRED_EMPTY /* the bits that are not queries */
+#define AS_CAP_FREE_AT_REQUEST (1u << 9) /* the real allocator's user hands a block back when the program lets go of it
+                                          * (the trace's free_requested), not when the other streams' use of it has
+                                          * completed (free_completed): stream-ordered pools (CuPy, RMM, cudaMallocAsync,
+                                          * cudaFree). The engine's default for --free-at (engine.h, as_engine_free_at) */
+#define AS_CAP_PROPERTIES  (AS_CAP_NO_INFERRED_EMPTY | AS_CAP_FREE_AT_REQUEST) /* the bits that are not queries */
 
 /* The optional queries (curl's connection-filter queries): query(p, AS_Q_..., arg) returns 0 when
  * answered (arg filled), AS_Q_UNKNOWN when the policy does not answer this query. */

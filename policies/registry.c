@@ -60,7 +60,7 @@ void as_policy_unknown(const char *name, char *msg, size_t len)
 
 const char *as_cap_name(unsigned bit)
 {
-	static const char *const names[] = { "stats", "segments", "free_stats", "waste", "summary", "reconcile", "plan", "no_inferred_empty", "round" };
+	static const char *const names[] = { "stats", "segments", "free_stats", "waste", "summary", "reconcile", "plan", "no_inferred_empty", "round", "free_at_request" };
 	return bit < sizeof names / sizeof *names ? names[bit] : NULL;
 }
 

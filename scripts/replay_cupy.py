@@ -2,7 +2,7 @@
 """replay_cupy.py - replay allocsim native traces through a real cupy.cuda.MemoryPool (ground truth
 for allocsim's `-p cupy`; doc/policies.md).
 
-usage: replay_cupy.py [-o CSV] [--limit BYTES] [--ptr-log DIR] [--perturb N] [--same-process] TRACE...
+usage: replay_cupy.py [-o CSV] [--limit BYTES] [--ptr-log DIR] [--perturb N] [--free-at WHEN] [--same-process] TRACE...
 
 Each trace is replayed in a fresh Python process (a child of this one) with a fresh
 MemoryPool(allocator=counting_malloc), where counting_malloc wraps cupy.cuda.memory._malloc (one
@@ -11,16 +11,19 @@ native format, doc/trace-format.md):
   a ID SIZE STREAM   pool.malloc(SIZE) with STREAM current (0 = the null stream, every other value
                      its own cupy.cuda.Stream); an OutOfMemoryError is counted and the id stays
                      unallocated
-  r ID               nothing: CuPy has no deferred free, the program holds the memory until the
-                     other streams are done with it
-  f ID               the MemoryPointer is dropped (its chunk returns to the pool at once)
+  r ID               --free-at completed (the default here, as traces/cupy-h200.csv was recorded):
+                     nothing, the program holds the memory until the other streams are done with it;
+                     --free-at requested (the cupy policy's default): the MemoryPointer is dropped
+                     here (CuPy has no record_stream: reuse is ordered on the allocation's stream)
+  f ID               the MemoryPointer is dropped (its chunk returns to the pool at once), unless
+                     it was dropped at its r already
   e                  pool.free_all_blocks()
   e maybe            nothing: an inferred release of the recording allocator (PyTorch's own
                      fallback under its memory cap), not a call of the program
   p, S, X, M, U      nothing
 total_bytes() and used_bytes() are read after every malloc (they only grow there). The CSV has one
 row per trace: trace, peak_total_bytes, peak_used_bytes, num_cudamalloc, final_total, final_used,
-then num_cudamalloc_failed, num_ooms, num_free_all_blocks, allocs, frees, cupy, python, seconds.
+then num_cudamalloc_failed, num_ooms, num_free_all_blocks, allocs, frees, cupy, python, seconds, free_at.
 --ptr-log DIR writes DIR/NAME.ptr.gz: one line per alloc event (event index, address or 0 on OOM),
 and one per cudaMalloc ('m' alloc-event index, address, size), to compare the pool's choices with the
 simulation's. --perturb N first leaves N holes among the interpreter's 64-byte objects (the size of
@@ -36,7 +39,8 @@ import sys
 import time
 
 FIELDS = ["trace", "peak_total_bytes", "peak_used_bytes", "num_cudamalloc", "final_total", "final_used",
-          "num_cudamalloc_failed", "num_ooms", "num_free_all_blocks", "allocs", "frees", "cupy", "python", "seconds"]
+          "num_cudamalloc_failed", "num_ooms", "num_free_all_blocks", "allocs", "frees", "cupy", "python", "seconds",
+          "free_at"]
 
 OP_ALLOC, OP_FREE, OP_EMPTY = 0, 1, 2
 
@@ -45,12 +49,13 @@ class TraceError(Exception):
     pass
 
 
-def read_trace(path):
+def read_trace(path, free_at="completed"):
     """The events that reach the pool, as three parallel arrays (no Python objects per event while
     replaying), the largest id and the streams in order of first use."""
     ops, ids, args = array.array("b"), array.array("q"), array.array("q")
     streams = []
     maxid = 0
+    early = set()  # ids dropped at their free request (--free-at requested)
     opener = gzip.open if open(path, "rb").read(2) == b"\x1f\x8b" else open
     with opener(path, "rt") as f:
         first = f.readline().rstrip("\r\n")
@@ -71,7 +76,15 @@ def read_trace(path):
                     args.append(streams.index(stream))
                     maxid = max(maxid, i)
                 elif t[0] == "f":
-                    ops.append(OP_FREE); ids.append(int(t[1], 0))
+                    i = int(t[1], 0)
+                    if i in early:
+                        early.discard(i)
+                    else:
+                        ops.append(OP_FREE); ids.append(i)
+                elif t[0] == "r" and free_at == "requested":
+                    i = int(t[1], 0)
+                    early.add(i)
+                    ops.append(OP_FREE); ids.append(i)
                 elif t[0] == "e":
                     if "maybe" not in t[1:]:
                         ops.append(OP_EMPTY); ids.append(0)
@@ -84,11 +97,11 @@ def read_trace(path):
     return ops, ids, args, maxid, streams
 
 
-def replay(path, limit, ptr_log, perturb=0):
+def replay(path, limit, ptr_log, perturb=0, free_at="completed"):
     import cupy
     from cupy.cuda import memory
 
-    ops, ids, args, maxid, stream_ids = read_trace(path)
+    ops, ids, args, maxid, stream_ids = read_trace(path, free_at)
     raw_malloc = memory._malloc
     counts = [0, 0]  # cudaMalloc calls that succeeded, that failed
     seg_log = array.array("q")  # alloc-event index, address, size per cudaMalloc
@@ -153,7 +166,7 @@ def replay(path, limit, ptr_log, perturb=0):
     cupy.cuda.Stream.null.use()
     name = os.path.basename(path).split(".")[0]
     row = [name, peak_total, peak_used, counts[0], pool.total_bytes(), pool.used_bytes(),
-           counts[1], ooms, empties, allocs, frees, cupy.__version__, sys.version.split()[0], f"{secs:.3f}"]
+           counts[1], ooms, empties, allocs, frees, cupy.__version__, sys.version.split()[0], f"{secs:.3f}", free_at]
     if ptr_log:
         with gzip.open(os.path.join(ptr_log, name + ".ptr.gz"), "wt") as g:
             for j in range(allocs):
@@ -171,6 +184,8 @@ def main():
     ap.add_argument("--limit", type=int, help="pool.set_limit(size=LIMIT) before replaying")
     ap.add_argument("--ptr-log", help="directory for the per-trace address logs")
     ap.add_argument("--perturb", type=int, default=0, help="leave N holes among 64-byte objects first")
+    ap.add_argument("--free-at", choices=("requested", "completed"), default="completed",
+                    help="drop a cross-stream free's memory at its request (r) or its completion (f, the default)")
     ap.add_argument("--same-process", action="store_true", help="replay in this process (one trace)")
     try:
         a = ap.parse_args()
@@ -190,7 +205,7 @@ def main():
             print(f"replay_cupy.py: cannot use CuPy: {e}", file=sys.stderr)
             sys.exit(69)
         try:
-            row = replay(a.traces[0], a.limit, a.ptr_log, a.perturb)
+            row = replay(a.traces[0], a.limit, a.ptr_log, a.perturb, a.free_at)
         except TraceError as e:
             print(f"replay_cupy.py: {e}", file=sys.stderr)
             sys.exit(65)
@@ -205,6 +220,7 @@ def main():
             cmd += ["--ptr-log", a.ptr_log]
         if a.perturb:
             cmd += ["--perturb", str(a.perturb)]
+        cmd += ["--free-at", a.free_at]
         p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
         if p.returncode:
             sys.exit(p.returncode)

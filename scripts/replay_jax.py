@@ -11,11 +11,13 @@ as `jax.device_put` of a numpy uint8 array of the request's size (a view of one 
 delete frees at once, and after every delete it polls `memory_stats()` until bytes_in_use has dropped:
 the allocator sees the trace's order and nothing else. Streams: JAX has one compute stream, so every
 request goes to it whatever its stream in the trace. `e` (empty_cache) has no JAX equivalent for the
-BFC allocator and is skipped; `r` (free requested) is skipped, the free happens at `f`.
+BFC allocator and is skipped; `r` (free requested) is skipped and the free happens at `f` (--free-at
+completed, the default: PjRt keeps a buffer used on another stream until that use is done), or the
+buffer is deleted at `r` and its `f` skipped (--free-at requested).
 
 Input: allocsim's native text format (`allocsim convert T -o T.trace.gz`), plain or gzip'd.
 
-  replay_jax.py -o truth.csv [-j N] [--budget S] [--log DIR] [--repeat K] TRACE...
+  replay_jax.py -o truth.csv [-j N] [--budget S] [--log DIR] [--repeat K] [--free-at WHEN] TRACE...
       one row per trace and run: trace,run,events,allocs,frees,ooms,peak_bytes_in_use,peak_pool_bytes,
       num_allocs,largest_free_block_bytes,bytes_in_use,pool_bytes,bytes_limit,seconds
   replay_jax.py --probe -o probe.csv
@@ -35,13 +37,15 @@ import time
 STAT_KEYS = ("num_allocs", "bytes_in_use", "peak_bytes_in_use", "pool_bytes", "peak_pool_bytes",
              "largest_free_block_bytes", "bytes_limit", "largest_alloc_size")
 COLUMNS = ["trace", "run", "events", "allocs", "frees", "ooms", "peak_bytes_in_use", "peak_pool_bytes",
-           "num_allocs", "largest_free_block_bytes", "bytes_in_use", "pool_bytes", "bytes_limit", "seconds"]
+           "num_allocs", "largest_free_block_bytes", "bytes_in_use", "pool_bytes", "bytes_limit", "seconds", "free_at"]
 
 
-def read_trace(path):
-    """The alloc/free records of a native trace: [('a', id, size) | ('f', id)], and the empty_cache count."""
+def read_trace(path, free_at="completed"):
+    """The alloc/free records of a native trace: [('a', id, size) | ('f', id)], and the empty_cache count;
+    with free_at "requested" a cross-stream free is its request (r), its completion (f) dropped."""
     opener = gzip.open if path.endswith(".gz") else open
     ev, nempty = [], 0
+    early = set()
     with opener(path, "rt") as f:
         first = f.readline()
         if not first.startswith("#allocsim-trace 1"):
@@ -54,6 +58,13 @@ def read_trace(path):
                 if p[0] == "a":
                     ev.append(("a", int(p[1], 0), int(p[2], 0)))
                 elif p[0] == "f":
+                    i = int(p[1], 0)
+                    if i in early:
+                        early.discard(i)
+                    else:
+                        ev.append(("f", i))
+                elif p[0] == "r" and free_at == "requested":
+                    early.add(int(p[1], 0))
                     ev.append(("f", int(p[1], 0)))
                 elif p[0] == "e":
                     nempty += 1
@@ -67,12 +78,12 @@ def stats(dev):
     return {k: int(s.get(k, -1)) for k in STAT_KEYS}
 
 
-def child(path, logpath):
+def child(path, logpath, free_at="completed"):
     """Runs in its own process: the replay of one trace. Prints one JSON line."""
     import numpy as np
     import jax
     dev = jax.devices()[0]
-    ev, nempty = read_trace(path)
+    ev, nempty = read_trace(path, free_at)
     biggest = max([e[2] for e in ev if e[0] == "a"] + [1])
     host = np.zeros(biggest, dtype=np.uint8)
     host[:] = 1  # touch every page once
@@ -125,7 +136,7 @@ def child(path, logpath):
     s = stats(dev)
     if log:
         log.close()
-    out = {"events": len(ev), "allocs": allocs, "frees": frees, "ooms": ooms, "empty_cache_skipped": nempty,
+    out = {"free_at": free_at, "events": len(ev), "allocs": allocs, "frees": frees, "ooms": ooms, "empty_cache_skipped": nempty,
            "seconds": round(time.time() - t0, 1), "initial": s0}
     out.update(s)
     print(json.dumps(out))
@@ -185,12 +196,14 @@ def main():
     ap.add_argument("--budget", type=float, default=0, help="start no replay after this many seconds")
     ap.add_argument("--log", help="directory for per-event logs")
     ap.add_argument("--probe", action="store_true")
+    ap.add_argument("--free-at", choices=("requested", "completed"), default="completed",
+                    help="delete a cross-stream free's buffer at its request (r) or completion (f, the default)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--child-log", help=argparse.SUPPRESS)
     a = ap.parse_args()
     os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
     if a.child:
-        child(a.child, a.child_log)
+        child(a.child, a.child_log, a.free_at)
         return
     if a.probe:
         probe(a.output)
@@ -212,7 +225,7 @@ def main():
             while queue and len(running) < a.jobs and not (a.budget and time.time() - start > a.budget):
                 t, r = queue.pop(0)
                 name = os.path.basename(t).split(".")[0]
-                cmd = [sys.executable, os.path.abspath(__file__), "-o", "-", "--child", t]
+                cmd = [sys.executable, os.path.abspath(__file__), "-o", "-", "--child", t, "--free-at", a.free_at]
                 if a.log:
                     cmd += ["--child-log", os.path.join(a.log, "%s.run%d.csv.gz" % (name, r))]
                 running.append((name, r, subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env, text=True)))

@@ -24,7 +24,8 @@ exact=0 summary=0 bundled=0
 while IFS=, read -r name pt pu nm ft fu rest; do
 	[ "$name" = trace ] && continue
 	f="$T/$name.pickle.gz"; [ -f "$f" ] || f="$srcdir/traces/captured/$name.pickle.gz"
-	got=$(sim "$f")
+	# recorded with the frees at their completion (replay_cupy.py's default; the policy's is the request)
+	got=$(sim "$f" --free-at completed)
 	if [ "$got" = "$pt,$pu,$nm,$ft,$fu" ]; then exact=$((exact + 1)); else echo "# $name: real $pt,$pu,$nm,$ft,$fu simulated $got"; fi
 	case $f in "$T"/*)
 		bundled=$((bundled + 1))
@@ -74,7 +75,17 @@ if "${PYTHON:-python3}" -c 'import array, gzip' 2>/dev/null; then
 		f="$T/$name.pickle.gz"; [ -f "$f" ] || f="$srcdir/traces/captured/$name.pickle.gz"
 		"$A" convert "$f" -o "$TMP/$name.trace.gz"
 		run env FAKE_CUPY_TIE=oldest PYTHONPATH="$srcdir/tests/fake_cupy" "${PYTHON:-python3}" "$srcdir/scripts/replay_cupy.py" "$TMP/$name.trace.gz"
-		is "$(printf '%s\n' "$out" | tail -1 | cut -d, -f2-6)" "$(sim "$f")" "replay_cupy.py over the port of the pool = the policy: $name"
+		is "$(printf '%s\n' "$out" | tail -1 | cut -d, -f2-6)" "$(sim "$f" --free-at completed)" "replay_cupy.py over the port of the pool = the policy: $name"
+	done
+	# the free at the request: the policy's default, replay_cupy.py --free-at requested
+	for name in multistream__default streams__s2__unlimited; do
+		f="$srcdir/traces/captured/$name.pickle.gz"
+		"$A" convert "$f" -o "$TMP/$name.trace.gz"
+		run env FAKE_CUPY_TIE=oldest PYTHONPATH="$srcdir/tests/fake_cupy" "${PYTHON:-python3}" "$srcdir/scripts/replay_cupy.py" --free-at requested "$TMP/$name.trace.gz"
+		r=$(printf '%s\n' "$out" | tail -1 | cut -d, -f2-6)
+		is "$r" "$(sim "$f")" "replay_cupy.py --free-at requested over the port of the pool = the policy's default: $name"
+		c=$(sim "$f" --free-at completed)
+		ok "$([ -n "$r" ] && [ "$r" != "$c" ]; echo $?)" "... which differs from the free at the completion on $name ($r, $c)"
 	done
 	run env FAKE_CUPY_TIE=oldest PYTHONPATH="$srcdir/tests/fake_cupy" "${PYTHON:-python3}" "$srcdir/scripts/replay_cupy.py" "$TMP/maybe.trace"
 	is "$(printf '%s\n' "$out" | tail -1 | cut -d, -f2-6)" "$(sim "$TMP/maybe.trace" -c tie:oldest)" "replay_cupy.py over the port of the pool = the policy: e maybe"

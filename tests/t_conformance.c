@@ -296,6 +296,7 @@ typedef struct outcome {
 	uint64_t mid_reserved, mid_idle_segs, mid_again_changed, mid_seg_bytes;
 	int has_segments;
 	uint64_t end_reserved, end_allocated;
+	uint64_t empties, empty_changed;  /* the workload's empty_cache events, and those that changed reserved bytes */
 } outcome;
 
 static void replay(const char *name, const char *conf, uint64_t cap, const as_event *v, size_t n, size_t mid, outcome *o)
@@ -318,10 +319,15 @@ static void replay(const char *name, const char *conf, uint64_t cap, const as_ev
 		o->good = 0;
 	}
 	for (size_t i = 0; i < n && o->good; i++) {
+		uint64_t before = dev->reserved;
+		if (v[i].type == EV_EMPTY_CACHE)
+			o->empties++;
 		if (as_engine_step(&e, &v[i], &err)) {
 			snprintf(o->why, sizeof o->why, "event %zu: %s", i, err.msg);
 			o->good = 0;
 		}
+		if (v[i].type == EV_EMPTY_CACHE && dev->reserved != before)
+			o->empty_changed++;
 		if (i == mid) {
 			/* no free is pending: the cache is empty now */
 			o->mid_reserved = dev->reserved;
@@ -443,16 +449,47 @@ static void test_inferred_empty(const char *name)
 		name, ignores ? "ignored (no_inferred_empty)" : "an empty_cache() call", m[0], m[1], m[2], want[0], want[1], want[2]);
 }
 
+/* The configuration under which a program's empty_cache() releases what is free: "" for most policies;
+ * empty_cache_releases:True (allocsim's what-if) in every layer that has the option, for those whose real
+ * allocator has no such call (bfc, rmm-*), so that the release itself is checked too. */
+static void releasing_conf(const char *name, char *out, size_t len)
+{
+	char layers[128];
+	snprintf(layers, sizeof layers, "%s", name);
+	out[0] = 0;
+	int any = 0;
+	for (char *s = layers, *tok; (tok = strsep(&s, ">")) != NULL;) {
+		const as_policy_ops *ops = as_policy_find(tok);
+		int has = 0;
+		for (const as_optdesc *d = ops ? ops->opts : NULL; d && d->name; d++)
+			has |= !strcmp(d->name, "empty_cache_releases");
+		any |= has;
+		snprintf(out + strlen(out), len - strlen(out), "%s%s", out[0] || tok != layers ? ";" : "", has ? "empty_cache_releases:True" : "");
+	}
+	if (!any)
+		out[0] = 0;
+}
+
 static void test_policy(const char *name)
 {
 	size_t n, mid;
 	as_event *v = workload(11, 6000, 100 * MiB, &n, &mid);
 	as_lifetimes lt;
 	as_lifetimes_init(&lt);
+	/* the bound ends a lifetime where the policy's blocks come back (--free-at's default) */
+	lt.at_request = (as_policy_find(name)->flags & AS_CAP_FREE_AT_REQUEST) != 0;
 	for (size_t i = 0; i < n; i++)
 		as_lifetimes_add(&lt, &v[i]);
 	outcome a, b;
-	replay(name, "", 0, v, n, mid, &a);
+	char conf[256];
+	releasing_conf(name, conf, sizeof conf);
+	if (conf[0]) {
+		/* by default an empty_cache event is no call of its real allocator: it keeps the pool */
+		replay(name, "", 0, v, n, mid, &a);
+		ok(a.good && a.empties > 0 && a.empty_changed == 0 && a.end_allocated == 0,
+			"%s: by default none of the %" PRIu64 " empty_cache events releases anything (its allocator has no such call)", name, a.empties);
+	}
+	replay(name, conf, 0, v, n, mid, &a);
 	if (!a.good && !strstr(a.why, "event")) {
 		/* a policy that cannot run on the simulated device here (e.g. a stack over a pool) */
 		ok(strchr(name, '>') != NULL, "%s: refuses the simulated setup only as a stack (%s)", name, a.why);
@@ -475,14 +512,14 @@ static void test_policy(const char *name)
 	ok(a.s.lower_bound_bytes >= bound && a.s.lower_bound_bytes <= a.s.peak_reserved_bytes,
 		"%s: lower_bound_bytes lies between the unrounded bound and the peak reserved bytes (%" PRIu64 " <= %" PRIu64 " <= %" PRIu64 ")",
 		name, bound, a.s.lower_bound_bytes, a.s.peak_reserved_bytes);
-	replay(name, "", 0, v, n, mid, &b);
+	replay(name, conf, 0, v, n, mid, &b);
 	ok(b.good && !strcmp(a.row, b.row), "%s: two runs give byte-identical summary rows", name);
 	free(v);
 
 	/* out of memory at a small capacity: requests fail cleanly, invariants hold, frees go on */
 	const uint64_t cap = 96 * MiB, capm = 96;
 	v = workload(23, 3000, 80 * MiB, &n, &mid);
-	replay(name, "", cap, v, n, mid, &a);
+	replay(name, conf, cap, v, n, mid, &a);
 	ok(a.good, "%s at %" PRIu64 " MiB: every event applies with check() after each (%s)", name, capm, a.why);
 	ok(a.s.num_ooms > 0, "%s at %" PRIu64 " MiB: some requests run out of memory (%" PRIu64 ")", name, capm, a.s.num_ooms);
 	ok(a.s.peak_reserved_bytes <= cap, "%s at %" PRIu64 " MiB: never reserves beyond the capacity (%" PRIu64 ")", name, capm,

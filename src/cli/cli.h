@@ -11,6 +11,8 @@
  * mean '--capacity'?", from the command's own option table, instead of getopt's bare message. */
 int cli_getopt_long(int argc, char *const argv[], const char *shortopts, const struct option *longopts, int *longind);
 #define getopt_long cli_getopt_long
+/* --free-at's getopt code in replay, sweep and compare (no short option) */
+#define OPT_FREE_AT 0x200
 
 int cmd_replay(int argc, char **argv);
 int cmd_validate(int argc, char **argv);

@@ -36,6 +36,8 @@ static const char compare_usage[] =
 	"      --latency-model F   device-call latency model (default: the bundled H200 calibration, as\n"
 	"                          replay); 'none' for none\n"
 	"      --device N          the device of multi-GPU snapshots (default: the one with history)\n"
+	"      --free-at WHEN      requested or completed: where a cross-stream free reaches every policy\n"
+	"                          (default: each policy's own; doc/policies.md); not with --resume\n"
 	"      --timing            fill wall_seconds and events_per_second (then not byte-identical)\n"
 	"  -k, --keep-going        an unreadable trace (or a failed replay) does not stop the others: their\n"
 	"                          rows are written, one 'error: input K of N: ...' line on stderr per\n"
@@ -60,6 +62,7 @@ typedef struct compare {
 	uint64_t capacity;
 	const as_lat_model *model;
 	int timing;
+	int free_at;      /* AS_FREE_AT_* */
 	pthread_mutex_t mu;
 	as_err err;       /* the first failure in job order */
 	size_t err_job;
@@ -86,7 +89,7 @@ static void *worker(void *arg)
 		}
 		as_run_opts o = { .path = c->traces[j->trace], .events = &c->bufs[j->trace], .ops = j->ops, .config = "",
 			.capacity = c->capacity, .addr_mode = ADDR_AUTO, .recorded = c->recorded[j->trace], .reader = &c->ro,
-			.model = c->model };
+			.model = c->model, .free_at = c->free_at };
 		as_summary s;
 		as_err err = { 0, "" };
 		struct timespec t0, t1;
@@ -231,6 +234,7 @@ int cmd_compare(int argc, char **argv)
 		{ "latency-model", required_argument, 0, 'M' }, { "device", required_argument, 0, 'D' },
 		{ "timing", no_argument, 0, 'T' }, { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' },
 		{ "keep-going", no_argument, 0, 'k' }, { "resume", no_argument, 0, 'R' },
+		{ "free-at", required_argument, 0, OPT_FREE_AT },
 		{ 0, 0, 0, 0 },
 	};
 	compare c;
@@ -265,6 +269,10 @@ int cmd_compare(int argc, char **argv)
 		case 'T': c.timing = 1; break;
 		case 'k': c.keep_going = 1; break;
 		case 'R': resume = 1; break;
+		case OPT_FREE_AT:
+			if ((c.free_at = as_free_at_parse(optarg)) < 0)
+				{ rc = cli_usage_error("compare", "--free-at: requested or completed, not '%s'", optarg); goto args_out; }
+			break;
 		case 'h': fputs(compare_usage, stdout); free(pols); return 0;
 		case 'V': cli_version(); free(pols); return 0;
 		default: rc = cli_usage_error("compare", "invalid option"); goto args_out;
@@ -274,6 +282,8 @@ int cmd_compare(int argc, char **argv)
 		{ rc = cli_usage_error("compare", "no trace"); goto args_out; }
 	if (resume && (!out || !strcmp(out, "-")))
 		{ rc = cli_usage_error("compare", "--resume needs -o FILE"); goto args_out; }
+	if (resume && c.free_at != AS_FREE_AT_POLICY) /* the rows on file do not say when their frees were applied */
+		{ rc = cli_usage_error("compare", "--free-at cannot be combined with --resume"); goto args_out; }
 	if (!npol && (rc = add_policies("all", &pols, &npol)))
 		goto args_out;
 	if (0) {

@@ -41,6 +41,9 @@ static const char replay_usage[] =
 	"                          model (the driver model only), recorded, or ascending (bottom-up,\n"
 	"                          as the driver placed JAX's regions; bfc's default)\n"
 	"      --stop-at-oom       end the replay at the first out-of-memory, as the program would\n"
+	"      --free-at WHEN      requested or completed: a free the program made while other streams\n"
+	"                          still used the block (record_stream) reaches the policy at the request\n"
+	"                          or at its completion (default: the policy's own; doc/policies.md)\n"
 	"      --backend NAME      sim (default: the simulated device) or cuda (the real GPU)\n"
 	"      --device N          the device of a multi-GPU snapshot to replay (default: the one with\n"
 	"                          history); with --backend cuda also the GPU ordinal (default 0)\n"
@@ -272,12 +275,12 @@ static void seg_hook(as_engine *e, const as_event *ev, void *ctx)
 /* The segment map needs the state at the reserved peak, known only after a first pass: replay
  * again, writing the map after the peak's event and at the end. */
 static int write_segments(const char *path, const as_evbuf *events, const as_policy_ops *ops, const char *conf,
-	uint64_t capacity, int addr_mode, int resolve_maybe, uint64_t peak_event, FILE *f, as_err *err)
+	uint64_t capacity, int addr_mode, int free_at, int resolve_maybe, uint64_t peak_event, FILE *f, as_err *err)
 {
 	fputs("moment,segment,segment_address,segment_bytes,stream,pool,expandable,block_offset,block_bytes,state\n", f);
 	seg_pass sp = { { f, "peak", 0 }, peak_event, 0 };
 	as_run_opts o = { .path = path, .events = events, .ops = ops, .config = conf, .capacity = capacity, .addr_mode = addr_mode,
-		.resolve_maybe = resolve_maybe > 0, .hook = seg_hook, .hook_ctx = &sp };
+		.free_at = free_at, .resolve_maybe = resolve_maybe > 0, .hook = seg_hook, .hook_ctx = &sp };
 	as_summary s;
 	return as_run(&o, &s, err);
 }
@@ -317,6 +320,7 @@ int cmd_replay(int argc, char **argv)
 		{ "latency-model", required_argument, 0, 'M' }, { "device-log", required_argument, 0, 'J' },
 		{ "cache", no_argument, 0, 'W' }, { "fraction", required_argument, 0, 'F' },
 		{ "device-total", required_argument, 0, 'U' }, { "oom-message", required_argument, 0, 'Q' },
+		{ "free-at", required_argument, 0, OPT_FREE_AT },
 		{ "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
 	const char *policy = "pytorch", *config = NULL, *out = NULL, *timeline = NULL, *stats = NULL, *segments = NULL;
@@ -326,6 +330,7 @@ int cmd_replay(int argc, char **argv)
 	uint64_t capacity = 0, every = 1, dev_total = 0, recorded_ooms = 0;
 	double fraction = 0;
 	int cache = 0, capacity_set = 0, summary = 0, check = 0, addr_mode = ADDR_AUTO, no_timing = 0, stop_at_oom = 0, c;
+	int free_at = AS_FREE_AT_POLICY;
 	char m[256];
 	as_reader_opts ro = { 0 };
 	optind = 1;
@@ -395,6 +400,10 @@ int cmd_replay(int argc, char **argv)
 		case 'M': model_path = optarg; break;
 		case 'J': devlog = optarg; break;
 		case 'W': cache = 1; break;
+		case OPT_FREE_AT:
+			if ((free_at = as_free_at_parse(optarg)) < 0)
+				return cli_usage_error("replay", "--free-at: requested or completed, not '%s'", optarg);
+			break;
 		case 'h': fputs(replay_usage, stdout); return 0;
 		case 'V': cli_version(); return 0;
 		default: return cli_usage_error("replay", "invalid option");
@@ -497,6 +506,7 @@ int cmd_replay(int argc, char **argv)
 	}
 	if (as_engine_init(&e, ops, conf, dev, &err))
 		goto done;
+	as_engine_free_at(&e, free_at);
 	cli_warn_gc(ops, conf, capacity); /* (after the settings parsed) */
 	e.host_timing = !no_timing;
 	engine_ok = 1;
@@ -557,7 +567,7 @@ int cmd_replay(int argc, char **argv)
 			"before it began were skipped); results cover the recorded part only\n", as_progname, r ? r->in.path : path,
 			meta->unmatched_frees);
 
-	if (segments && write_segments(path, &buf, ops, conf, capacity, addr_mode, as_reconcile_resolved(&e), e.peak_event, gf.fp, &err))
+	if (segments && write_segments(path, &buf, ops, conf, capacity, addr_mode, free_at, as_reconcile_resolved(&e), e.peak_event, gf.fp, &err))
 		goto done;
 	if (stats) {
 		fputs("key,value\n", sf.fp);

@@ -34,6 +34,8 @@ static const char sweep_usage[] =
 	"                          finished rows a killed sweep leaves) and run only the missing ones\n"
 	"      --shard K/N         run only the runs whose index is K-1 modulo N\n"
 	"      --stop-at-oom       end each replay at its first out-of-memory\n"
+	"      --free-at WHEN      requested or completed: where a cross-stream free reaches the policy\n"
+	"                          (default: each policy's own; doc/policies.md); not with --resume\n"
 	"      --device N          the device of multi-GPU snapshots (default: the one with history)\n"
 	"      --timing            fill wall_seconds and events_per_second\n"
 	"      --no-share          replay every configuration, even one that a finished replay proves\n"
@@ -73,7 +75,7 @@ typedef struct sweep {
 	job *jobs;
 	size_t njobs, next, done, torun, active;
 	pthread_mutex_t mu;
-	int timing, stop_at_oom, no_share;
+	int timing, stop_at_oom, no_share, free_at;
 	size_t shared;       /* rows given by another run of the same trace (AS_Q_SAME_RUN) */
 	as_reader_opts ro;   /* --device */
 	size_t nparams;
@@ -249,7 +251,8 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&sw->mu);
 
 		as_run_opts o = { .path = j->trace, .events = j->events, .ops = j->ops, .config = j->config, .capacity = j->capacity,
-			.addr_mode = ADDR_AUTO, .stop_at_oom = sw->stop_at_oom, .recorded = j->recorded, .reader = &sw->ro };
+			.addr_mode = ADDR_AUTO, .stop_at_oom = sw->stop_at_oom, .recorded = j->recorded, .reader = &sw->ro,
+			.free_at = sw->free_at };
 		as_summary s;
 		as_err err = { 0, "" };
 		share_ctx sc = { sw, j, &s };
@@ -462,6 +465,7 @@ int cmd_sweep(int argc, char **argv)
 		{ "stop-at-oom", no_argument, 0, 'O' }, { "device", required_argument, 0, 'D' },
 		{ "no-share", no_argument, 0, 'N' },
 		{ "keep-going", no_argument, 0, 'k' }, { "quiet", no_argument, 0, 'q' }, /* (issue 32) */
+		{ "no-share", no_argument, 0, 'N' }, { "free-at", required_argument, 0, OPT_FREE_AT },
 		{ "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
 	as_reader_opts ro = { 0 };
@@ -473,6 +477,7 @@ int cmd_sweep(int argc, char **argv)
 	uint64_t capacity = 0, jobs = 1, shard_k = 1, shard_n = 1;
 	int resume = 0, timing = 0, stop_at_oom = 0, no_share = 0, c, rc = 0;
 	int keep_going = 0, quiet = 0;
+	int resume = 0, timing = 0, stop_at_oom = 0, no_share = 0, free_at = AS_FREE_AT_POLICY, c, rc = 0;
 	char m[256];
 	optind = 1;
 	cli_catch_signals(); /* every replay under way stops at its next event */
@@ -529,6 +534,10 @@ int cmd_sweep(int argc, char **argv)
 		case 'N': no_share = 1; break;
 		case 'k': keep_going = 1; break;
 		case 'q': quiet = 1; break;
+		case OPT_FREE_AT:
+			if ((free_at = as_free_at_parse(optarg)) < 0)
+				{ rc = cli_usage_error("sweep", "--free-at: requested or completed, not '%s'", optarg); goto args_out; }
+			break;
 		case 'D':
 			if (as_reader_opts_device(&ro, optarg)) {
 				rc = cli_usage_error("sweep", "--device: '%s' is not a device number (0 .. 4095)", optarg);
@@ -544,6 +553,8 @@ int cmd_sweep(int argc, char **argv)
 		{ rc = cli_usage_error("sweep", "no trace (-t TRACE)"); goto args_out; }
 	if (resume && !out)
 		{ rc = cli_usage_error("sweep", "--resume needs -o FILE"); goto args_out; }
+	if (resume && free_at != AS_FREE_AT_POLICY) /* the rows on file do not say when their frees were applied */
+		{ rc = cli_usage_error("sweep", "--free-at cannot be combined with --resume"); goto args_out; }
 	if (!npol) {
 		pols = xmalloc(sizeof(*pols));
 		pols[npol++] = as_policy_find("pytorch");
@@ -573,6 +584,7 @@ args_out:
 	pthread_mutex_init(&sw.mu, NULL);
 	sw.timing = timing;
 	sw.stop_at_oom = stop_at_oom;
+	sw.free_at = free_at;
 	sw.no_share = no_share;
 	sw.keep_going = keep_going;
 	sw.journal.fd = -1;

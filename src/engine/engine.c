@@ -49,10 +49,21 @@ int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, a
 		return -1;
 	}
 	e->rounds = (e->pol->ops->flags & AS_CAP_ROUND) != 0;
+	as_engine_free_at(e, AS_FREE_AT_POLICY);
 	as_q_round q = { 1, 0 };
 	if (e->rounds && as_policy_query(e->pol, AS_Q_ROUND, &q) == 0 && q.granule && !(q.granule & (q.granule - 1)))
 		e->round_granule = q.granule;
 	return 0;
+}
+
+void as_engine_free_at(as_engine *e, int mode)
+{
+	e->free_early = mode == AS_FREE_AT_REQUESTED || (mode == AS_FREE_AT_POLICY && (e->pol->ops->flags & AS_CAP_FREE_AT_REQUEST));
+}
+
+int as_free_at_parse(const char *s)
+{
+	return !strcmp(s, "requested") ? AS_FREE_AT_REQUESTED : !strcmp(s, "completed") ? AS_FREE_AT_COMPLETED : -1;
 }
 
 /* A request's bytes as the policy rounds them (lower_bound_bytes); unrounded for a policy that does
@@ -109,7 +120,7 @@ static inline void complete_free(as_engine *e, const as_live *l, const as_reques
 
 int as_engine_pending(as_engine *e, uint32_t slot)
 {
-	return slot < e->nslots && e->slots[slot].used && e->slots[slot].free_requested;
+	return slot < e->nslots && e->slots[slot].used && e->slots[slot].free_requested; /* never after a free at the request */
 }
 
 void as_engine_complete(as_engine *e, uint64_t id)
@@ -207,6 +218,7 @@ int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
 		l->block_size = bsize;
 		l->rounded = r;
 		l->free_requested = 0;
+		l->freed_early = 0;
 		l->used = 1;
 		break;
 	}
@@ -214,6 +226,15 @@ int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
 		l = slot_at(e, ev->slot);
 		if (!l->used)
 			return as_fail(err, AS_EXIT_SOFTWARE, "internal: free_requested of unknown id %" PRIu64, ev->id);
+		if (e->free_early) {
+			/* --free-at requested: the block goes back now; the completion only ends the slot */
+			if (!l->free_requested && !l->freed_early) {
+				complete_free(e, l, NULL);
+				l->handle = NULL;
+				l->freed_early = 1;
+			}
+			break;
+		}
 		if (l->handle && !l->free_requested) {
 			e->allocated -= l->block_size;
 			if (e->pol->ops->free_requested)

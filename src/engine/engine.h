@@ -21,6 +21,7 @@ typedef struct as_live {
 	uint64_t rounded;     /* size as the policy rounds it (lower_bound_bytes; asked once, at the malloc) */
 	uint32_t free_requested;
 	uint32_t used;        /* the slot holds a live allocation */
+	uint32_t freed_early; /* --free-at requested: the block went back to the policy at the free request */
 } as_live;
 
 /* A free a stage deferred (EVF_DEFER): its allocation, by the event's id, until as_engine_complete. */
@@ -47,6 +48,7 @@ typedef struct as_engine {
 	uint64_t every;
 	as_reader *reader;     /* for error positions */
 	uint64_t npending;     /* frees requested and not yet completed */
+	int free_early;        /* a block returns to the policy at its free request (as_engine_free_at) */
 	struct as_stage *stage; /* optional: sees every event before the engine (reconcile.c) */
 	/* metric accumulators */
 	double jw1_sum;
@@ -77,6 +79,14 @@ static inline as_request as_event_request(const as_event *ev)
 }
 
 int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, as_device *dev, as_err *err);
+/* When a free the trace requested before the other streams were done with the block (free_requested,
+ * then free_completed: record_stream) reaches the policy: AS_FREE_AT_POLICY the policy's own default
+ * (AS_CAP_FREE_AT_REQUEST: at the request; else at the completion), AS_FREE_AT_REQUESTED, AS_FREE_AT_COMPLETED.
+ * Set after as_engine_init, before the first event (and before an offline policy's plan). */
+enum { AS_FREE_AT_POLICY, AS_FREE_AT_REQUESTED, AS_FREE_AT_COMPLETED };
+void as_engine_free_at(as_engine *e, int mode);
+/* "requested" / "completed" -> AS_FREE_AT_*; -1 for anything else. */
+int as_free_at_parse(const char *s);
 /* Applies one event (through the stage, if one is set); -1 on an internal error (or a --check failure). */
 int as_engine_step(as_engine *e, const as_event *ev, as_err *err);
 /* Applies one event directly. EV_FREE with EVF_DEFER counts the free but leaves a free-requested

@@ -36,7 +36,7 @@ void as_lifetimes_add(as_lifetimes *l, const as_event *ev)
 		l->v[l->n] = (as_lifetime){ .alloc = idx, .free = AS_NEVER, .size = ev->size, .stream = ev->stream };
 		idmap_put(&l->open, ev->id, (void *)(uintptr_t)(l->n + 1));
 		l->n++;
-	} else if (ev->type == EV_FREE) {
+	} else if (ev->type == EV_FREE || (ev->type == EV_FREE_REQ && l->at_request)) {
 		uintptr_t k = (uintptr_t)idmap_del(&l->open, ev->id);
 		if (k)
 			l->v[k - 1].free = idx;
@@ -69,6 +69,7 @@ int as_plan_from_events(as_engine *e, as_lifetimes *l, const as_evbuf *b, as_err
 	if (!(e->pol->ops->flags & AS_CAP_PLAN))
 		return 0;
 	as_event ev;
+	l->at_request = e->free_early;
 	for (size_t i = 0; i < b->n; i++) {
 		as_evbuf_event(b, i, &ev);
 		as_lifetimes_add(l, &ev);
@@ -80,6 +81,7 @@ int as_plan_from_array(as_engine *e, as_lifetimes *l, const as_event *v, size_t 
 {
 	if (!(e->pol->ops->flags & AS_CAP_PLAN))
 		return 0;
+	l->at_request = e->free_early;
 	for (size_t i = 0; i < n; i++)
 		as_lifetimes_add(l, &v[i]);
 	return hand_plan(e, l, err);
@@ -92,6 +94,7 @@ int as_plan_from_trace(as_engine *e, as_lifetimes *l, const char *path, as_err *
 	if (!strcmp(path, "-"))
 		return as_fail(err, AS_EXIT_USAGE, "the %s policy plans over the whole trace first: it needs a file, not standard input",
 			e->pol->ops->name);
+	l->at_request = e->free_early;
 	if (as_lifetimes_from_trace(l, path, err))
 		return -1;
 	as_q_plan q = { l->v, l->n };

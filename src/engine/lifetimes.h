@@ -10,6 +10,7 @@ typedef struct as_lifetimes {
 	size_t n, cap;
 	uint64_t events;   /* events counted so far (the engine's numbering) */
 	idmap open;        /* live id -> index + 1 into v */
+	int at_request;    /* a lifetime ends at its free request (the engine's free_early), else at the free */
 } as_lifetimes;
 
 void as_lifetimes_init(as_lifetimes *l);

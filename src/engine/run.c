@@ -67,6 +67,8 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 	as_lifetimes lt;
 	as_lifetimes_init(&lt);
 	int ok = as_engine_init(&e, o->ops, o->config, dev, err) == 0;
+	if (ok)
+		as_engine_free_at(&e, o->free_at);
 	if (ok && (o->events ? as_plan_from_events(&e, &lt, o->events, err) : as_plan_from_trace(&e, &lt, o->path, err))) {
 		as_engine_free(&e);
 		ok = 0;

@@ -15,6 +15,7 @@ typedef struct as_run_opts {
 	uint64_t capacity;
 	int addr_mode;
 	int stop_at_oom;
+	int free_at;            /* AS_FREE_AT_* (engine.h): 0 the policy's default */
 	const char *recorded;   /* the trace's recorded settings, or NULL if none/unknown */
 	int resolve_maybe;      /* when recorded is NULL: whether the replay runs the recorded settings (reconcile.h) */
 	as_run_hook hook;       /* optional */

@@ -1,0 +1,61 @@
+#!/bin/sh
+# freeat.sh - the program's own calls and stream semantics for the other allocators (issue 31):
+# --free-at requested|completed (when a cross-stream free reaches the policy), each policy's default,
+# and what an explicit empty_cache() does by default (doc/policies.md, "The program's own calls").
+. "${srcdir:-.}/tests/lib.sh"
+A=$ALLOCSIM
+# id 1 is freed while another stream still uses it (r), id 2 asked for before that use completes (f 1)
+printf '#allocsim-trace 1\na 1 12582912 0\nr 1\na 2 12582912 0\nf 1\nf 2\n' > "$TMP/x.trace"
+row() { "$A" replay --no-timing "$@" "$TMP/x.trace"; }
+# peak_reserved_bytes,num_device_alloc,lower_bound_bytes
+pk() { r=$(row "$@"); echo "$(col "$r" peak_reserved_bytes),$(col "$r" num_device_alloc),$(col "$r" lower_bound_bytes)"; }
+is "$(pk -p cupy --free-at requested)" "12582912,1,12582912" "cupy --free-at requested: the chunk is back at the request, the second malloc reuses it (one cudaMalloc)"
+is "$(pk -p cupy --free-at completed)" "25165824,2,25165824" "cupy --free-at completed: held until the completion, a second cudaMalloc"
+is "$(pk -p cupy)" "$(pk -p cupy --free-at requested)" "cupy's default is the request (no record_stream in CuPy: the program drops the memory, stream ordering makes reuse safe)"
+is "$(pk -p passthrough)" "12582912,2,12582912" "passthrough's default is the request (PyTorch without caching: cudaFree in the deleter, record_stream ignored)"
+is "$(pk -p rmm-binning)" "12582912,2,12582912" "rmm-binning (no bins: straight upstream) frees at the request by default (RMM's deallocate is stream-ordered)"
+is "$(pk -p rmm-binning --free-at completed)" "25165824,2,25165824" "rmm-binning --free-at completed holds it"
+is "$(pk -p bfc --free-at requested) $(pk -p bfc)" "16777216,1,12582912 33554432,2,25165824" "bfc's default is the completion (PjRt frees a buffer used on another stream once that use is done)"
+is "$(pk -p pytorch)" "25165824,2,25165824" "pytorch's default is the completion (record_stream's events)"
+is "$(pk -p optimal --free-at requested)" "12582912,1,12582912" "optimal --free-at requested: the plan's lifetimes end at the request too"
+is "$(pk -p optimal)" "25165824,1,25165824" "optimal's default is the completion"
+# the default is what 'allocsim policies' lists as the property free_at_request
+props() { "$A" policies | awk -v p="$1" '/^[a-z]/ { cur = $1 } cur == p && /properties:/ { print }'; }
+ok "$(contains "$(props cupy)" free_at_request; echo $?)" "allocsim policies: cupy has the property free_at_request"
+ok "$(contains "$(props bfc)" free_at_request && echo 1 || echo 0)" "allocsim policies: bfc has not"
+# compare and sweep take the same option and give replay's rows
+"$A" compare --free-at requested -p cupy,bfc,pytorch "$TMP/x.trace" -o "$TMP/c.csv"
+is "$(tail -n +2 "$TMP/c.csv" | cut -d, -f2,10,13)" "cupy,12582912,1
+bfc,16777216,1
+pytorch,12582912,1" "compare --free-at requested: every policy frees at the request (pytorch as if record_stream had not been called)"
+"$A" sweep -t "$TMP/x.trace" -p cupy --param tie=oldest,newest --free-at completed -o "$TMP/s.csv"
+is "$(tail -n +2 "$TMP/s.csv" | wc -l),$(grep -c ',25165824,' "$TMP/s.csv")" "2,2" "sweep --free-at completed: both rows hold the block to its completion"
+run "$A" sweep -t "$TMP/x.trace" -p cupy --param tie=oldest --free-at requested --resume -o "$TMP/s.csv"
+is "$st:$errout" "64:allocsim: error: sweep: --free-at cannot be combined with --resume
+Try 'allocsim sweep --help'." "sweep refuses --free-at with --resume (the rows on file do not say which was used)"
+run "$A" replay --free-at soon "$TMP/x.trace"
+is "$st:$errout" "64:allocsim: error: replay: --free-at: requested or completed, not 'soon'
+Try 'allocsim replay --help'." "replay --free-at with another word: usage error, exit 64"
+run "$A" compare --free-at "" "$TMP/x.trace"
+is "$st" 64 "compare --free-at '': usage error"
+# the captured multi-stream traces: the two moments differ, and the engine's invariants hold under both
+for t in multistream__default streams__s2__unlimited; do
+	f="$srcdir/traces/captured/$t.pickle.gz"
+	for p in cupy bfc rmm-pool bestfit stitch; do
+		run "$A" replay -p $p --check --no-timing --free-at requested "$f"
+		r1=$st; run "$A" replay -p $p --check --no-timing --free-at completed "$f"
+		is "$r1,$st" "0,0" "$t: $p --check under both --free-at"
+	done
+done
+# an explicit empty_cache() (a definite 'e'): what each policy's real user calls
+printf '#allocsim-trace 1\na 1 3000000 0\nf 1\ne\n' > "$TMP/e.trace"
+fin() { r=$("$A" replay --no-timing -p "$1" ${2:+-c "$2"} "$TMP/e.trace"); echo "$(col "$r" final_reserved_bytes),$(col "$r" num_device_free)"; }
+is "$(fin cupy)" "0,1" "cupy: empty_cache is free_all_blocks() (the unsplit free chunk goes back)"
+is "$(fin bfc)" "4194304,0" "bfc: JAX has no such call, the region stays (default empty_cache_releases:False)"
+is "$(fin bfc empty_cache_releases:True)" "0,1" "bfc empty_cache_releases:True: the what-if release"
+is "$(fin rmm-pool initial_pool_size:0)" "3000064,0" "rmm-pool: RMM has no such call (release() is protected), the pool stays"
+is "$(fin rmm-pool initial_pool_size:0,empty_cache_releases:True)" "0,1" "rmm-pool empty_cache_releases:True: the what-if release"
+is "$(fin rmm-arena arena_size:8MiB)" "8388608,0" "rmm-arena: the arena stays"
+is "$(fin pytorch)" "0,1" "pytorch: torch.cuda.empty_cache() releases the free segment"
+is "$(fin stitch)" "0,1" "stitch (GMLake is PyTorch's allocator): emptyCache releases the free segment"
+finish
