@@ -19,14 +19,15 @@ typedef struct pt_conf {
 	int expandable;
 	uint32_t divisions[16];           /* roundup_power2_divisions table */
 	double fraction;                  /* per_process_memory_fraction key, 1.0 = none */
-	int version;                      /* allocsim's version:2.N key: N, the release's rules (11) */
+	int version;                      /* allocsim's version:2.N key: N, the release's rules (default 14) */
 	int dummy_bool;                   /* options accepted for compatibility, no effect on decisions */
 	uint64_t dummy_u64;
 } pt_conf;
 
 extern const as_optdesc pt_opts[];
 int pt_conf_parse(pt_conf *c, const char *s, as_err *err);
-#define PT_VERSION_NEWEST 11              /* 2.11, the release checked against real runs */
+#define PT_VERSION_NEWEST 11              /* 2.11, the release checked against real runs (its behaviour is replayed) */
+#define PT_VERSION_MAX 14                 /* version:2.N goes up to 2.14, whose keys are read (default) */
 uint64_t pt_round_size(const pt_conf *c, uint64_t n);
 uint64_t pt_allocation_size(const pt_conf *c, uint64_t s);
 

@@ -196,7 +196,9 @@ const as_optdesc pt_opts[] = {
 	{ "pinned_use_background_threads", "True|False", "False", "accepted, no effect", parse_ignored_bool, OFF(dummy_bool) },
 	{ "pinned_reserve_segment_size_mb", "MiB", "0", "accepted, no effect", parse_ignored_num, 0 },
 	{ "graph_capture_record_stream_reuse", "True|False", "False", "accepted, CUDA graphs are not simulated", parse_ignored_bool, OFF(dummy_bool) },
-	{ "version", "2.N", "2.11", "allocsim's own key (not PyTorch's, stripped before settings are compared): the release whose rules apply, 2.1 .. 2.11 (default: what a snapshot's fields imply, else 2.11)", skip_version, 0 },
+	{ "pinned_free_catch_all", "True|False", "False", "accepted (2.12 on), no effect: pinned host memory is policy pytorch-pinned", parse_ignored_bool, OFF(dummy_bool) },
+	{ "throw_on_cudamalloc_oom", "True|False", "False", "accepted (2.12 on); its preemptive rejection (num_oom_rejections) is not simulated", parse_ignored_bool, OFF(dummy_bool) },
+	{ "version", "2.N", "2.14", "allocsim's own key (not PyTorch's, stripped before settings are compared): the release whose rules apply, 2.1 .. 2.14; 2.12-2.14 add keys only, the behaviour replayed is 2.11's (default: what a snapshot's fields imply, else 2.14)", skip_version, 0 },
 	{ NULL, NULL, NULL, NULL, NULL, 0 },
 };
 
@@ -208,6 +210,10 @@ static const struct { const char *key; int since; } key_since[] = {
 	{ "graph_capture_record_stream_reuse", 9 },
 	{ "per_process_memory_fraction", 10 },
 	{ "large_segment_size_mb", 11 },
+	{ "pinned_free_catch_all", 12 },        /* parser order (before throw_on_cudamalloc_oom); ≈ */
+	{ "throw_on_cudamalloc_oom", 12 },      /* v2.12.0 release notes, CUDA: PR #179473 */
+	{ "expandable_segments_reserve", 15 },  /* PR #192269: in no release notes up to v2.14.0 */
+	{ "expandable_segments_reserve_by_class", 15 },
 };
 
 /* The value of the top-level item KEY of a config string, blanks dropped, into buf; 1 if present. */
@@ -244,22 +250,26 @@ static int parse_version(pt_conf *c, const char *s, as_err *err)
 	if (conf_item(s, "version", buf, sizeof buf)) {
 		errno = 0;
 		long minor = strncmp(buf, "2.", 2) ? -1 : strtol(buf + 2, &end, 10);
-		if (minor < 1 || minor > PT_VERSION_NEWEST || errno || *end || !isdigit((unsigned char)buf[2]))
+		if (minor < 1 || minor > PT_VERSION_MAX || errno || *end || !isdigit((unsigned char)buf[2]))
 			return as_fail(err, AS_EXIT_USAGE, "version:%s: the pytorch policy has the rules of 2.1 to 2.%d "
-				"(version is allocsim's key, not PyTorch's)", buf, PT_VERSION_NEWEST);
+				"(version is allocsim's key, not PyTorch's)", buf, PT_VERSION_MAX);
 		c->version = (int)minor;
 	}
 	for (size_t i = 0; i < sizeof key_since / sizeof key_since[0]; i++)
-		if (c->version < key_since[i].since && conf_item(s, key_since[i].key, buf, sizeof buf))
+		if (c->version < key_since[i].since && conf_item(s, key_since[i].key, buf, sizeof buf)) {
+			if (key_since[i].since > PT_VERSION_MAX)
+				return as_fail(err, AS_EXIT_USAGE, "Unrecognized key '%s' in allocator config: not a key in PyTorch "
+					"2.%d (version:2.%d); it is newer than 2.%d", key_since[i].key, c->version, c->version, PT_VERSION_MAX);
 			return as_fail(err, AS_EXIT_USAGE, "Unrecognized key '%s' in allocator config: not a key in PyTorch "
 				"2.%d (version:2.%d); it came with 2.%d", key_since[i].key, c->version, c->version, key_since[i].since);
+		}
 	return 0;
 }
 
 int pt_conf_parse(pt_conf *c, const char *s, as_err *err)
 {
 	memset(c, 0, sizeof(*c));
-	c->version = PT_VERSION_NEWEST;
+	c->version = PT_VERSION_MAX;
 	if (parse_version(c, s, err))
 		return -1;
 	c->max_split_size = PT_NO_LIMIT;

@@ -7,7 +7,12 @@
    (Protocols 3 and 5 write this dict byte for byte like 2 and 4 but for the PROTO byte;
    tests/versions.sh makes them from $PYTHON when it is set, else by patching that byte.)
 2. fields-V.pickle.gz: a small synthetic snapshot with the field set PyTorch release V writes
-   (doc/pytorch-policy.md, "Versions"), for `allocsim info`'s pytorch_version line.
+   (doc/pytorch-policy.md, "Versions"), for `allocsim info`'s pytorch_version line. From 2.12 on:
+   every entry's pool_id (PR #177717) and allocator_settings' ring-buffer flags trace_alloc_overflowed
+   and trace_alloc_max_entries (PR #179276); 2.14 adds the pinned host history host_segments and
+   host_traces (PR #182407, in the v2.14.0 release notes) when record_pinned_host_memory=True.
+   fields-overflow.pickle.gz: a 2.12 field set whose ring buffer overflowed (its history lost its
+   first entry, the segment_alloc).
 Deterministic: gzip with mtime 0. Run from the repository root: python3 scripts/make-version-fixtures.py
 """
 import gzip
@@ -63,6 +68,9 @@ def snapshot(version):
         s = dict(SETTINGS_23)
         if v >= (2, 9):
             s["graph_capture_record_stream_reuse"] = False
+        if v >= (2, 12):
+            s["trace_alloc_max_entries"] = 1000
+            s["trace_alloc_overflowed"] = False
         d["allocator_settings"] = s
     if v >= (2, 5):
         d["external_annotations"] = []
@@ -78,8 +86,16 @@ for e in bad["device_traces"][0]:
     e["compile_context"] = "N/A"
 write("fields-contradict.pickle.gz", bad, 4)
 
-# a 2.11 field set plus the pinned-host history of newer releases (PR #182407): read, dated newer
-host = snapshot("2.9")
+# a 2.12 field set plus the pinned-host history of 2.14 (PR #182407): read, dated 2.14
+host = snapshot("2.12")
 host["host_segments"] = []
 host["host_traces"] = [{"action": "alloc", "addr": 0x10000, "size": 4096, "stream": 0, "time_us": 1700000000000000}]
 write("fields-host.pickle.gz", host, 5)
+
+# a 2.12 snapshot whose history ring (3 entries) overflowed: its oldest entry, the segment_alloc, was
+# overwritten, and allocator_settings says so (nothing else in the history shows it)
+ovf = snapshot("2.12")
+ovf["allocator_settings"]["trace_alloc_max_entries"] = 3
+ovf["allocator_settings"]["trace_alloc_overflowed"] = True
+ovf["device_traces"][0] = ovf["device_traces"][0][1:4]
+write("fields-overflow.pickle.gz", ovf, 4)

@@ -36,13 +36,15 @@ int main(void)
 	as_err e;
 
 	/* the key itself: allocsim's, 2.1 .. 2.11, default 2.11 */
-	ok(parses("", &c, &e) && c.version == 11, "no version: the 2.11 rules");
+	ok(parses("", &c, &e) && c.version == 14, "no version: the 2.14 keys (the replay's behaviour is 2.11's)");
 	ok(parses("version:2.5", &c, &e) && c.version == 5, "version:2.5 selects 2.5");
 	ok(parses("max_split_size_mb:64, version:2.1", &c, &e) && c.version == 1 && c.max_split_size == 64 * MiB,
 		"version may come anywhere in the string, blanks allowed");
-	ok(refused("version:2.12", "the pytorch policy has the rules of 2.1 to 2.11"), "version:2.12 refused (newer than 2.11)");
-	ok(refused("version:2.0", "rules of 2.1 to 2.11"), "version:2.0 refused (older than 2.1)");
-	ok(refused("version:2.x", "rules of 2.1 to 2.11") && refused("version:3.1", "rules of 2.1 to 2.11"), "a malformed version refused");
+	ok(parses("version:2.12", &c, &e) && c.version == 12 && parses("version:2.14", &c, &e) && c.version == 14,
+		"version:2.12 and 2.14 selected (the v2.12.0-v2.14.0 keys)");
+	ok(refused("version:2.15", "the pytorch policy has the rules of 2.1 to 2.14"), "version:2.15 refused (newer than 2.14)");
+	ok(refused("version:2.0", "rules of 2.1 to 2.14"), "version:2.0 refused (older than 2.1)");
+	ok(refused("version:2.x", "rules of 2.1 to 2.14") && refused("version:3.1", "rules of 2.1 to 2.14"), "a malformed version refused");
 
 	/* max_non_split_rounding_mb: PR #136174 (merged Sep 2024, after the 2.5 branch cut) -> 2.6;
 	 * c10/cuda/CUDAAllocatorConfig.cpp parseArgs; ref §5.1 "Oversize rule B", §17.3 */
@@ -84,6 +86,9 @@ int main(void)
 		{ "pinned_use_background_threads:True", 5 }, { "pinned_reserve_segment_size_mb:64", 8 },
 		{ "graph_capture_record_stream_reuse:True", 9 }, { "per_process_memory_fraction:0.5", 10 },
 		{ "large_segment_size_mb:40", 11 },
+		/* 2.12: throw_on_cudamalloc_oom (v2.12.0 release notes, CUDA, PR #179473); pinned_free_catch_all
+		 * (parseArgs tests it just before throw_on_cudamalloc_oom; absent from the 2.11 parser) */
+		{ "throw_on_cudamalloc_oom:True", 12 }, { "pinned_free_catch_all:True", 12 },
 	};
 	for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
 		char before[128], since[128];
@@ -93,6 +98,12 @@ int main(void)
 		ok(parses(since, &c, &e), "%s accepted", since);
 	}
 	ok(parses("version:2.11,large_segment_size_mb:40", &c, &e) && c.large_segment_size == 40 * MiB, "2.11: large_segment_size_mb applies");
+	/* PR #192269's keys are in no release notes up to v2.14.0: refused under every version */
+	ok(refused("expandable_segments_reserve:0.5", "not a key in PyTorch 2.14 (version:2.14); it is newer than 2.14") &&
+		refused("version:2.12,expandable_segments_reserve_by_class:[tiny:0.05]", "it is newer than 2.14"),
+		"expandable_segments_reserve(_by_class) refused: newer than 2.14");
+	ok(parses("throw_on_cudamalloc_oom:False", &c, &e) && refused("throw_on_cudamalloc_oom:maybe", "throw_on_cudamalloc_oom"),
+		"throw_on_cudamalloc_oom takes a boolean");
 
 	/* version is allocsim's key: stripped before a config is compared with the recorded settings */
 	static const struct { const char *in, *out; } st[] = {

@@ -55,8 +55,19 @@ is "$(pyver "$F/fields-2.5.pickle.gz")" "2.5 to 2.8 (external_annotations (>= 2.
 is "$(pyver "$F/fields-2.6.pickle.gz")" "2.6 to 2.8 (entries have compile_context (>= 2.6); allocator_settings has no graph_capture_record_stream_reuse (<= 2.8))" "info: a 2.6 field set"
 is "$(pyver "$F/fields-2.7.pickle.gz")" "2.7 to 2.8 (entries have user_metadata (>= 2.7); allocator_settings has no graph_capture_record_stream_reuse (<= 2.8))" "info: a 2.7 field set"
 is "$(pyver "$F/fields-2.9.pickle.gz")" "2.9 to 2.11 (allocator_settings has graph_capture_record_stream_reuse (>= 2.9); entries have no pool_id (<= 2.11))" "info: a 2.9 field set"
-is "$(pyver "$F/fields-2.12.pickle.gz")" "newer than 2.11 (entries have pool_id (newer than 2.11))" "info: a newer-than-2.11 field set"
-is "$(pyver "$F/fields-host.pickle.gz")" "newer than 2.11 (host_segments/host_traces (newer than 2.11))" "info: host_segments/host_traces date a snapshot newer than 2.11"
+is "$(pyver "$F/fields-2.12.pickle.gz")" "2.12 to 2.14 (entries have pool_id (>= 2.12))" "info: a 2.12 field set (pool_id on entries, PR #177717)"
+is "$(pyver "$F/fields-host.pickle.gz")" "2.14 (host_segments/host_traces (>= 2.14))" "info: host_segments/host_traces date a snapshot 2.14 (v2.14.0 release notes, PR #182407)"
+# allocator_settings' ring-buffer flags (2.12, PR #179276): read, and an overflowed ring is a truncated history
+run "$A" info "$F/fields-2.12.pickle.gz"
+is "$(printf '%s\n' "$out" | grep '^trace_ring')" "trace_ring: 1000 entries (trace_alloc_max_entries), not overflowed" "info: trace_alloc_max_entries read"
+run "$A" info "$F/fields-overflow.pickle.gz"
+is "$(printf '%s\n' "$out" | grep '^trace_ring\|^history_truncated')" "history_truncated: yes (0 frees of earlier allocations skipped)
+trace_ring: 3 entries (trace_alloc_max_entries), overflowed: the oldest entries were overwritten" "info: trace_alloc_overflowed makes the history truncated"
+run "$A" replay --no-timing "$F/fields-overflow.pickle.gz"
+ok $(( (st == 0 ? 0 : 1) + $(contains "$errout" "the snapshot's history ring overflowed (trace_alloc_overflowed; it keeps 3 entries)"; echo $?) )) \
+	"replay warns that the ring overflowed (exit $st)"
+"$A" convert "$F/fields-overflow.pickle.gz" -o "$TMP/ovf.asbin" && run "$A" info "$TMP/ovf.asbin"
+contains "$out" "history_truncated: yes"; ok $? "the binary form keeps the truncation"
 run "$A" replay --no-timing "$F/fields-host.pickle.gz"
 is "$st|$(col "$out" config)|$(col "$out" allocs)" "0||1" "a snapshot with host traces replays its device trace with the 2.11 rules"
 is "$(pyver "$F/fields-contradict.pickle.gz")" "unknown (the fields contradict each other: entries have compile_context (>= 2.6); entries have no time_us (<= 2.1))" "info: contradicting fields are said to be so"

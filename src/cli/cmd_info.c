@@ -173,8 +173,6 @@ static void print_pytorch_version(const as_meta *m)
 		return;
 	if (k < 0)
 		printf("pytorch_version: unknown (the fields contradict each other: %s)\n", why);
-	else if (lo == 12)
-		printf("pytorch_version: newer than 2.11 (%s)\n", why);
 	else if (lo == hi)
 		printf("pytorch_version: 2.%d%s (%s)\n", lo, lo == 1 ? " or older" : "", why);
 	else
@@ -323,6 +321,9 @@ again:; /* (as_reader_again: every count from the read again) */
 		printf("pool_guessed_requests: %" PRIu64 " (in segments the cut history never shows made)\n", m->pool_unplaced);
 	if (m->history_truncated)
 		printf("history_truncated: yes (%" PRIu64 " frees of earlier allocations skipped)\n", m->unmatched_frees);
+	if (m->trace_max_entries)
+		printf("trace_ring: %" PRIu64 " entries (trace_alloc_max_entries), %s\n", m->trace_max_entries,
+			m->trace_overflowed ? "overflowed: the oldest entries were overwritten" : "not overflowed");
 	printf("size_histogram (bucket_low_bytes,count):\n");
 	for (size_t k = 0; k < gsl_histogram_bins(h); k++)
 		if (gsl_histogram_get(h, k) > 0)

@@ -562,6 +562,9 @@ int cmd_replay(int argc, char **argv)
 		cli_warn_recorded_ooms(path, recorded_ooms, meta);
 	if (!strncmp(ops->name, "pytorch", 7))
 		cli_warn_unnamed_pools(path, meta);
+	if (meta->trace_overflowed)
+		fprintf(stderr, "%s: warning: %s: the snapshot's history ring overflowed (trace_alloc_overflowed; it keeps %" PRIu64
+			" entries): the recorded history begins mid-run\n", as_progname, r ? r->in.path : path, meta->trace_max_entries);
 	if (meta->history_truncated)
 		fprintf(stderr, "%s: warning: %s: the recorded history is truncated (%" PRIu64 " frees of allocations made "
 			"before it began were skipped); results cover the recorded part only\n", as_progname, r ? r->in.path : path,

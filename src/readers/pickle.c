@@ -1198,6 +1198,13 @@ static void finish_top(as_reader *r, pk *p, const pv *top)
 	if (s)
 		note_keys(m, s, AS_PF_IN_SETTINGS);
 	if (s) {
+		/* 2.12+: the history ring's capacity and whether it wrapped (pyversion.c) */
+		const val *ov = dict_get(s, "trace_alloc_overflowed"), *mx = dict_get(s, "trace_alloc_max_entries");
+		if (ov || mx)
+			as_pyver_ring(m, ov && VKIND(*ov) == V_BOOL && ov->u.i,
+				mx && (VKIND(*mx) == V_INT) ? mx->u.i : 0);
+	}
+	if (s) {
 		const pv *c = as_obj(dict_get(s, "PYTORCH_CUDA_ALLOC_CONF"), V_STR);
 		free(m->settings);
 		m->settings = xstrdup(c ? c->s : "");

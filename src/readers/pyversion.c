@@ -3,8 +3,9 @@
  * Each release's _snapshot() builds the dict the same way whatever the program did, so some fields
  * are there from a release on, always: those give bounds both ways (present: at least that release;
  * absent: older). Fields a user must ask for (compile_context, user_metadata, the host traces) give
- * only a lower bound. Releases are from the PRs that added the fields (doc/pytorch-policy.md,
- * "Versions"); only 2.11 is checked against snapshots recorded here. */
+ * only a lower bound. Releases are from the PRs that added the fields and, for 2.12-2.14, the release
+ * notes of the v2.12.0, v2.13.0 and v2.14.0 tags (doc/pytorch-policy.md, "Versions"); only 2.11 is
+ * checked against snapshots recorded here. */
 #include "readers/trace.h"
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +22,8 @@ uint32_t as_pyver_bit(int where, const char *key)
 		{ AS_PF_TOP, "host_segments", AS_PF_HOST },
 		{ AS_PF_TOP, "host_traces", AS_PF_HOST },
 		{ AS_PF_IN_SETTINGS, "graph_capture_record_stream_reuse", AS_PF_STREAM_REUSE },
+		{ AS_PF_IN_SETTINGS, "trace_alloc_overflowed", AS_PF_RING_FLAGS },
+		{ AS_PF_IN_SETTINGS, "trace_alloc_max_entries", AS_PF_RING_FLAGS },
 	};
 	for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
 		if (k[i].where == where && !strcmp(k[i].key, key))
@@ -31,6 +34,14 @@ uint32_t as_pyver_bit(int where, const char *key)
 void as_pyver_note(as_meta *m, int where, const char *key)
 {
 	m->pyfields |= AS_PF_SNAPSHOT | (where == AS_PF_IN_ENTRY ? AS_PF_ENTRY : 0) | as_pyver_bit(where, key);
+}
+
+void as_pyver_ring(as_meta *m, int overflowed, int64_t max_entries)
+{
+	m->trace_overflowed = overflowed != 0;
+	m->trace_max_entries = max_entries > 0 ? (uint64_t)max_entries : 0;
+	if (overflowed)
+		m->history_truncated = 1; /* older entries were overwritten: the history begins mid-run */
 }
 
 static void add(char *why, size_t n, const char *s)
@@ -44,14 +55,15 @@ int as_pyver_range(const as_meta *m, int *lo, int *hi, char *why, size_t whylen)
 {
 	uint32_t f = m->pyfields;
 	*lo = 1;
-	*hi = 11;
+	*hi = 14; /* the newest release read (its tag's release notes) */
 	why[0] = 0;
 	if (!(f & AS_PF_SNAPSHOT))
 		return 0;
 	/* lower bounds: the newest field present decides */
 	static const struct { uint32_t bit; int since; const char *what; } up[] = {
-		{ AS_PF_POOL_ID, 12, "entries have pool_id (newer than 2.11)" },
-		{ AS_PF_HOST, 12, "host_segments/host_traces (newer than 2.11)" },
+		{ AS_PF_HOST, 14, "host_segments/host_traces (>= 2.14)" },
+		{ AS_PF_POOL_ID, 12, "entries have pool_id (>= 2.12)" },
+		{ AS_PF_RING_FLAGS, 12, "allocator_settings has trace_alloc_overflowed (>= 2.12)" },
 		{ AS_PF_STREAM_REUSE, 9, "allocator_settings has graph_capture_record_stream_reuse (>= 2.9)" },
 		{ AS_PF_USER_METADATA, 7, "entries have user_metadata (>= 2.7)" },
 		{ AS_PF_COMPILE_CONTEXT, 6, "entries have compile_context (>= 2.6)" },
@@ -75,10 +87,9 @@ int as_pyver_range(const as_meta *m, int *lo, int *hi, char *why, size_t whylen)
 	} else if (!(f & AS_PF_STREAM_REUSE)) {
 		*hi = 8;
 		add(why, whylen, "allocator_settings has no graph_capture_record_stream_reuse (<= 2.8)");
-	} else if ((f & AS_PF_ENTRY) && !(f & AS_PF_POOL_ID) && *lo <= 11) {
+	} else if ((f & AS_PF_ENTRY) && !(f & AS_PF_POOL_ID)) {
+		*hi = 11;
 		add(why, whylen, "entries have no pool_id (<= 2.11)");
 	}
-	if (*lo == 12)
-		*hi = 12;
 	return *lo <= *hi ? 1 : -1;
 }

@@ -85,6 +85,8 @@ typedef struct as_meta {
 	uint32_t inferred_pools; /* snapshots: pools inferred from the segments (poolinfer.c; 0: not inferred) */
 	uint64_t pool_unplaced; /* ... requests in segments the cut history never shows made nor the end state holds */
 	uint64_t pool_evidence; /* snapshots naming no pool, not inferred: segments showing private pools were used */
+	int trace_overflowed;   /* snapshots (2.12+): allocator_settings.trace_alloc_overflowed, the history ring wrapped */
+	uint64_t trace_max_entries; /* ... allocator_settings.trace_alloc_max_entries (0: not recorded) */
 } as_meta;
 
 /* The fields of a PyTorch snapshot that tell which release wrote it (src/readers/pyversion.c). */
@@ -95,7 +97,11 @@ enum {
 	AS_PF_POOL_ID = 1u << 5,   /* trace-entry keys */
 	AS_PF_SETTINGS = 1u << 6, AS_PF_EXT_ANNOTATIONS = 1u << 7, AS_PF_HOST = 1u << 8, /* top-level keys */
 	AS_PF_STREAM_REUSE = 1u << 9, /* allocator_settings has graph_capture_record_stream_reuse */
+	AS_PF_RING_FLAGS = 1u << 10,  /* allocator_settings has trace_alloc_overflowed / trace_alloc_max_entries (2.12) */
 };
+/* The ring-buffer flags of allocator_settings (2.12+; trace_alloc_overflowed, trace_alloc_max_entries):
+ * an overflowed ring means the history lost its beginning (history_truncated). */
+void as_pyver_ring(as_meta *m, int overflowed, int64_t max_entries);
 enum { AS_PF_TOP, AS_PF_IN_ENTRY, AS_PF_IN_SETTINGS };
 /* Records the key KEY of the top-level dict, a trace entry or allocator_settings (WHERE). */
 void as_pyver_note(as_meta *m, int where, const char *key);
