@@ -59,4 +59,38 @@ is "$(fin rmm-pool initial_pool_size:0,empty_cache_releases:True)" "0,1" "rmm-po
 is "$(fin rmm-arena arena_size:8MiB)" "8388608,0" "rmm-arena: the arena stays"
 is "$(fin pytorch)" "0,1" "pytorch: torch.cuda.empty_cache() releases the free segment"
 is "$(fin stitch)" "0,1" "stitch (GMLake is PyTorch's allocator): emptyCache releases the free segment"
+# The real allocators on the H200 (scripts/gpu-freeat.sh, 2026-12-04: CuPy 14.2.0, JAX 0.11.2): every
+# captured trace with explicit empty_cache calls or several streams, its cross-stream frees at the request
+# and at the completion (replay_cupy.py / replay_jax.py --free-at), against -p cupy / -p bfc --free-at
+stat_of() { awk -F, -v k="$2" '$1 == k { print $2 }' "$1"; }
+C="$srcdir/traces/cupy-h200-freeat.csv"; J="$srcdir/traces/jax-h200-freeat.csv"
+tr -d '\r' < "$J" > "$TMP/j.csv"   # (replay_jax.py's csv module ends lines with CRLF)
+exact=0 total=0 differ=0
+while IFS=, read -r name pt pu nm ft fu nf oo ne al fr cv py sec fa; do
+	[ "$name" = trace ] && continue
+	total=$((total + 1))
+	"$A" replay -p cupy --free-at "$fa" --no-timing --stats "$TMP/cs.csv" -o "$TMP/c.csv" "$srcdir/traces/captured/$name.pickle.gz" || continue
+	slurp r "$TMP/c.csv"
+	got="$(col "$r" peak_reserved_bytes),$(stat_of "$TMP/cs.csv" peak_used_bytes),$(col "$r" num_device_alloc),$(col "$r" final_reserved_bytes),$(stat_of "$TMP/cs.csv" used_bytes),$(col "$r" num_ooms)"
+	if [ "$got" = "$pt,$pu,$nm,$ft,$fu,$oo" ]; then exact=$((exact + 1)); else echo "# cupy $name $fa: real $pt,$pu,$nm,$ft,$fu,$oo simulated $got"; fi
+	echo "$name,$got" >> "$TMP/sim-cupy.csv"
+done < "$C"
+is "$exact/$total" "58/58" "the real CuPy pool, 29 traces x 2 --free-at: peak and final total_bytes() and used_bytes(), cudaMalloc calls and OOMs equal -p cupy --free-at the same"
+# the two moments are different programs for the real pool: requested and completed differ on 19 traces
+# the traces whose peak total_bytes() or cudaMalloc count depend on the moment, in the simulation and on the GPU
+moved() { awk -F, -v c="$2" -v d="$3" '{ k = $1; v = $c "," $d; if (k in seen && seen[k] != v) print k; seen[k] = v }' "$1" | sort | paste -sd' '; }
+real=$(tail -n +2 "$C" | moved - 2 4)
+is "$(moved "$TMP/sim-cupy.csv" 2 4)|$(echo "$real" | wc -w)" "$real|21" \
+	"-p cupy reserves differently with the frees at the request than at the completion on the same 21 of the 29 traces as the real pool"
+exact=0 total=0 off=
+while IFS=, read -r name run ev al fr oo pin ppool nal lfree bin pool limit sec fa; do
+	[ "$name" = trace ] && continue
+	total=$((total + 1))
+	"$A" replay -p bfc -c "memory_limit:$limit" --free-at "$fa" --no-timing --stats "$TMP/bs.csv" -o /dev/null "$srcdir/traces/captured/$name.pickle.gz" || continue
+	got=$(for k in peak_bytes_in_use peak_pool_bytes num_allocs largest_free_block_bytes bytes_in_use pool_bytes; do stat_of "$TMP/bs.csv" $k; done | paste -sd,)
+	if [ "$got" = "$pin,$ppool,$nal,$lfree,$bin,$pool" ]; then exact=$((exact + 1)); else off="$off $name/$fa"; echo "# jax $name $fa: real $pin,$ppool,$nal,$lfree,$bin,$pool simulated $got"; fi
+done < "$TMP/j.csv"
+is "$exact/$total" "50/58" "JAX's real BFC, 29 traces x 2 --free-at: peak and final bytes_in_use, pool_bytes, num_allocs, largest free block equal -p bfc --free-at the same on 50 runs"
+is "$off" " streams__s2__k105/requested streams__s2__k110/requested streams__s2__k115/requested streams__s2__k125/requested streams__s2__unlimited/requested streams__s2__k110/completed streams__s2__k125/completed streams__s3__unlimited/completed" \
+	"the 8 that differ: every streams__s2 run with the frees at the request, two of its five at the completion, and streams__s3__unlimited's final bytes_in_use (doc/policies.md: not explained)"
 finish
