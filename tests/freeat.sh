@@ -34,6 +34,9 @@ is "$(tail -n +2 "$TMP/s.csv" | wc -l),$(grep -c ',25165824,' "$TMP/s.csv")" "2,
 run "$A" sweep -t "$TMP/x.trace" -p cupy --param tie=oldest --free-at requested --resume -o "$TMP/s.csv"
 is "$st:$errout" "64:allocsim: error: sweep: --free-at cannot be combined with --resume
 Try 'allocsim sweep --help'." "sweep refuses --free-at with --resume (the rows on file do not say which was used)"
+run "$A" compare -p cupy --free-at requested --resume -o "$TMP/c2.csv" "$TMP/x.trace"
+is "$st:$errout" "64:allocsim: error: compare: --free-at cannot be combined with --resume
+Try 'allocsim compare --help'." "compare refuses --free-at with --resume too"
 run "$A" replay --free-at soon "$TMP/x.trace"
 is "$st:$errout" "64:allocsim: error: replay: --free-at: requested or completed, not 'soon'
 Try 'allocsim replay --help'." "replay --free-at with another word: usage error, exit 64"

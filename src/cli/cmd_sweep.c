@@ -475,9 +475,8 @@ int cmd_sweep(int argc, char **argv)
 	size_t ntr = 0, npol = 0, npar = 0;
 	const char *base = "", *out = NULL;
 	uint64_t capacity = 0, jobs = 1, shard_k = 1, shard_n = 1;
-	int resume = 0, timing = 0, stop_at_oom = 0, no_share = 0, c, rc = 0;
-	int keep_going = 0, quiet = 0;
 	int resume = 0, timing = 0, stop_at_oom = 0, no_share = 0, free_at = AS_FREE_AT_POLICY, c, rc = 0;
+	int keep_going = 0, quiet = 0;
 	char m[256];
 	optind = 1;
 	cli_catch_signals(); /* every replay under way stops at its next event */
