@@ -827,7 +827,8 @@ int main(void)
 	test_random("bestfit", "per_stream:False,split_threshold:1MiB");
 	test_random("passthrough", "");
 	test_random("cuda-async", "");
-	test_random("bfc", "");
-	test_random("bfc", "allow_growth:False,garbage_collection:True,fragmentation_fraction:0.001");
+	/* empty_cache_releases:True: the what-if release, so that the end's empty_cache returns everything */
+	test_random("bfc", "empty_cache_releases:True");
+	test_random("bfc", "allow_growth:False,garbage_collection:True,fragmentation_fraction:0.001,empty_cache_releases:True");
 	return done_testing();
 }
