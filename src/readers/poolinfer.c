@@ -51,6 +51,11 @@ typedef struct unit {
 	uint64_t r2_maybe; /* the smallest release of a flush followed by a new segment it stayed free through (NOW: none) */
 	piv *maps;
 	size_t nmaps, capmaps;
+	/* min_gap's cache: the unit's free gaps, ascending, valid while no block of it came or went
+	 * (gdirty 0) and for the small class and max_split_size it was made with */
+	uint64_t *gaps, gsplit;
+	uint32_t ngaps, capgaps;
+	int gdirty, gsmall;
 } unit;
 
 typedef struct node { uint64_t addr, size; uint32_t unit, prev, next; } node;
@@ -72,6 +77,8 @@ struct as_poolinfer {
 	node *nodes;
 	uint32_t nnodes, capnodes, freenode;
 	idmap live; /* address -> 1 + node */
+	piv *occ; /* occupied()'s array, reused */
+	size_t capocc;
 	/* requests, in order */
 	uint64_t *rq_index, *rq_stream;
 	uint32_t *rq_unit;
@@ -114,6 +121,8 @@ struct as_poolinfer {
 };
 
 #define GROW(arr, n, cap) do { if ((n) == (cap)) { (cap) = (cap) ? (cap) * 2 : 16; (arr) = xrealloc((arr), (cap) * sizeof(*(arr))); } } while (0)
+/* GROW, and ARR2 (of the same length) with it: nothing is reallocated until the arrays are full */
+#define GROW2(arr, arr2, n, cap) do { if ((n) == (cap)) { GROW(arr, n, cap); (arr2) = xrealloc((arr2), (cap) * sizeof(*(arr2))); } } while (0)
 
 as_poolinfer *as_poolinfer_new(void)
 {
@@ -135,9 +144,12 @@ void as_poolinfer_free(as_poolinfer *pi)
 {
 	if (!pi)
 		return;
-	for (uint32_t i = 0; i < pi->nu; i++)
+	for (uint32_t i = 0; i < pi->nu; i++) {
 		free(pi->u[i].maps);
+		free(pi->u[i].gaps);
+	}
 	free(pi->u);
+	free(pi->occ);
 	free(pi->segs);
 	free(pi->regs);
 	free(pi->nodes);
@@ -205,6 +217,7 @@ static uint32_t unit_new(as_poolinfer *pi, int exp, uint64_t base, uint64_t size
 	u->label = L_NONE;
 	u->endpool = -1;
 	u->r2_maybe = NOW;
+	u->gdirty = 1;
 	return pi->nu++;
 }
 
@@ -315,11 +328,14 @@ static void block_add(as_poolinfer *pi, uint32_t uid, uint64_t addr, uint64_t si
 		u->head = n;
 		u->nlive++;
 		u->live_bytes += size;
+		u->gdirty = 1;
 	}
 	void *old = idmap_get(&pi->live, addr);
 	if (old) { /* an address allocated twice without a free (the reader rejects it): forget the older */
 		uint32_t o = (uint32_t)((uintptr_t)old - 1);
 		pi->nodes[o].addr = UINT64_MAX;
+		if (pi->nodes[o].unit != NIL)
+			pi->u[pi->nodes[o].unit].gdirty = 1;
 	}
 	idmap_put(&pi->live, addr, (void *)(uintptr_t)(n + 1));
 }
@@ -342,6 +358,7 @@ static void block_del(as_poolinfer *pi, uint64_t addr, uint64_t index)
 			pi->nodes[x->next].prev = x->prev;
 		u->nlive--;
 		u->live_bytes -= x->size;
+		u->gdirty = 1;
 	}
 	x->next = pi->freenode;
 	pi->freenode = n;
@@ -353,10 +370,15 @@ static int cmp_piv(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-/* The unit's live blocks as address ranges, sorted, each widened by SLACK (an unsplit remainder). */
-static piv *occupied(const as_poolinfer *pi, const unit *u, uint64_t slack, size_t *n)
+/* The unit's live blocks as address ranges, sorted, each widened by SLACK (an unsplit remainder), in
+ * an array of PI's that the next call reuses. */
+static piv *occupied(as_poolinfer *pi, const unit *u, uint64_t slack, size_t *n)
 {
-	piv *o = xmalloc((u->nlive + 1) * sizeof(piv));
+	if (pi->capocc < (size_t)u->nlive + 1) {
+		pi->capocc = ((size_t)u->nlive + 1) * 2;
+		pi->occ = xrealloc(pi->occ, pi->capocc * sizeof(piv));
+	}
+	piv *o = pi->occ;
 	size_t k = 0;
 	for (uint32_t i = u->head; i != NIL; i = pi->nodes[i].next) {
 		uint64_t sz = (pi->nodes[i].size + 511) / 512 * 512;
@@ -382,27 +404,52 @@ static int fits(const as_poolinfer *pi, uint64_t gap, uint64_t need)
 	return gap >= need;
 }
 
-/* The smallest free gap of non-expandable unit U of at least NEED bytes (0: none). */
-static uint64_t min_gap(const as_poolinfer *pi, const unit *u, uint64_t need)
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The smallest free gap of non-expandable unit U of at least NEED bytes (0: none). The unit's gaps
+ * are found again only after a block of it came or went: a new segment asks every segment of its
+ * stream, most of them unchanged since the last one. */
+static uint64_t min_gap(as_poolinfer *pi, unit *u, uint64_t need)
 {
 	if (u->size < u->live_bytes || u->size - u->live_bytes < need)
 		return 0;
-	size_t n;
-	piv *o = occupied(pi, u, u->small ? 0 : MiB, &n);
-	uint64_t p = u->base, best = 0;
-	for (size_t i = 0; i <= n; i++) {
-		uint64_t end = i < n ? o[i].lo : u->base + u->size;
-		if (end > p && end - p >= need && (!best || end - p < best))
-			best = end - p;
-		if (i < n && o[i].hi > p)
-			p = o[i].hi;
+	if (u->gdirty || u->gsmall != u->small || u->gsplit != pi->max_split) {
+		size_t n;
+		piv *o = occupied(pi, u, u->small ? 0 : MiB, &n);
+		uint64_t p = u->base;
+		u->ngaps = 0;
+		for (size_t i = 0; i <= n; i++) {
+			uint64_t end = i < n ? o[i].lo : u->base + u->size;
+			if (end > p) {
+				GROW(u->gaps, u->ngaps, u->capgaps);
+				u->gaps[u->ngaps++] = end - p;
+			}
+			if (i < n && o[i].hi > p)
+				p = o[i].hi;
+		}
+		if (u->ngaps > 1)
+			qsort(u->gaps, u->ngaps, sizeof(uint64_t), cmp_u64);
+		u->gdirty = 0;
+		u->gsmall = u->small;
+		u->gsplit = pi->max_split;
 	}
-	free(o);
-	return best;
+	size_t lo = 0, hi = u->ngaps; /* the first gap of NEED bytes or more */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (u->gaps[mid] < need)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < u->ngaps ? u->gaps[lo] : 0;
 }
 
 /* Whether expandable range U has a mapped page that no live block touches. */
-static int free_page(const as_poolinfer *pi, const unit *u)
+static int free_page(as_poolinfer *pi, const unit *u)
 {
 	uint64_t page = u->small ? 2 * MiB : 20 * MiB;
 	size_t n;
@@ -416,7 +463,6 @@ static int free_page(const as_poolinfer *pi, const unit *u)
 			found = i == n;
 		}
 	}
-	free(o);
 	return found;
 }
 
@@ -523,7 +569,7 @@ static void passed_over(as_poolinfer *pi, uint32_t uid, uint64_t size, uint64_t 
 	uint64_t need = size < 512 ? 512 : (size + 511) / 512 * 512;
 	for (size_t i = 0; i < pi->nsegs && npairs < PAIRS_MAX; i++) {
 		uint32_t x = pi->segs[i];
-		const unit *v = &pi->u[x];
+		unit *v = &pi->u[x];
 		uint64_t g;
 		/* a block given back since the request before may have come back in this request's own flush
 		 * (synchronize_and_free_events), after it looked for a free block: no evidence there */
@@ -537,7 +583,7 @@ static void passed_over(as_poolinfer *pi, uint32_t uid, uint64_t size, uint64_t 
 /* Whether expandable range U had, before the mapping just made, a free mapped gap apart from it that
  * fits SIZE bytes: a request maps pages only when no mapped free block of its pool fits, so such a gap
  * means the pool hands out its blocks whole (MemPool(no_split=True)). */
-static int mapped_gap(const as_poolinfer *pi, const unit *u, uint64_t size)
+static int mapped_gap(as_poolinfer *pi, const unit *u, uint64_t size)
 {
 	uint64_t need = size < 512 ? 512 : (size + 511) / 512 * 512;
 	size_t n;
@@ -557,7 +603,6 @@ static int mapped_gap(const as_poolinfer *pi, const unit *u, uint64_t size)
 				p = o[i].hi;
 		}
 	}
-	free(o);
 	return found;
 }
 
@@ -614,8 +659,7 @@ void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t a
 	case PI_SEG_ALLOC: {
 		uint32_t id = unit_new(pi, 0, addr, size, stream, index);
 		sorted_insert(pi, &pi->segs, &pi->nsegs, &pi->capsegs, id);
-		GROW(pi->sg_index, pi->nsg, pi->capsg);
-		pi->sg_unit = xrealloc(pi->sg_unit, pi->capsg * sizeof(uint32_t));
+		GROW2(pi->sg_index, pi->sg_unit, pi->nsg, pi->capsg);
 		pi->sg_index[pi->nsg] = index;
 		pi->sg_unit[pi->nsg++] = id;
 		pi->last_seg_alloc = 1;
@@ -648,8 +692,7 @@ void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t a
 		pi->mapped += size;
 		if (pi->mapped > pi->peak_mapped)
 			pi->peak_mapped = pi->mapped;
-		GROW(pi->sg_index, pi->nsg, pi->capsg);
-		pi->sg_unit = xrealloc(pi->sg_unit, pi->capsg * sizeof(uint32_t));
+		GROW2(pi->sg_index, pi->sg_unit, pi->nsg, pi->capsg);
 		pi->sg_index[pi->nsg] = index;
 		pi->sg_unit[pi->nsg++] = id;
 		break;
@@ -659,6 +702,10 @@ void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t a
 		if (at && pi->u[pi->segs[at - 1]].base == addr) {
 			uint32_t id = pi->segs[at - 1];
 			pi->u[id].died = index;
+			free(pi->u[id].gaps); /* no longer asked */
+			pi->u[id].gaps = NULL;
+			pi->u[id].ngaps = pi->u[id].capgaps = 0;
+			pi->u[id].gdirty = 1;
 			memmove(pi->segs + at - 1, pi->segs + at, (pi->nsegs - at) * sizeof(uint32_t));
 			pi->nsegs--;
 			GROW(pi->run_rel, pi->nrun_rel, pi->caprun_rel);
@@ -700,9 +747,10 @@ void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t a
 			pi->prev_alloc = index + 1;
 			break;
 		}
-		GROW(pi->rq_index, pi->nrq, pi->caprq);
-		pi->rq_stream = xrealloc(pi->rq_stream, pi->caprq * sizeof(uint64_t));
-		pi->rq_unit = xrealloc(pi->rq_unit, pi->caprq * sizeof(uint32_t));
+		if (pi->nrq == pi->caprq) {
+			GROW2(pi->rq_index, pi->rq_stream, pi->nrq, pi->caprq);
+			pi->rq_unit = xrealloc(pi->rq_unit, pi->caprq * sizeof(uint32_t));
+		}
 		pi->rq_index[pi->nrq] = index;
 		pi->rq_stream[pi->nrq] = stream;
 		pi->rq_unit[pi->nrq] = id;
@@ -733,8 +781,7 @@ void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t a
 	case PI_OOM:
 		if (pi->light)
 			break;
-		GROW(pi->oom_index, pi->noom, pi->capoom);
-		pi->oom_prev = xrealloc(pi->oom_prev, pi->capoom * sizeof(uint64_t));
+		GROW2(pi->oom_index, pi->oom_prev, pi->noom, pi->capoom);
 		pi->oom_index[pi->noom] = index;
 		pi->oom_prev[pi->noom++] = pi->nrq ? pi->nrq - 1 : NOW;
 		break;
