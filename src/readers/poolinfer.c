@@ -25,7 +25,6 @@
  */
 #include "readers/poolinfer.h"
 #include "util/common.h"
-#include "util/idmap.h"
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,7 +75,10 @@ struct as_poolinfer {
 	uint64_t spacing; /* the smallest distance between two ranges' bases (0: fewer than two) */
 	node *nodes;
 	uint32_t nnodes, capnodes, freenode;
-	idmap live; /* address -> 1 + node */
+	/* the live blocks by address: an open-addressing table of node numbers (NIL: empty), linear
+	 * probing, deletion by backward shift (no tombstones to rehash away); the node holds the key */
+	uint32_t *live;
+	size_t nlivemap, livebits;
 	piv *occ; /* occupied()'s array, reused */
 	size_t capocc;
 	/* requests, in order */
@@ -127,7 +129,6 @@ struct as_poolinfer {
 as_poolinfer *as_poolinfer_new(void)
 {
 	as_poolinfer *pi = xcalloc(1, sizeof(*pi));
-	idmap_init(&pi->live);
 	pi->freenode = NIL;
 	pi->last_unit = NIL;
 	return pi;
@@ -153,7 +154,7 @@ void as_poolinfer_free(as_poolinfer *pi)
 	free(pi->segs);
 	free(pi->regs);
 	free(pi->nodes);
-	idmap_free(&pi->live);
+	free(pi->live);
 	free(pi->rq_index);
 	free(pi->rq_stream);
 	free(pi->rq_unit);
@@ -304,6 +305,38 @@ static void map_remove(unit *u, uint64_t lo, uint64_t hi)
 
 /* ---- live blocks ------------------------------------------------------------------------- */
 
+static size_t live_home(const as_poolinfer *pi, uint64_t addr)
+{
+	return (size_t)((addr * 0x9e3779b97f4a7c15ULL) >> (64 - pi->livebits));
+}
+
+/* The slot of the live block at ADDR, or the empty slot where it would go. */
+static size_t live_find(const as_poolinfer *pi, uint64_t addr)
+{
+	size_t mask = ((size_t)1 << pi->livebits) - 1;
+	size_t i = live_home(pi, addr);
+	while (pi->live[i] != NIL && pi->nodes[pi->live[i]].addr != addr)
+		i = (i + 1) & mask;
+	return i;
+}
+
+/* Room for one more live block (at most half the slots taken). */
+static void live_reserve(as_poolinfer *pi)
+{
+	if (pi->live && 2 * (pi->nlivemap + 1) <= ((size_t)1 << pi->livebits))
+		return;
+	uint32_t *old = pi->live;
+	size_t oldn = old ? (size_t)1 << pi->livebits : 0;
+	pi->livebits = old ? pi->livebits + 1 : 10;
+	size_t n = (size_t)1 << pi->livebits;
+	pi->live = xmalloc(n * sizeof(uint32_t));
+	memset(pi->live, 0xff, n * sizeof(uint32_t)); /* NIL */
+	for (size_t i = 0; i < oldn; i++)
+		if (old[i] != NIL)
+			pi->live[live_find(pi, pi->nodes[old[i]].addr)] = old[i];
+	free(old);
+}
+
 static void block_add(as_poolinfer *pi, uint32_t uid, uint64_t addr, uint64_t size)
 {
 	uint32_t n;
@@ -330,22 +363,38 @@ static void block_add(as_poolinfer *pi, uint32_t uid, uint64_t addr, uint64_t si
 		u->live_bytes += size;
 		u->gdirty = 1;
 	}
-	void *old = idmap_get(&pi->live, addr);
-	if (old) { /* an address allocated twice without a free (the reader rejects it): forget the older */
-		uint32_t o = (uint32_t)((uintptr_t)old - 1);
+	live_reserve(pi);
+	size_t at = live_find(pi, addr);
+	uint32_t o = pi->live[at];
+	if (o != NIL) { /* an address allocated twice without a free (the reader rejects it): forget the older */
 		pi->nodes[o].addr = UINT64_MAX;
 		if (pi->nodes[o].unit != NIL)
 			pi->u[pi->nodes[o].unit].gdirty = 1;
+	} else {
+		pi->nlivemap++;
 	}
-	idmap_put(&pi->live, addr, (void *)(uintptr_t)(n + 1));
+	pi->live[at] = n;
 }
 
 static void block_del(as_poolinfer *pi, uint64_t addr, uint64_t index)
 {
-	void *v = idmap_del(&pi->live, addr);
-	if (!v)
+	if (!pi->live)
 		return;
-	uint32_t n = (uint32_t)((uintptr_t)v - 1);
+	size_t at = live_find(pi, addr);
+	uint32_t n = pi->live[at];
+	if (n == NIL)
+		return;
+	/* take it out: move each later block of the probe run back if its home allows */
+	size_t mask = ((size_t)1 << pi->livebits) - 1, hole = at;
+	for (size_t j = (at + 1) & mask; pi->live[j] != NIL; j = (j + 1) & mask) {
+		size_t k = live_home(pi, pi->nodes[pi->live[j]].addr);
+		if (hole <= j ? (hole < k && k <= j) : (hole < k || k <= j))
+			continue; /* its home lies after the hole: it stays */
+		pi->live[hole] = pi->live[j];
+		hole = j;
+	}
+	pi->live[hole] = NIL;
+	pi->nlivemap--;
 	node *x = &pi->nodes[n];
 	if (x->unit != NIL) {
 		unit *u = &pi->u[x->unit];
