@@ -199,5 +199,29 @@ int main(void)
 	as_poolinfer_settings(pi, 0, 0, 0, 0);
 	is_u64(as_poolinfer_evidence(pi), 2, "the light detector counts the segment kept through empty_cache() while free and the one released beside it");
 	as_poolinfer_free(pi);
+
+	/* rule 3 after many blocks came and went (the live-block table grows twice; the segment's gaps,
+	 * found once at the first new segment, are found again after its frees): S (2 MiB, 2,000 blocks of
+	 * 1 KiB) has 1 KiB holes and a 47.5 KiB tail when T1 takes a new segment for 60 KiB (no pair),
+	 * then a 64 KiB hole when T2 does: T2 passed S over (and T1); evidence: S, T1, T2 */
+	pi = as_poolinfer_new_light();
+	uint64_t ix = 0, sbase = 0x10000000;
+	SA(pi, ix++, sbase, 2 * MiB);
+	for (uint64_t k = 0; k < 2000; k++)
+		A(pi, ix++, sbase + k * 1024, 1024);
+	for (uint64_t k = 10; k <= 600; k += 10)
+		F(pi, ix++, sbase + k * 1024);
+	A(pi, ix++, sbase + 2000 * 1024, 512);
+	SA(pi, ix++, 0x20000000, 2 * MiB); /* T1 */
+	A(pi, ix++, 0x20000000, 60 * 1024);
+	for (uint64_t k = 200; k < 264; k++)
+		if (k % 10)
+			F(pi, ix++, sbase + k * 1024);
+	A(pi, ix++, 0x20000000 + 60 * 1024, 512);
+	SA(pi, ix++, 0x30000000, 2 * MiB); /* T2 */
+	A(pi, ix++, 0x30000000, 60 * 1024);
+	as_poolinfer_settings(pi, 0, 0, 0, 0);
+	is_u64(as_poolinfer_evidence(pi), 3, "rule 3 sees a gap that frees made after the segment's gaps were last looked at");
+	as_poolinfer_free(pi);
 	return done_testing();
 }
