@@ -517,7 +517,7 @@ static int free_page(as_poolinfer *pi, const unit *u)
 
 /* ---- release runs ------------------------------------------------------------------------ */
 
-static void pass_over(as_poolinfer *pi, uint32_t uid, uint32_t other, uint64_t need, uint64_t gap);
+static inline void pass_over(as_poolinfer *pi, uint32_t uid, uint32_t other, uint64_t need, uint64_t gap);
 
 /* Whether segment A can follow segment B in one pool's release (release_blocks of its large blocks and
  * of its small ones, each in the order of stream, size, address; the default pool's large ones first, a
@@ -599,7 +599,7 @@ static void close_run(as_poolinfer *pi, int next)
 	pi->in_run = 0;
 }
 
-static void pass_over(as_poolinfer *pi, uint32_t uid, uint32_t other, uint64_t need, uint64_t gap)
+static inline void pass_over(as_poolinfer *pi, uint32_t uid, uint32_t other, uint64_t need, uint64_t gap)
 {
 	GROW(pi->neq, pi->nneq, pi->capneq);
 	pi->neq[pi->nneq].u[0] = uid;
@@ -612,19 +612,20 @@ static void pass_over(as_poolinfer *pi, uint32_t uid, uint32_t other, uint64_t n
 /* Rule 3 at a request that took the new non-expandable segment UID. */
 static void passed_over(as_poolinfer *pi, uint32_t uid, uint64_t size, uint64_t stream)
 {
-	unit *u = &pi->u[uid];
-	u->small = size <= MiB;
+	int small = pi->u[uid].small = size <= MiB;
 	unsigned npairs = 0;
 	uint64_t need = size < 512 ? 512 : (size + 511) / 512 * 512;
 	for (size_t i = 0; i < pi->nsegs && npairs < PAIRS_MAX; i++) {
 		uint32_t x = pi->segs[i];
 		unit *v = &pi->u[x];
-		uint64_t g;
+		if (v->stream != stream || v->small != small || x == uid)
+			continue;
 		/* a block given back since the request before may have come back in this request's own flush
 		 * (synchronize_and_free_events), after it looked for a free block: no evidence there */
 		if (v->last_done > pi->prev_alloc || v->pre)
 			continue;
-		if (x != uid && v->stream == stream && v->small == u->small && (g = min_gap(pi, v, need)) && ++npairs <= PAIRS_MAX)
+		uint64_t g = min_gap(pi, v, need);
+		if (g && ++npairs <= PAIRS_MAX)
 			pass_over(pi, uid, x, need, g);
 	}
 }
