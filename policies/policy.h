@@ -168,6 +168,15 @@ typedef struct as_q_hook {
 	void *ctx;
 } as_q_hook;
 
+/* What a policy makes of its settings on one trace (as_policy_ops.prepare): the warnings that apply
+ * to the run, for the command to print where it prints them (the AS_WARN_* bits). */
+#define AS_WARN_GC_NO_CAPACITY (1u << 0) /* a setting that acts only under a memory limit, and the run has none */
+#define AS_WARN_RECORDED_OOMS  (1u << 1) /* the run's limit is --capacity's alone: a recording's out-of-memory
+                                          * errors are not reproduced without one (cli_warn_recorded_ooms) */
+#define AS_WARN_UNNAMED_POOLS  (1u << 2) /* the policy keeps private pools: a snapshot that does not say which
+                                          * requests went to them matters (cli_warn_unnamed_pools) */
+struct as_meta;
+
 typedef struct as_policy_ops {
 	const char *name;
 	const char *summary;
@@ -190,6 +199,15 @@ typedef struct as_policy_ops {
 	/* optional: everything else (AS_Q_*); 0 answered, AS_Q_UNKNOWN not */
 	int (*query)(as_policy *p, int what, void *arg);
 	void (*destroy)(as_policy *p);
+	/* optional, the settings from string to decision (as_policy_prepare): every command calls it once per
+	 * run, before the policy is created, so that rows of one trace under one setting are the same whatever
+	 * command produced them. *config (malloc'd, the -c string) may be replaced with the run's settings
+	 * (what the trace implies added); m is the trace's metadata, capacity the run's limit (0 none).
+	 * Returns the AS_WARN_* bits that apply. NULL: the settings as given, no warning. */
+	unsigned (*prepare)(char **config, const struct as_meta *m, uint64_t capacity);
+	/* optional: whether config (prepared) is the settings the trace recorded, the policy's own keys
+	 * aside (the reconciliation resolves then). NULL: the same string. */
+	int (*same_settings)(const char *recorded, const char *config);
 } as_policy_ops;
 
 struct as_policy {
@@ -210,6 +228,11 @@ const as_policy_ops *as_policy_find(const char *name);
 void as_policy_unknown(const char *name, char *msg, size_t len);
 /* Creates a policy (or a stack, whose config is one ';'-separated part per layer, top first). */
 int as_policy_create(const as_policy_ops *ops, as_policy **out, const char *config, as_device *dev, as_counters *ctr, as_err *err);
+/* The one settings step of every command: ops's prepare entry (or the settings as given). */
+unsigned as_policy_prepare(const as_policy_ops *ops, const struct as_meta *m, uint64_t capacity, char **config);
+/* Whether the trace's metadata records exactly the settings config (prepared) runs (ops's same_settings
+ * entry, or the same string); 0 when it records none. */
+int as_policy_recorded(const as_policy_ops *ops, const struct as_meta *m, const char *config);
 /* The AS_CAP_* bit's name ("stats", "segments", ...), NULL past the last. */
 const char *as_cap_name(unsigned bit);
 

@@ -1482,5 +1482,7 @@ const as_policy_ops as_policy_pytorch = {
 	.pool_release = pt_pool_release,
 	.check = pt_check,
 	.query = pt_query,
+	.prepare = as_pytorch_prepare,
+	.same_settings = as_pytorch_same_settings,
 	.destroy = pt_destroy,
 };

@@ -85,4 +85,10 @@ static inline void pt_dec2(pt_stat *a, int small, int64_t v)
 void pt_stats_emit(const pt_stats *s, as_stat_cb cb, void *ctx);
 /* torch.cuda.memory_summary() layout. */
 void pt_memory_summary(const pt_stats *s, int device, FILE *out);
+/* pytorch_settings.c: the prepare and same_settings entries (policy.h); the warnings of both pytorch
+ * policies (pytorch-pinned's prepare). */
+struct as_meta;
+unsigned as_pytorch_prepare(char **conf, const struct as_meta *m, uint64_t capacity);
+unsigned as_pytorch_warnings(const char *config, uint64_t capacity);
+int as_pytorch_same_settings(const char *recorded, const char *config);
 #endif

@@ -421,6 +421,14 @@ static void pp_destroy(as_policy *pol)
 	free(p);
 }
 
+/* The warnings of the pytorch policy (pytorch_settings.c); no release to imply. */
+unsigned as_pytorch_warnings(const char *config, uint64_t capacity);
+static unsigned pp_prepare(char **config, const struct as_meta *m, uint64_t capacity)
+{
+	(void)m;
+	return as_pytorch_warnings(*config, capacity);
+}
+
 const as_policy_ops as_policy_pytorch_pinned = {
 	.name = "pytorch-pinned",
 	.summary = "PyTorch 2.11's pinned host-memory cache (CachingHostAllocator): power-of-two blocks, reuse after the copies' events",
@@ -434,4 +442,5 @@ const as_policy_ops as_policy_pytorch_pinned = {
 	.check = pp_check,
 	.query = pp_query,
 	.destroy = pp_destroy,
+	.prepare = pp_prepare,
 };

@@ -1,5 +1,6 @@
 /* registry.c - the one list of policies. Adding a policy is one file plus one line here. */
 #include "policy.h"
+#include "readers/trace.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -69,4 +70,17 @@ int as_policy_create(const as_policy_ops *ops, as_policy **out, const char *conf
 	if (as_stack_is(ops))
 		return as_stack_create(ops, out, config, dev, ctr, err);
 	return ops->create(out, config, dev, ctr, err);
+}
+
+unsigned as_policy_prepare(const as_policy_ops *ops, const as_meta *m, uint64_t capacity, char **config)
+{
+	return ops->prepare ? ops->prepare(config, m, capacity) : 0;
+}
+
+int as_policy_recorded(const as_policy_ops *ops, const as_meta *m, const char *config)
+{
+	if (!m->has_settings)
+		return 0;
+	const char *rec = m->settings ? m->settings : "";
+	return ops->same_settings ? ops->same_settings(rec, config) : !strcmp(rec, config);
 }

@@ -112,16 +112,43 @@ int main(void)
 		{ "roundup_power2_divisions:[64:8,>:2],version:2.1,max_split_size_mb:40", "roundup_power2_divisions:[64:8,>:2],max_split_size_mb:40" },
 		{ "expandable_segments:True", "expandable_segments:True" },
 	};
-	for (size_t i = 0; i < sizeof st / sizeof st[0]; i++) {
-		char *got = as_conf_strip_version(st[i].in);
-		ok(!strcmp(got, st[i].out), "strip version from '%s' -> '%s' (got '%s')", st[i].in, st[i].out, got);
-		free(got);
-	}
+	const as_policy_ops *pt = as_policy_find("pytorch");
 	as_meta m;
 	memset(&m, 0, sizeof m);
 	m.has_settings = 1;
+	for (size_t i = 0; i < sizeof st / sizeof st[0]; i++) {
+		m.settings = (char *)st[i].out;
+		ok(as_policy_recorded(pt, &m, st[i].in), "'%s' runs the recorded settings '%s' (version aside)", st[i].in, st[i].out);
+	}
 	m.settings = "expandable_segments:True";
-	ok(as_recorded_matches(&m, "expandable_segments:True,version:2.4") && !as_recorded_matches(&m, "version:2.4"),
+	ok(as_policy_recorded(pt, &m, "expandable_segments:True,version:2.4") && !as_policy_recorded(pt, &m, "version:2.4"),
 		"the recorded settings match a config that adds only version");
+	ok(!as_policy_recorded(as_policy_find("bestfit"), &m, "expandable_segments:True,version:2.4")
+		&& as_policy_recorded(as_policy_find("bestfit"), &m, "expandable_segments:True"),
+		"other policies: the recorded settings are the same string");
+	m.has_settings = 0;
+	ok(!as_policy_recorded(pt, &m, ""), "a trace that records no settings matches none");
+
+	/* the one settings step (as_policy_prepare): the version a snapshot's fields imply, the warnings */
+	memset(&m, 0, sizeof m);
+	m.pyfields = AS_PF_SNAPSHOT | AS_PF_ENTRY; /* no time_us: 2.1 */
+	char *conf = xstrdup("max_split_size_mb:64");
+	unsigned w = as_policy_prepare(pt, &m, 0, &conf);
+	ok(!strcmp(conf, "max_split_size_mb:64,version:2.1"), "prepare: a 2.1 snapshot's version appended (got '%s')", conf);
+	ok(w == (AS_WARN_UNNAMED_POOLS | AS_WARN_RECORDED_OOMS), "prepare: without a capacity, the OOM and pool warnings (got %u)", w);
+	free(conf);
+	conf = xstrdup("version:2.8,garbage_collection_threshold:0.5");
+	w = as_policy_prepare(pt, &m, 0, &conf);
+	ok(!strcmp(conf, "version:2.8,garbage_collection_threshold:0.5") && (w & AS_WARN_GC_NO_CAPACITY),
+		"prepare: a given version wins; garbage_collection_threshold without a capacity warns");
+	w = as_policy_prepare(pt, &m, 1 << 30, &conf);
+	ok(w == AS_WARN_UNNAMED_POOLS, "prepare: with a capacity, only the pool warning (got %u)", w);
+	free(conf);
+	conf = xstrdup("");
+	w = as_policy_prepare(as_policy_find("pytorch-pinned"), &m, 0, &conf);
+	ok(!strcmp(conf, "") && w == (AS_WARN_UNNAMED_POOLS | AS_WARN_RECORDED_OOMS), "prepare: pytorch-pinned implies no version");
+	w = as_policy_prepare(as_policy_find("bestfit"), &m, 0, &conf);
+	ok(!strcmp(conf, "") && w == 0, "prepare: bestfit takes the settings as given, no warning");
+	free(conf);
 	return done_testing();
 }

@@ -54,10 +54,7 @@ void cli_warn_unnamed_pools(const char *path, const as_meta *m);
 int cli_fraction_capacity(const char *path, const as_meta *m, double fraction, uint64_t dev_total, uint64_t *capacity,
 	int *capacity_set, as_err *err);
 int cli_parse_fraction(const char *s, double *f);
-struct as_policy_ops;
-void cli_warn_gc(const struct as_policy_ops *ops, const char *conf, uint64_t capacity);
+/* The garbage_collection_threshold warning, if warn (as_policy_prepare's bits) has AS_WARN_GC_NO_CAPACITY */
+void cli_warn_gc(unsigned warn);
 int cli_resolve_config(const char *path, const as_meta *m, const char *config, char **out, as_err *err);
-/* The pytorch policy runs the rules of the release a snapshot's fields imply (its newest), unless
- * conf names a version:2.N itself; appended to *conf (reallocated). Other policies: unchanged. */
-void cli_default_version(const char *policy, const as_meta *m, char **conf);
 #endif

@@ -128,10 +128,11 @@ void cli_warn_unnamed_pools(const char *path, const as_meta *m)
 			"(doc/pytorch-policy.md, \"Private pools without annotation\")\n", as_progname, path, m->pool_unplaced);
 }
 
-/* garbage_collection_threshold acts only under a memory limit (PyTorch: set_per_process_memory_fraction) */
-void cli_warn_gc(const as_policy_ops *ops, const char *conf, uint64_t capacity)
+/* garbage_collection_threshold acts only under a memory limit (PyTorch: set_per_process_memory_fraction);
+ * warn: as_policy_prepare's bits */
+void cli_warn_gc(unsigned warn)
 {
-	if (!capacity && conf && !strncmp(ops->name, "pytorch", 7) && strstr(conf, "garbage_collection_threshold"))
+	if (warn & AS_WARN_GC_NO_CAPACITY)
 		fprintf(stderr, "%s: warning: garbage_collection_threshold does nothing without a capacity (PyTorch applies it "
 			"only under set_per_process_memory_fraction): give --capacity or --fraction\n", as_progname);
 }
@@ -175,24 +176,6 @@ int cli_resolve_config(const char *path, const as_meta *m, const char *config, c
 		return as_fail(err, AS_EXIT_DATAERR, "%s: the trace records no allocator settings; pass -c explicitly", path);
 	*out = xstrdup(m->settings ? m->settings : "");
 	return 0;
-}
-
-void cli_default_version(const char *policy, const as_meta *m, char **conf)
-{
-	int lo, hi;
-	char why[512];
-	if (strcmp(policy, "pytorch") || as_pyver_range(m, &lo, &hi, why, sizeof why) != 1 || hi >= 11)
-		return;
-	char *bare = as_conf_strip_version(*conf);
-	int given = strcmp(bare, *conf) != 0;
-	free(bare);
-	if (given)
-		return;
-	size_t n = strlen(*conf) + 16;
-	char *c = xmalloc(n);
-	snprintf(c, n, "%s%sversion:2.%d", *conf, **conf ? "," : "", hi);
-	free(*conf);
-	*conf = c;
 }
 
 /* --cache: the binary form of a trace, kept beside it as TRACE.asbin and used while it was made
@@ -491,9 +474,9 @@ int cmd_replay(int argc, char **argv)
 		goto done;
 	if (cli_fraction_capacity(path, meta, fraction, dev_total, &capacity, &capacity_set, &err))
 		goto done;
-	cli_default_version(ops->name, meta, &conf);
 	if (!capacity_set && meta->capacity)
 		capacity = meta->capacity;
+	unsigned warn = as_policy_prepare(ops, meta, capacity, &conf); /* the policy's settings on this trace */
 	if (use_cuda) {
 		if (!(dev = as_cuda_device_new((int)ordinal, capacity, &err)))
 			goto done;
@@ -507,7 +490,7 @@ int cmd_replay(int argc, char **argv)
 	if (as_engine_init(&e, ops, conf, dev, &err))
 		goto done;
 	as_engine_free_at(&e, free_at);
-	cli_warn_gc(ops, conf, capacity); /* (after the settings parsed) */
+	cli_warn_gc(warn); /* (after the settings parsed) */
 	e.host_timing = !no_timing;
 	engine_ok = 1;
 	/* the metadata is complete here: the recorded settings are known */
@@ -558,9 +541,9 @@ int cmd_replay(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	as_engine_finish(&e);
 	e.s.wall_seconds = no_timing ? 0.0 : (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-	if (recorded_ooms && !capacity && !strncmp(ops->name, "pytorch", 7)) /* (other policies take limits in -c) */
+	if (recorded_ooms && (warn & AS_WARN_RECORDED_OOMS)) /* (other policies take limits in -c) */
 		cli_warn_recorded_ooms(path, recorded_ooms, meta);
-	if (!strncmp(ops->name, "pytorch", 7))
+	if (warn & AS_WARN_UNNAMED_POOLS)
 		cli_warn_unnamed_pools(path, meta);
 	if (meta->trace_overflowed)
 		fprintf(stderr, "%s: warning: %s: the snapshot's history ring overflowed (trace_alloc_overflowed; it keeps %" PRIu64

@@ -120,11 +120,15 @@ static void sweep_warnings(const sweep *sw)
 		uint64_t ooms = as_evbuf_recorded_ooms(&sw->bufs[t]);
 		for (size_t i = 0; i < sw->njobs; i++) {
 			const job *j = &sw->jobs[i];
-			if (j->events != &sw->bufs[t] || j->capacity || strncmp(j->ops->name, "pytorch", 7))
+			if (j->events != &sw->bufs[t])
 				continue;
-			const char *conf = !strcmp(j->config, "recorded") && j->recorded ? j->recorded : j->config;
-			if (!gc && strstr(conf, "garbage_collection_threshold")) {
-				cli_warn_gc(j->ops, conf, 0);
+			char *conf = xstrdup(!strcmp(j->config, "recorded") && j->recorded ? j->recorded : j->config);
+			unsigned warn = as_policy_prepare(j->ops, &j->events->meta, j->capacity, &conf);
+			free(conf);
+			if (!(warn & AS_WARN_RECORDED_OOMS)) /* (other policies take limits in -c) */
+				continue;
+			if (!gc && (warn & AS_WARN_GC_NO_CAPACITY)) {
+				cli_warn_gc(warn);
 				gc = 1;
 			}
 			if (ooms && !first) { /* the whole explanation once ... */

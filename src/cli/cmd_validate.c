@@ -261,15 +261,16 @@ int cmd_validate(int argc, char **argv)
 	if (cli_fraction_capacity(path, &buf.meta, fraction, dev_total, &capacity, &capacity_set, &err))
 		goto done;
 	recorded_ooms = as_evbuf_recorded_ooms(&buf);
-	cli_default_version("pytorch", &buf.meta, &conf);
+	const as_policy_ops *ops = as_policy_find("pytorch");
+	unsigned warn = as_policy_prepare(ops, &buf.meta, capacity, &conf); /* the policy's settings on this trace */
 	dev = as_sim_device_new(capacity, addr_mode);
 	dev->observer = observe;
 	dev->observer_ctx = &v;
-	if (as_engine_init(&e, as_policy_find("pytorch"), conf, dev, &err))
+	if (as_engine_init(&e, ops, conf, dev, &err))
 		goto done;
-	cli_warn_gc(as_policy_find("pytorch"), conf, capacity); /* (after the settings parsed) */
+	cli_warn_gc(warn); /* (after the settings parsed) */
 	engine_ok = 1;
-	as_reconcile_attach(&e, as_recorded_matches(&buf.meta, conf));
+	as_reconcile_for_trace(&e, &buf.meta, path, conf);
 	as_event ev;
 	as_source src = { .b = &buf };
 	while (!v.diverged && !cli_interrupted && (rc = as_source_next(&src, &ev, &err)) > 0) {
@@ -302,9 +303,10 @@ int cmd_validate(int argc, char **argv)
 	if (!v.diverged && !buf.meta.history_truncated && compare_end_state(&buf.meta, e.pol, v.msg, sizeof v.msg))
 		v.diverged = 1;
 	if (v.diverged) {
-		if (recorded_ooms && !capacity)
+		if (recorded_ooms && (warn & AS_WARN_RECORDED_OOMS))
 			cli_warn_recorded_ooms(path, recorded_ooms, &buf.meta);
-		cli_warn_unnamed_pools(path, &buf.meta);
+		if (warn & AS_WARN_UNNAMED_POOLS)
+			cli_warn_unnamed_pools(path, &buf.meta);
 		printf("%s: %s%s\n", path, v.msg, buf.meta.history_truncated ?
 			" (the recorded history is truncated: segments PyTorch obtained before it began are not in the trace)" : "");
 	} else {

@@ -10,45 +10,6 @@ char *as_recorded_settings(const as_meta *m)
 	return m->has_settings ? xstrdup(m->settings ? m->settings : "") : NULL;
 }
 
-/* conf without allocsim's own version:2.N item (the pytorch policy's; never a PyTorch key). */
-char *as_conf_strip_version(const char *conf)
-{
-	char *out = xmalloc(strlen(conf) + 1), *o = out;
-	const char *p = conf;
-	while (*p) {
-		const char *end = strchr(p, ','), *k = p;
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		while (k < p + len && (*k == ' ' || *k == '\t'))
-			k++;
-		int is_version = !strncmp(k, "version", 7) && k + 7 <= p + len;
-		if (is_version) {
-			const char *c = k + 7;
-			while (c < p + len && (*c == ' ' || *c == '\t'))
-				c++;
-			is_version = c < p + len && *c == ':';
-		}
-		if (!is_version) {
-			if (o != out)
-				*o++ = ',';
-			memcpy(o, p, len);
-			o += len;
-		}
-		p += len + (end ? 1 : 0);
-	}
-	*o = 0;
-	return out;
-}
-
-int as_recorded_matches(const as_meta *m, const char *conf)
-{
-	if (!m->has_settings)
-		return 0;
-	char *c = as_conf_strip_version(conf);
-	int same = !strcmp(m->settings ? m->settings : "", c);
-	free(c);
-	return same;
-}
-
 int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 {
 	as_reader *r = NULL;

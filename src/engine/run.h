@@ -36,10 +36,6 @@ int as_bisect_capacity(uint64_t g, uint64_t lo, uint64_t hi, uint64_t tol, int (
 	void (*step)(void *ctx, uint64_t cap, int ok), void *ctx, uint64_t *best, as_err *err);
 /* The recorded settings of a trace's metadata (a copy); NULL when none. */
 char *as_recorded_settings(const as_meta *m);
-/* CONF less allocsim's version:2.N item (malloc'd): what is compared with a trace's recorded settings. */
-char *as_conf_strip_version(const char *conf);
-/* Whether the metadata records exactly these settings. */
-int as_recorded_matches(const as_meta *m, const char *conf);
 /* A parameter's values: "21,64,none", ranges "32..1024:x2" (geometric) and "0..512:+64". */
 int as_parse_values(const char *spec, char ***vals, size_t *n, char *msg, size_t len);
 #endif
