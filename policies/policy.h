@@ -230,9 +230,9 @@ void as_policy_unknown(const char *name, char *msg, size_t len);
 int as_policy_create(const as_policy_ops *ops, as_policy **out, const char *config, as_device *dev, as_counters *ctr, as_err *err);
 /* The one settings step of every command: ops's prepare entry (or the settings as given). */
 unsigned as_policy_prepare(const as_policy_ops *ops, const struct as_meta *m, uint64_t capacity, char **config);
-/* Whether the trace's metadata records exactly the settings config (prepared) runs (ops's same_settings
- * entry, or the same string); 0 when it records none. */
-int as_policy_recorded(const as_policy_ops *ops, const struct as_meta *m, const char *config);
+/* Whether config (prepared) runs the settings a trace recorded, recorded (ops's same_settings entry, or
+ * the same string); 0 when recorded is NULL (the trace records none). */
+int as_policy_recorded(const as_policy_ops *ops, const char *recorded, const char *config);
 /* The AS_CAP_* bit's name ("stats", "segments", ...), NULL past the last. */
 const char *as_cap_name(unsigned bit);
 

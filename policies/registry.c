@@ -77,10 +77,9 @@ unsigned as_policy_prepare(const as_policy_ops *ops, const as_meta *m, uint64_t 
 	return ops->prepare ? ops->prepare(config, m, capacity) : 0;
 }
 
-int as_policy_recorded(const as_policy_ops *ops, const as_meta *m, const char *config)
+int as_policy_recorded(const as_policy_ops *ops, const char *recorded, const char *config)
 {
-	if (!m->has_settings)
+	if (!recorded)
 		return 0;
-	const char *rec = m->settings ? m->settings : "";
-	return ops->same_settings ? ops->same_settings(rec, config) : !strcmp(rec, config);
+	return ops->same_settings ? ops->same_settings(recorded, config) : !strcmp(recorded, config);
 }

@@ -103,4 +103,17 @@ is "$st|$(col "$out" config)" "0|version:2.8" "-c recorded gets the default vers
 run "$A" replay -p bestfit --no-timing "$F/fields-2.3.pickle.gz"
 is "$st|$(col "$out" policy)|$(col "$out" config)|$(col "$out" allocs)" "0|bestfit||1" "other policies get no version"
 
+# one trace under one setting: the same row whatever command produced it (issue 36: sweep and compare
+# ran 2.11's rules where replay ran the snapshot's 2.1)
+for c in "" max_split_size_mb:128; do
+	v1=$("$A" replay --no-timing --latency-model none -c "$c" "$F/fields-2.1.pickle.gz" | tail -1)
+	if [ -n "$c" ]; then v2=$("$A" sweep -t "$F/fields-2.1.pickle.gz" --param "max_split_size_mb=128" | tail -1 | cut -d, -f3-)
+	else v2=$("$A" sweep -t "$F/fields-2.1.pickle.gz" | tail -1 | cut -d, -f2-); fi
+	is "$v2" "$v1" "sweep's row of a 2.1 snapshot is replay's (${c:-defaults}; config version:2.1 appended)"
+done
+v3=$("$A" compare -p pytorch,bestfit --latency-model none "$F/fields-2.1.pickle.gz" | sed -n 2p)
+is "$v3" "$("$A" replay --no-timing --latency-model none "$F/fields-2.1.pickle.gz" | tail -1)" "compare's row of a 2.1 snapshot is replay's"
+is "$("$A" compare -p pytorch,bestfit --latency-model none "$F/fields-2.1.pickle.gz" | sed -n 3p | cut -d, -f2-3)" "bestfit," \
+	"... and compare gives other policies no version"
+
 finish

@@ -47,6 +47,7 @@ static const char compare_usage[] =
 typedef struct cjob {
 	size_t trace;
 	const as_policy_ops *ops;
+	char *config;     /* "" as the policy prepares it for the trace (pytorch: the snapshot's version:2.N) */
 	char *row;
 	as_err err;       /* --keep-going: this run's failure */
 } cjob;
@@ -87,7 +88,7 @@ static void *worker(void *arg)
 			cli_progress_add(&c->prog, 1);
 			continue;
 		}
-		as_run_opts o = { .path = c->traces[j->trace], .events = &c->bufs[j->trace], .ops = j->ops, .config = "",
+		as_run_opts o = { .path = c->traces[j->trace], .events = &c->bufs[j->trace], .ops = j->ops, .config = j->config,
 			.capacity = c->capacity, .addr_mode = ADDR_AUTO, .recorded = c->recorded[j->trace], .reader = &c->ro,
 			.model = c->model, .free_at = c->free_at };
 		as_summary s;
@@ -102,7 +103,7 @@ static void *worker(void *arg)
 			s.wall_seconds = c->timing ? (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9 : 0.0;
 			uint64_t cap = c->capacity ? c->capacity : c->bufs[j->trace].meta.capacity;
 			FILE *f = open_memstream(&buf, &len);
-			as_summary_row(f, c->traces[j->trace], j->ops->name, "", cap, &s);
+			as_summary_row(f, c->traces[j->trace], j->ops->name, j->config, cap, &s);
 			fclose(f);
 		}
 		pthread_mutex_lock(&c->mu);
@@ -176,7 +177,7 @@ static int compare_journal(compare *c, const as_outfile *of, int resume, as_err 
 		FILE *kf = open_memstream(&kb, &kl);
 		uint64_t cap = c->capacity ? c->capacity : c->bufs[c->jobs[i].trace].meta.capacity;
 		fputs("0,", kf);
-		as_summary_row(kf, c->traces[c->jobs[i].trace], c->jobs[i].ops->name, "", cap, &zero);
+		as_summary_row(kf, c->traces[c->jobs[i].trace], c->jobs[i].ops->name, c->jobs[i].config, cap, &zero);
 		fclose(kf);
 		if (kl && kb[kl - 1] == '\n')
 			kb[kl - 1] = 0;
@@ -327,8 +328,11 @@ args_out:
 	c.njobs = c.ntraces * npol;
 	c.jobs = xcalloc(c.njobs, sizeof(*c.jobs));
 	for (size_t t = 0, k = 0; t < c.ntraces; t++)
-		for (size_t p = 0; p < npol; p++, k++)
-			c.jobs[k] = (cjob){ t, pols[p], NULL, { 0, "" } };
+		for (size_t p = 0; p < npol; p++, k++) {
+			c.jobs[k] = (cjob){ t, pols[p], xstrdup(""), NULL, { 0, "" } };
+			uint64_t cap = c.capacity ? c.capacity : c.bufs[t].meta.capacity;
+			as_policy_prepare(pols[p], &c.bufs[t].meta, cap, &c.jobs[k].config); /* as every command (issue 36) */
+		}
 	if (of.tmp && compare_journal(&c, &of, resume, &err))
 		goto done;
 	cli_progress_start(&c.prog, "compare", c.njobs, cli_progress_delay());
@@ -397,8 +401,10 @@ done: {
 }
 cleanup:
 	as_journal_close(&c.journal, 0); /* (after a failure or an interrupt it stays, for --resume) */
-	for (size_t i = 0; i < c.njobs; i++)
+	for (size_t i = 0; i < c.njobs; i++) {
 		free(c.jobs[i].row);
+		free(c.jobs[i].config);
+	}
 	free(c.jobs);
 	for (size_t t = 0; t < c.ntraces; t++) {
 		free(c.recorded[t]);

@@ -177,7 +177,7 @@ static char *job_row(const sweep *sw, const job *j, uint64_t capacity, const as_
 /* Whether the replay runs the trace's recorded settings (as as_run decides for the reconciliation). */
 static int job_resolves(const job *j)
 {
-	return j->recorded && !strcmp(j->recorded, j->config);
+	return as_policy_recorded(j->ops, j->recorded, j->config); /* (version:2.N aside) */
 }
 
 typedef struct share_ctx {
@@ -654,6 +654,9 @@ args_out:
 					free(j->config);
 					j->config = nc;
 				}
+				/* the policy's settings on this trace, as every command takes them (pytorch: the
+				 * release the snapshot implies, version:2.N; issue 36) */
+				as_policy_prepare(j->ops, &j->events->meta, j->capacity, &j->config);
 				/* identity for --resume: params, trace, policy, config, capacity (as CSV text) */
 				char *kb = NULL;
 				size_t kl = 0;

@@ -173,7 +173,7 @@ void as_reconcile_attach(as_engine *e, int resolve)
 void as_reconcile_for_trace(as_engine *e, const as_meta *m, const char *path, const char *conf)
 {
 	(void)path; /* the metadata is complete: every command decodes a snapshot before its replay */
-	as_reconcile_attach(e, as_policy_recorded(e->pol->ops, m, conf));
+	as_reconcile_attach(e, as_policy_recorded(e->pol->ops, m->has_settings ? (m->settings ? m->settings : "") : NULL, conf));
 }
 
 int as_reconcile_resolved(const as_engine *e)

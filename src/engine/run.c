@@ -27,7 +27,11 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 	dev->model = o->model;
 	as_lifetimes lt;
 	as_lifetimes_init(&lt);
-	int ok = as_engine_init(&e, o->ops, o->config, dev, err) == 0;
+	/* the policy's settings on this trace, as every command takes them (a no-op on settings already
+	 * prepared: sweep's and compare's rows show them; fit and advise run them) */
+	char *conf = xstrdup(o->config);
+	as_policy_prepare(o->ops, meta, cap, &conf);
+	int ok = as_engine_init(&e, o->ops, conf, dev, err) == 0;
 	if (ok)
 		as_engine_free_at(&e, o->free_at);
 	if (ok && (o->events ? as_plan_from_events(&e, &lt, o->events, err) : as_plan_from_trace(&e, &lt, o->path, err))) {
@@ -36,7 +40,7 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 	}
 	if (ok) {
 		as_policy_query(e.pol, AS_Q_LEAN, NULL); /* a run's summary needs no memory_stats() */
-		as_reconcile_attach(&e, o->recorded ? !strcmp(o->recorded, o->config) : o->resolve_maybe);
+		as_reconcile_attach(&e, o->recorded ? as_policy_recorded(o->ops, o->recorded, conf) : o->resolve_maybe);
 		as_event ev;
 		int st;
 		while ((st = as_source_next(&src, &ev, err)) > 0) {
@@ -62,6 +66,7 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 	as_device_destroy(dev);
 	as_lifetimes_free(&lt);
 	as_reader_close(r);
+	free(conf);
 	return rc;
 }
 
