@@ -13,7 +13,6 @@
  * as_engine_complete).
  */
 #include "engine/reconcile.h"
-#include "engine/run.h"
 #include <stdlib.h>
 #include <string.h>
 
