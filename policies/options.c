@@ -110,15 +110,6 @@ int as_opt_parse_size(void *conf, const as_optdesc *d, const char *val, as_err *
 	return 0;
 }
 
-int as_opt_parse_mib(void *conf, const as_optdesc *d, const char *val, as_err *err)
-{
-	uint64_t v;
-	if (as_parse_u64(val, &v) || v > (UINT64_MAX >> 20))
-		return as_fail(err, AS_EXIT_USAGE, "%s: '%s' is not a number of MiB", d->name, val);
-	*(uint64_t *)((char *)conf + d->off) = v << 20;
-	return 0;
-}
-
 int as_opt_parse_bool(void *conf, const as_optdesc *d, const char *val, as_err *err)
 {
 	int v;

@@ -247,6 +247,5 @@ char *as_conf_with(const char *base, const char *key, const char *val);
  * malloc'd. */
 char *as_conf_merge(const char *current, const char *cand, int *changes);
 int as_opt_parse_size(void *conf, const as_optdesc *d, const char *val, as_err *err);
-int as_opt_parse_mib(void *conf, const as_optdesc *d, const char *val, as_err *err);
 int as_opt_parse_bool(void *conf, const as_optdesc *d, const char *val, as_err *err);
 #endif

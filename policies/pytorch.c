@@ -1462,13 +1462,6 @@ static int pt_create(as_policy **out, const char *config, as_device *dev, as_cou
 	return 0;
 }
 
-/* Public for the CLI's --summary: the policy's statistics in memory_summary() layout. */
-void as_pytorch_summary(as_policy *pol, FILE *f);
-void as_pytorch_summary(as_policy *pol, FILE *f)
-{
-	pt_memory_summary(&((ptpol *)pol)->st, 0, f);
-}
-
 const as_policy_ops as_policy_pytorch = {
 	.name = "pytorch",
 	.summary = "PyTorch 2.11 native CUDA caching allocator; -c takes a PYTORCH_CUDA_ALLOC_CONF string",

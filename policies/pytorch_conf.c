@@ -149,7 +149,7 @@ static int parse_backend(void *conf, const as_optdesc *d, const char *val, as_er
 	if (!strcmp(val, "native"))
 		return 0;
 	if (!strcmp(val, "cudaMallocAsync"))
-		return as_fail(err, AS_EXIT_USAGE, "backend:cudaMallocAsync is not simulated by the pytorch policy (the cuda-async policy is not implemented yet)");
+		return as_fail(err, AS_EXIT_USAGE, "backend:cudaMallocAsync is not simulated by the pytorch policy: replay with -p cuda-async (the cudaMallocAsync pool)");
 	return as_fail(err, AS_EXIT_USAGE, "%s: '%s' is not native or cudaMallocAsync", d->name, val);
 }
 

@@ -74,7 +74,7 @@ chk "max_splt_size_mb:40" "Unrecognized key 'max_splt_size_mb' in allocator conf
 chk "max_split_size:40" "Unrecognized key 'max_split_size' in allocator config: did you mean 'max_split_size_mb'? (see 'allocsim policies')"
 chk "backend:x" "backend: 'x' is not native or cudaMallocAsync"
 run "$A" replay -c "max_split_size_mb" "$snap"; is "$st" 64 "-c 'max_split_size_mb' is rejected"; contains "$errout" "expected ':'"; ok $? "-c 'max_split_size_mb' says: expected ':'"
-run "$A" replay -c "backend:cudaMallocAsync" "$snap"; is "$st" 64 "-c 'backend:cudaMallocAsync' is rejected"; contains "$errout" "not simulated"; ok $? "-c 'backend:cudaMallocAsync' says: not simulated"
+run "$A" replay -c "backend:cudaMallocAsync" "$snap"; is "$st" 64 "-c 'backend:cudaMallocAsync' is rejected"; contains "$errout" "not simulated by the pytorch policy: replay with -p cuda-async"; ok $? "-c 'backend:cudaMallocAsync' says: not simulated, names -p cuda-async"
 # a key of another policy says whose it is; misspelt policies and commands get the closest name
 run "$A" replay -p bestfit -c max_split_size_mb:40 "$snap"
 is "$st: $errout" "64: allocsim: error: max_split_size_mb is an option of pytorch, not bestfit (see 'allocsim policies')" "a pytorch key given to bestfit names its policy"

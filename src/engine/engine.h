@@ -100,18 +100,6 @@ void as_engine_complete(as_engine *e, uint64_t id);
 void as_engine_finish(as_engine *e);
 void as_engine_free(as_engine *e);
 
-/* Replays a whole trace; used by replay, sweep-like callers and tests. */
-typedef struct as_replay_opts {
-	const char *policy;
-	const char *config;     /* NULL or "recorded": the trace's own settings */
-	uint64_t capacity;
-	int capacity_set;
-	int addr_mode;
-	int check;
-	FILE *timeline;
-	uint64_t every;
-} as_replay_opts;
-
 /* Summary CSV (summary.c, from AS_COLUMNS). */
 /* A CSV field, quoted when it holds a comma, quote or line break (RFC 4180); NULL is empty. */
 void as_csv_str(FILE *f, const char *s);

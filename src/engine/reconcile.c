@@ -20,7 +20,6 @@ typedef struct as_reconcile {
 	as_stage base;
 	as_engine *e;
 	int resolve;           /* the replay runs the recorded settings */
-	char *conf;
 	int maybe_empty;       /* an EVF_MAYBE empty_cache waits for the next allocation */
 	uint64_t *run;         /* the recorded releases that followed it (sizes, in order) */
 	size_t nrun, caprun;
@@ -153,8 +152,6 @@ static void rc_destroy(as_stage *st)
 	as_reconcile *r = (as_reconcile *)st;
 	free(r->run);
 	free(r->held);
-
-	free(r->conf);
 	free(r);
 }
 
