@@ -275,10 +275,7 @@ static void bf_segments(bestfit *p, as_seg_cb cb, void *ctx)
 	bblock **heads = NULL;
 	for (bblock *b = p->all; b; b = b->all_next)
 		if (!b->prev) {
-			if (n == cap) {
-				cap = cap ? cap * 2 : 64;
-				heads = xrealloc(heads, cap * sizeof(*heads));
-			}
+			AS_GROW(heads, n, cap, 64);
 			heads[n++] = b;
 		}
 	qsort(heads, n, sizeof(*heads), cmp_head);

@@ -136,10 +136,7 @@ static size_t pt_count(const placed_tree *t, size_t i, size_t r, uint64_t *top)
 
 static void node_add(stab_list *l, uint32_t j)
 {
-	if (l->n == l->cap) {
-		l->cap = l->cap ? l->cap * 2 : 4;
-		l->v = xrealloc(l->v, l->cap * sizeof(uint32_t));
-	}
+	AS_GROW(l->v, l->n, l->cap, 4);
 	l->v[l->n++] = j;
 }
 
@@ -174,11 +171,7 @@ typedef struct hits {
 
 static void push_hit(hits *out, uint64_t off, uint64_t top)
 {
-	if (out->n == out->cap) {
-		out->cap = out->cap ? out->cap * 2 : 256;
-		out->h = xrealloc(out->h, out->cap * sizeof(hit));
-		out->tmp = xrealloc(out->tmp, out->cap * sizeof(hit));
-	}
+	AS_GROW2(out->h, out->tmp, out->n, out->cap, 256);
 	out->h[out->n++] = (hit){ off, top };
 }
 

@@ -404,10 +404,7 @@ static aarena *arena_for(rmm_arena *p, uint64_t stream, uint64_t thread)
 	for (size_t i = 0; i < p->narenas; i++)
 		if (p->arenas[i]->per_thread == pt && p->arenas[i]->key == key)
 			return p->arenas[i];
-	if (p->narenas == p->caparenas) {
-		p->caparenas = p->caparenas ? 2 * p->caparenas : 8;
-		p->arenas = xrealloc(p->arenas, p->caparenas * sizeof(*p->arenas));
-	}
+	AS_GROW(p->arenas, p->narenas, p->caparenas, 8);
 	aarena *a = xcalloc(1, sizeof(*a));
 	a->per_thread = pt;
 	a->key = key;
@@ -729,14 +726,12 @@ static void ra_segments(rmm_arena *p, as_seg_cb cb, void *ctx)
 		struct sblks *set = i < p->narenas ? &p->arenas[i]->set : &p->global;
 		RB_FOREACH(s, sblks, set)
 			RB_FOREACH(f, afrees, &s->free) {
-				if (n == cap)
-					v = xrealloc(v, (cap *= 2) * sizeof(*v));
+				AS_GROW(v, n, cap, 1);
 				v[n++] = (ablk){ f->addr, f->size, 0 };
 			}
 	}
 	for (aalloc *h = p->live; h; h = h->next) {
-		if (n == cap)
-			v = xrealloc(v, (cap *= 2) * sizeof(*v));
+		AS_GROW(v, n, cap, 1);
 		v[n++] = (ablk){ h->addr, h->size, 1 };
 	}
 	qsort(v, n, sizeof(*v), ablk_cmp);

@@ -131,10 +131,7 @@ static blist *list_for(bin *b, int ptds, uint64_t stream, uint64_t thread)
 	for (size_t i = 0; i < b->nlists; i++)
 		if (b->lists[i]->per_thread == pt && b->lists[i]->key == key)
 			return b->lists[i];
-	if (b->nlists == b->caplists) {
-		b->caplists = b->caplists ? 2 * b->caplists : 8;
-		b->lists = xrealloc(b->lists, b->caplists * sizeof(*b->lists));
-	}
+	AS_GROW(b->lists, b->nlists, b->caplists, 8);
 	blist *l = xcalloc(1, sizeof(*l));
 	l->per_thread = pt;
 	l->key = key;

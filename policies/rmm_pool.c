@@ -199,10 +199,7 @@ static rplist *list_for(rmm_pool *p, uint64_t stream, uint64_t thread)
 	for (size_t i = 0; i < p->nlists; i++)
 		if (p->lists[i]->per_thread == pt && p->lists[i]->key == key)
 			return p->lists[i];
-	if (p->nlists == p->caplists) {
-		p->caplists = p->caplists ? 2 * p->caplists : 8;
-		p->lists = xrealloc(p->lists, p->caplists * sizeof(*p->lists));
-	}
+	AS_GROW(p->lists, p->nlists, p->caplists, 8);
 	rplist *l = xcalloc(1, sizeof(*l));
 	l->per_thread = pt;
 	l->key = key;
@@ -586,14 +583,12 @@ static void rp_segments(rmm_pool *p, as_seg_cb cb, void *ctx)
 	for (size_t i = 0; i < p->nlists; i++) {
 		rpblk *b;
 		RB_FOREACH(b, rp_addr, &p->lists[i]->addr) {
-			if (n == cap)
-				v = xrealloc(v, (cap *= 2) * sizeof(*v));
+			AS_GROW(v, n, cap, 1);
 			v[n++] = (rpview){ b->addr, b->size, 0 };
 		}
 	}
 	for (rpblk *b = p->live; b; b = b->lnext) {
-		if (n == cap)
-			v = xrealloc(v, (cap *= 2) * sizeof(*v));
+		AS_GROW(v, n, cap, 1);
 		v[n++] = (rpview){ b->addr, b->size, 1 };
 	}
 	qsort(v, n, sizeof(*v), view_cmp);

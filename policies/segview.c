@@ -3,11 +3,7 @@
 
 void as_segbuf_push(as_segbuf *b, uint64_t size, int state)
 {
-	if (b->n == b->cap) {
-		b->cap = b->cap ? b->cap * 2 : 64;
-		b->sizes = xrealloc(b->sizes, b->cap * sizeof(*b->sizes));
-		b->states = xrealloc(b->states, b->cap * sizeof(*b->states));
-	}
+	AS_GROW2(b->sizes, b->states, b->n, b->cap, 64);
 	b->sizes[b->n] = size;
 	b->states[b->n++] = state;
 	b->bytes += size;

@@ -430,10 +430,7 @@ static void release_segment(stitch_pol *p, pblk *b)
 				size_t j = 0;
 				while (s->g[j] != g)
 					j++;
-				if (ntail == captail) {
-					captail = captail ? 2 * captail : 16;
-					tail = xrealloc(tail, captail * sizeof(*tail));
-				}
+				AS_GROW(tail, ntail, captail, 16);
 				tail[ntail++] = (tailpos){ s->addr + j * p->c.granule };
 				s->g[j] = NULL;
 				s->ndropped++;
@@ -637,10 +634,7 @@ static sblk *stitch(stitch_pol *p, int level, int small, uint64_t size, uint64_t
 	s->n = s->nused = n;
 	s->g = g;
 	for (j = 0; j < n; j++) {
-		if (g[j]->nmaps == g[j]->cap) {
-			g[j]->cap = g[j]->cap ? 2 * g[j]->cap : 2;
-			g[j]->maps = xrealloc(g[j]->maps, g[j]->cap * sizeof(*g[j]->maps));
-		}
+		AS_GROW(g[j]->maps, g[j]->nmaps, g[j]->cap, 2);
 		g[j]->maps[g[j]->nmaps++] = s;
 	}
 	s->prev = p->slast;

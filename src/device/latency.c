@@ -206,10 +206,7 @@ int as_devlog_read(as_devcalls *cs, FILE *f, const char *path, as_err *err)
 			rc = as_fail(err, AS_EXIT_DATAERR, "%s:%lu: unknown model operation '%s'", path, lineno, op);
 			break;
 		}
-		if (cs->n == cs->cap) {
-			cs->cap = cs->cap ? 2 * cs->cap : 4096;
-			cs->v = xrealloc(cs->v, cs->cap * sizeof(*cs->v));
-		}
+		AS_GROW(cs->v, cs->n, cs->cap, 4096);
 		cs->v[cs->n++] = (as_devcall){ k, bytes, gap, us };
 	}
 	if (!rc && ferror(f))

@@ -305,10 +305,7 @@ static void grow(as_simpool *p, uint64_t n)
 	if (!n)
 		return;
 	if (p->dev) {
-		if (p->nmem == p->capmem) {
-			p->capmem = p->capmem ? p->capmem * 2 : 64;
-			p->mem = xrealloc(p->mem, p->capmem * sizeof(*p->mem));
-		}
+		AS_GROW(p->mem, p->nmem, p->capmem, 64);
 		if (as_dev_phys_create(p->dev, n * AS_POOL_CHUNK, &p->mem[p->nmem].h)) {
 			fprintf(stderr, "%s: error: internal: the device refused a pool chunk within the pool's limit\n", as_progname);
 			exit(AS_EXIT_SOFTWARE);

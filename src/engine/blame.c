@@ -46,10 +46,7 @@ static size_t range_at(const as_blame *b, uint64_t addr)
 
 static void range_insert(as_blame *b, size_t at, uint64_t addr, uint64_t size, int mapped)
 {
-	if (b->nranges == b->capranges) {
-		b->capranges = b->capranges ? b->capranges * 2 : 64;
-		b->ranges = xrealloc(b->ranges, b->capranges * sizeof(*b->ranges));
-	}
+	AS_GROW(b->ranges, b->nranges, b->capranges, 64);
 	memmove(&b->ranges[at + 1], &b->ranges[at], (b->nranges - at) * sizeof(*b->ranges));
 	b->ranges[at] = (as_blame_range){ addr, size, mapped };
 	b->nranges++;

@@ -253,10 +253,7 @@ int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
 		l->used = 0; /* the reader may give the slot to the next allocation, even while deferred */
 		if (done.free_requested && (ev->flags & EVF_DEFER)) {
 			/* completed later by the stage (as_engine_complete) */
-			if (e->ndeferred == e->capdeferred) {
-				e->capdeferred = e->capdeferred ? e->capdeferred * 2 : 16;
-				e->deferred = xrealloc(e->deferred, e->capdeferred * sizeof(*e->deferred));
-			}
+			AS_GROW(e->deferred, e->ndeferred, e->capdeferred, 16);
 			e->deferred[e->ndeferred++] = (as_deferred){ ev->id, done };
 			break;
 		}

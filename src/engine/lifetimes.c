@@ -29,10 +29,7 @@ void as_lifetimes_add(as_lifetimes *l, const as_event *ev)
 		return;
 	uint64_t idx = l->events++;
 	if (ev->type == EV_ALLOC) {
-		if (l->n == l->cap) {
-			l->cap = l->cap ? l->cap * 2 : 1024;
-			l->v = xrealloc(l->v, l->cap * sizeof(*l->v));
-		}
+		AS_GROW(l->v, l->n, l->cap, 1024);
 		l->v[l->n] = (as_lifetime){ .alloc = idx, .free = AS_NEVER, .size = ev->size, .stream = ev->stream };
 		idmap_put(&l->open, ev->id, (void *)(uintptr_t)(l->n + 1));
 		l->n++;

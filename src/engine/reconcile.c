@@ -51,10 +51,7 @@ static void release_held(void *ctx)
 
 static void push(uint64_t **v, size_t *n, size_t *cap, uint64_t x)
 {
-	if (*n == *cap) {
-		*cap = *cap ? *cap * 2 : 16;
-		*v = xrealloc(*v, *cap * sizeof(**v));
-	}
+	AS_GROW(*v, *n, *cap, 16);
 	(*v)[(*n)++] = x;
 }
 

@@ -36,6 +36,21 @@ void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t m);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
+/* Room for one more element in the array v, of which n are used and cap allocated: when full, cap
+ * doubles (from first) and v is reallocated. AS_GROW2 grows two arrays that share n and cap. */
+#define AS_GROW(v, n, cap, first) do { \
+	if ((n) == (cap)) { \
+		(cap) = (cap) ? 2 * (cap) : (first); \
+		(v) = xrealloc((v), (size_t)(cap) * sizeof(*(v))); \
+	} \
+} while (0)
+#define AS_GROW2(v, w, n, cap, first) do { \
+	if ((n) == (cap)) { \
+		(cap) = (cap) ? 2 * (cap) : (first); \
+		(v) = xrealloc((v), (size_t)(cap) * sizeof(*(v))); \
+		(w) = xrealloc((w), (size_t)(cap) * sizeof(*(w))); \
+	} \
+} while (0)
 
 /* Sizes as the command line takes them: "512", "64KiB", "16k" (= 16K = 16KiB), "20MiB", "1.5GB",
  * "17.30GiB"; a letter alone or with "iB" is a power of 1024, with "B" a power of 1000, in any case.

@@ -39,10 +39,7 @@ uint32_t as_strtab_id(as_strtab *t, const char *s, size_t max_bytes)
 		t->index = ni;
 		t->icap = nc;
 	}
-	if (t->n == t->cap) {
-		t->cap = t->cap ? t->cap * 2 : 64;
-		t->strs = xrealloc(t->strs, t->cap * sizeof(*t->strs));
-	}
+	AS_GROW(t->strs, t->n, t->cap, 64);
 	t->strs[t->n++] = xstrdup(s);
 	t->bytes += len;
 	place(t->index, t->icap, s, (uint32_t)t->n);
