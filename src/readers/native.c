@@ -176,6 +176,7 @@ static const struct as_reader_ops native_ops = { "native", native_next, native_c
 
 int as_native_open(as_reader *r, const as_reader_opts *o, as_err *err)
 {
+	(void)o; /* (one device: nothing to choose) */
 	native_state *s = xcalloc(1, sizeof(*s));
 	r->priv = s;
 	r->ops = &native_ops;

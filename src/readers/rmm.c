@@ -148,6 +148,7 @@ static const struct as_reader_ops rmm_ops = { "rmm", rmm_next, rmm_close };
 
 int as_rmm_open(as_reader *r, const as_reader_opts *o, as_err *err)
 {
+	(void)o; /* (one device: nothing to choose) */
 	rmm_state *s = xcalloc(1, sizeof(*s));
 	idmap_init(&s->live);
 	r->priv = s;

@@ -333,6 +333,7 @@ as_fitnode *as_fitset_find(as_fitset *s, uint64_t stream, uint64_t size, uint64_
 
 as_fitnode *as_fitset_next(as_fitset *s, as_fitnode *n)
 {
+	(void)s; /* (used only by RB_NEXT, which ignores its head) */
 	as_fitnode *r = RB_NEXT(as_fittree, NULL, n);
 	if (r)
 		return r;
@@ -347,6 +348,7 @@ as_fitnode *as_fitset_next(as_fitset *s, as_fitnode *n)
 
 as_fitnode *as_fitset_prev(as_fitset *s, as_fitnode *n)
 {
+	(void)s; /* (used only by RB_PREV, which ignores its head) */
 	as_fitnode *r = RB_PREV(as_fittree, NULL, n);
 	if (r)
 		return r;
