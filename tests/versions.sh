@@ -89,6 +89,10 @@ is "$peak_29" "0 1342177280" "version:2.9: '>:8' starts after it, 1100 MiB -> 12
 run "$A" replay -p pytorch --no-timing -c "version:2.5,max_non_split_rounding_mb:40" "$TMP/r.trace"
 ok $(( (st == 64 ? 0 : 1) + $(contains "$errout" "Unrecognized key 'max_non_split_rounding_mb' in allocator config: not a key in PyTorch 2.5 (version:2.5); it came with 2.6"; echo $?) )) \
 	"version:2.5 refuses max_non_split_rounding_mb, exit 64"
+# fit and advise run a snapshot's release too (as_run prepares every run's settings through the policy)
+run "$A" fit param max_split_size_mb "$F/fields-2.1.pickle.gz" --capacity 1G --values 20
+ok $(( (st == 64 ? 0 : 1) + $(contains "$errout" "max_split_size_mb: 20 is too small: more than 20 up to PyTorch 2.8 (version:2.1)"; echo $?) )) \
+	"fit of a 2.1 snapshot runs 2.1's rules: max_split_size_mb 20 refused, exit 64"
 # the default: the newest release the snapshot's fields allow (2.11 for 2.9-2.11 and newer snapshots)
 for f in 2.1:version:2.1 2.2:version:2.2 2.3:version:2.8 2.7:version:2.8 2.9: 2.12:; do
 	run "$A" replay --no-timing "$F/fields-${f%%:*}.pickle.gz"
