@@ -88,27 +88,27 @@ uint64_t cli_gpu_bytes(const char *name)
 }
 
 /* The grid, applied on top of the current settings (a later key overrides an earlier one, as in
- * PyTorch's parser). "gc" entries act only with a capacity. */
+ * PyTorch's parser). Entries that act only under a limit (the policy's prepare says so:
+ * garbage_collection_threshold) are not run without a target. */
 static const struct cand {
 	const char *label;
 	const char *set; /* appended to the current settings; "" = the current settings */
-	int gc;
 } grid[] = {
-	{ "current", "", 0 },
-	{ "expandable_segments", "expandable_segments:True", 0 },
-	{ "max_split_size_mb:64", "max_split_size_mb:64", 0 },
-	{ "max_split_size_mb:128", "max_split_size_mb:128", 0 },
-	{ "max_split_size_mb:256", "max_split_size_mb:256", 0 },
-	{ "max_split_size_mb:512", "max_split_size_mb:512", 0 },
-	{ "roundup_power2_divisions:4", "roundup_power2_divisions:4", 0 },
-	{ "roundup_power2_divisions:8", "roundup_power2_divisions:8", 0 },
-	{ "roundup_power2_divisions:[list]", "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", 0 },
-	{ "garbage_collection_threshold:0.6", "garbage_collection_threshold:0.6", 1 },
-	{ "garbage_collection_threshold:0.8", "garbage_collection_threshold:0.8", 1 },
-	{ "expandable+roundup:4", "expandable_segments:True,roundup_power2_divisions:4", 0 },
-	{ "expandable+gc:0.8", "expandable_segments:True,garbage_collection_threshold:0.8", 1 },
-	{ "max_split:128+gc:0.8", "max_split_size_mb:128,garbage_collection_threshold:0.8", 1 },
-	{ "expandable+max_split:128", "expandable_segments:True,max_split_size_mb:128", 0 },
+	{ "current", "" },
+	{ "expandable_segments", "expandable_segments:True" },
+	{ "max_split_size_mb:64", "max_split_size_mb:64" },
+	{ "max_split_size_mb:128", "max_split_size_mb:128" },
+	{ "max_split_size_mb:256", "max_split_size_mb:256" },
+	{ "max_split_size_mb:512", "max_split_size_mb:512" },
+	{ "roundup_power2_divisions:4", "roundup_power2_divisions:4" },
+	{ "roundup_power2_divisions:8", "roundup_power2_divisions:8" },
+	{ "roundup_power2_divisions:[list]", "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]" },
+	{ "garbage_collection_threshold:0.6", "garbage_collection_threshold:0.6" },
+	{ "garbage_collection_threshold:0.8", "garbage_collection_threshold:0.8" },
+	{ "expandable+roundup:4", "expandable_segments:True,roundup_power2_divisions:4" },
+	{ "expandable+gc:0.8", "expandable_segments:True,garbage_collection_threshold:0.8" },
+	{ "max_split:128+gc:0.8", "max_split_size_mb:128,garbage_collection_threshold:0.8" },
+	{ "expandable+max_split:128", "expandable_segments:True,max_split_size_mb:128" },
 };
 #define NGRID (sizeof grid / sizeof grid[0])
 #define IDX_EXPANDABLE 1
@@ -708,6 +708,16 @@ static int rank_files(const char *dir, char ***out, size_t *n, as_err *err)
 	return 0;
 }
 
+/* Whether the pytorch policy says settings set act only under a memory limit (as_policy_prepare). */
+static int acts_under_limit_only(const advise *a, const char *set)
+{
+	static const as_meta none;
+	char *c = xstrdup(set);
+	unsigned w = as_policy_prepare(as_policy_find("pytorch"), a->bufp ? &a->bufp->meta : &none, 0, &c);
+	free(c);
+	return (w & AS_WARN_GC_NO_CAPACITY) != 0;
+}
+
 /* A rank's grid on top of its current settings; a setting that comes out the same as an earlier one
  * (max_split_size_mb:128 when it is current) is not replayed twice. */
 static void make_grid(advise *a)
@@ -719,7 +729,7 @@ static void make_grid(advise *a)
 		r->c = &grid[i];
 		r->config = as_conf_merge(a->current, grid[i].set, &r->changes);
 		r->oom_entry = -1;
-		r->skip = grid[i].gc && !a->target;
+		r->skip = !a->target && acts_under_limit_only(a, grid[i].set);
 		for (size_t j = 0; j < i && !r->skip; j++)
 			r->skip = !strcmp(a->res[j].config, r->config);
 	}
