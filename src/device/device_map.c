@@ -27,8 +27,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#define VA_GRAN (2ULL << 20) /* a reserved range's span: its size rounded up as both devices reserve it */
+
 typedef struct vrange {
-	uint64_t base, size, drv;   /* simulated base, bytes, the driver's base */
+	uint64_t base, size, span, drv;   /* simulated base, bytes asked for, bytes held, the driver's base */
 	RB_ENTRY(vrange) rb;
 } vrange;
 
@@ -95,6 +97,7 @@ static int mp_reserve(as_device *d, uint64_t size, uint64_t *addr)
 	vrange *r = xcalloc(1, sizeof(*r));
 	r->base = sim;
 	r->size = size;
+	r->span = size > UINT64_MAX - VA_GRAN ? size : (size + VA_GRAN - 1) / VA_GRAN * VA_GRAN;
 	r->drv = real;
 	if (RB_INSERT(vrange_tree, &m->vas, r)) { /* the shadow handed out a live base again: cannot happen */
 		free(r);
@@ -113,7 +116,7 @@ static vrange *holding(mapdev *m, uint64_t addr, uint64_t size)
 	vrange *r = RB_NFIND(vrange_tree, &m->vas, &key);
 	if (!r || r->base != addr)
 		r = r ? RB_PREV(vrange_tree, &m->vas, r) : RB_MAX(vrange_tree, &m->vas);
-	if (!r || addr < r->base || addr - r->base > r->size || size > r->size - (addr - r->base))
+	if (!r || addr < r->base || addr - r->base > r->span || size > r->span - (addr - r->base))
 		return NULL;
 	return r;
 }
