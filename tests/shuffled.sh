@@ -7,12 +7,14 @@
 . "${srcdir:-.}/tests/lib.sh"
 A=$ALLOCSIM
 C="$srcdir/traces/captured"
-# same NAME ARGS...: the replay's stdout and stderr on the shuffled driver equal the simulation's
+# same NAME ARGS...: the replay's stdout and stderr on the shuffled driver equal the simulation's, which
+# succeeds and writes a summary
 same() { name=$1; shift
 	"$A" replay --no-timing "$@" >"$TMP/s.out" 2>"$TMP/s.err"; s1=$?
 	"$A" replay --backend shuffled --no-timing "$@" >"$TMP/d.out" 2>"$TMP/d.err"; s2=$?
 	slurp so "$TMP/s.out"; slurp se "$TMP/s.err"; slurp do "$TMP/d.out"; slurp de "$TMP/d.err"
-	is "$s2|$do|$de" "$s1|$so|$se" "$name"; }
+	[ "$s1" = 0 ] && [ -n "$so" ] || so="(the simulation failed: status $s1)"
+	is "$s2|$do|$de" "0|$so|$se" "$name"; }
 for t in "$T"/*.pickle.gz "$C"/*.pickle.gz; do
 	b=$(basename "$t" .pickle.gz)
 	same "pytorch, recorded settings: shuffled driver = simulation ($b)" -p pytorch -c recorded "$t"
