@@ -19,7 +19,7 @@ for t in "$T"/*.pickle.gz "$C"/*.pickle.gz; do
 	b=$(basename "$t" .pickle.gz)
 	same "pytorch, recorded settings: shuffled driver = simulation ($b)" -p pytorch -c recorded "$t"
 done
-for t in "$T"/*__default.pickle.gz "$T"/*__p110_default.pickle.gz "$C"/*__default.pickle.gz "$C"/*__p110_default.pickle.gz; do
+for t in "$T"/*__default.pickle.gz "$T"/*__p110_default.pickle.gz "$C"/*__default.pickle.gz "$C/multistream__p110_default.pickle.gz"; do
 	b=$(basename "$t" .pickle.gz)
 	for p in bestfit passthrough cuda-async cupy bfc rmm-pool rmm-arena rmm-binning optimal buddy stitch pytorch-pinned 'pytorch>passthrough'; do
 		same "$p: shuffled driver = simulation ($b)" -p "$p" -c '' "$t"
@@ -64,7 +64,7 @@ for pct in "pytorch|recorded|$T/resnet50_train__default.pickle.gz|peak_allocated
 	X
 	set -- ${c#* }; [ "$c" = "${c#* }" ] && set --; c=${c%% *}
 	r=$(col "$(raw -p "$p" -c "$c" "$@" "$t")" "$k"); s=$(col "$(sim -p "$p" -c "$c" "$@" "$t")" "$k")
-	ok "$([ -n "$r" ] && [ -n "$s" ] && [ "$r" != "$s" ]; echo $?)" "$p on raw shuffled addresses decides otherwise: $k $r, simulated $s ($(basename "$t" .pickle.gz))"
+	ok "$(! no_evidence "$r" && ! no_evidence "$s" && [ "$r" != "$s" ]; echo $?)" "$p on raw shuffled addresses decides otherwise: $k $r, simulated $s ($(basename "$t" .pickle.gz))"
 done
 run "$A" replay --backend nosuch "$T/resnet50_train__default.pickle.gz"
 is "$st" 64 "an unknown backend is a usage error"
