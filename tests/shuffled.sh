@@ -55,7 +55,7 @@ same "--addresses model on the shuffled driver" --addresses model -p pytorch -c 
 raw() { ALLOCSIM_RAW_ADDRESSES=1 "$A" replay --backend shuffled --no-timing "$@" 2>/dev/null; }
 sim() { "$A" replay --no-timing "$@" 2>/dev/null; }
 for pct in "pytorch|recorded|$T/resnet50_train__default.pickle.gz|peak_allocated_bytes" "pytorch|recorded|$T/gpt2_train_varlen__ms128.pickle.gz|peak_allocated_bytes" \
-	"bfc||$C/multistream__p110_default.pickle.gz|device_time_us" "buddy||$T/gpt2_train_varlen__rp4.pickle.gz|peak_reserved_bytes" \
+	"buddy||$T/gpt2_train_varlen__rp4.pickle.gz|peak_reserved_bytes" \
 	"buddy||$C/mempool__default.pickle.gz|frag_external_max" \
 	"bestfit||$T/gpt2_train_varlen__p110_default.pickle.gz|peak_reserved_bytes" \
 	"pytorch|recorded --fraction 0.123779 --device-total 150109880320|$T/gpt2_train_varlen__p110_gc06.pickle.gz|peak_reserved_bytes"; do
