@@ -44,7 +44,9 @@ static const char replay_usage[] =
 	"      --free-at WHEN      requested or completed: a free the program made while other streams\n"
 	"                          still used the block (record_stream) reaches the policy at the request\n"
 	"                          or at its completion (default: the policy's own; doc/policies.md)\n"
-	"      --backend NAME      sim (default: the simulated device) or cuda (the real GPU)\n"
+	"      --backend NAME      sim (default: the simulated device), cuda (the real GPU: the calls of\n"
+	"                          the simulation's decisions, at the driver's addresses), or shuffled\n"
+	"                          (the same over a simulated driver placing elsewhere: no GPU needed)\n"
 	"      --device N          the device of a multi-GPU snapshot to replay (default: the one with\n"
 	"                          history); with --backend cuda also the GPU ordinal (default 0)\n"
 	"      --latency FILE      write one row per malloc/free: event,op,bytes,ns,device_us,timing\n"
@@ -284,6 +286,14 @@ typedef struct stat_out {
 	FILE *f;
 } stat_out;
 
+/* ALLOCSIM_RAW_ADDRESSES=1: the policy sees the driver's addresses (--backend cuda before issue 31),
+ * to measure what that changes; the default is the simulation's addresses (device_map.c). */
+static int raw_addresses(void)
+{
+	const char *v = getenv("ALLOCSIM_RAW_ADDRESSES");
+	return v && *v && strcmp(v, "0");
+}
+
 static void stat_line(void *ctx, const char *key, int64_t v)
 {
 	fprintf(((stat_out *)ctx)->f, "%s,%" PRId64 "\n", key, v);
@@ -308,7 +318,7 @@ int cmd_replay(int argc, char **argv)
 	};
 	const char *policy = "pytorch", *config = NULL, *out = NULL, *timeline = NULL, *stats = NULL, *segments = NULL;
 	const char *latency = NULL, *model_path = NULL, *devlog = NULL;
-	int use_cuda = 0;
+	int use_cuda = 0; /* 1: the GPU, 2: the shuffled driver */
 	uint64_t ordinal = 0;
 	uint64_t capacity = 0, every = 1, dev_total = 0, recorded_ooms = 0;
 	double fraction = 0;
@@ -373,7 +383,8 @@ int cmd_replay(int argc, char **argv)
 		case 'G': segments = optarg; break;
 		case 'B':
 			if (!strcmp(optarg, "cuda")) use_cuda = 1;
-			else if (strcmp(optarg, "sim")) return cli_usage_error("replay", "--backend: sim or cuda, not '%s'", optarg);
+			else if (!strcmp(optarg, "shuffled")) use_cuda = 2;
+			else if (strcmp(optarg, "sim")) return cli_usage_error("replay", "--backend: sim, cuda or shuffled, not '%s'", optarg);
 			break;
 		case 'D':
 			if (as_parse_u64(optarg, &ordinal) || ordinal > 1024 || as_reader_opts_device(&ro, optarg))
@@ -477,11 +488,18 @@ int cmd_replay(int argc, char **argv)
 	if (!capacity_set && meta->capacity)
 		capacity = meta->capacity;
 	unsigned warn = as_policy_prepare(ops, meta, capacity, &conf); /* the policy's settings on this trace */
-	if (use_cuda) {
-		if (!(dev = as_cuda_device_new((int)ordinal, capacity, &err)))
+	if (use_cuda == 1) {
+		as_device *gpu = as_cuda_device_new((int)ordinal, capacity, &err);
+		if (!gpu)
 			goto done;
+		dev = raw_addresses() ? gpu : as_mapped_device_new(gpu, capacity, addr_mode);
 	} else {
-		dev = as_sim_device_new(capacity, addr_mode);
+		if (use_cuda == 2) {
+			as_device *drv = as_sim_device_new(capacity, ADDR_SHUFFLED);
+			dev = raw_addresses() ? drv : as_mapped_device_new(drv, capacity, addr_mode);
+		} else {
+			dev = as_sim_device_new(capacity, addr_mode);
+		}
 		if (cli_load_model(model_path, &model, &have_model, &err))
 			goto done;
 		if (have_model)

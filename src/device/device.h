@@ -74,6 +74,8 @@ struct as_device {
 	uint64_t gap;             /* events between it and the current call (0: the first call) */
 	void *priv;
 	const as_device *real;    /* a stack layer's device (policies/stack.c): the device underneath; NULL otherwise */
+	as_device *addr_space;    /* a device with a driver (device_map.c): the simulated device whose addresses the
+	                           * policy sees (it takes the hints and placement below); NULL otherwise */
 };
 
 /* Writes the --device-log header (AS_DEVLOG_HEADER). */
@@ -82,8 +84,11 @@ void as_dev_log_header(FILE *f);
 double as_dev_now_us(void);
 
 /* Address assignment of the simulated device. ADDR_ASCENDING: bottom-up, as the driver placed the
- * regions of JAX's BFC allocator (device_sim.c). */
-enum { ADDR_AUTO, ADDR_MODEL, ADDR_RECORDED, ADDR_ASCENDING };
+ * regions of JAX's BFC allocator (device_sim.c). ADDR_SHUFFLED: a simulated driver for
+ * as_mapped_device_new (--backend shuffled): segments bottom-up and reserved ranges top-down, far from
+ * the model's, so that its addresses come in another order than the simulation's, as a real driver's
+ * do; it checks that every map lies in a range it reserved. */
+enum { ADDR_AUTO, ADDR_MODEL, ADDR_RECORDED, ADDR_ASCENDING, ADDR_SHUFFLED };
 
 #define AS_H200_TOTAL_MEMORY 150109880320ULL /* totalGlobalMem of the H200 the traces come from */
 as_device *as_sim_device_new(uint64_t capacity, int addr_mode);
@@ -127,7 +132,13 @@ int as_dev_pool_alloc(as_device *d, uint64_t size, uint64_t *addr);
 void as_dev_pool_free(as_device *d, uint64_t addr, uint64_t size);
 void as_dev_pool_trim(as_device *d, uint64_t keep);
 
-/* The real GPU (device_cuda.c, or a stub without CUDA): NULL and exit status 69 when unusable. */
+/* A device whose policy sees the addresses of a simulated device (capacity, addr_mode: as
+ * as_sim_device_new's), each call made on the driver drv as well at the driver's own address
+ * (device_map.c): the real backend decides exactly as the simulation and makes its calls. Takes drv. */
+as_device *as_mapped_device_new(as_device *drv, uint64_t capacity, int addr_mode);
+
+/* The real GPU (device_cuda.c, or a stub without CUDA): NULL and exit status 69 when unusable. Its
+ * addresses are the driver's: a replay wraps it in as_mapped_device_new. */
 as_device *as_cuda_device_new(int ordinal, uint64_t capacity, as_err *err);
 int as_cuda_mem_info(uint64_t *free_bytes, uint64_t *total_bytes);
 /* allocsim calibrate: one family of primitives measured as allocators use them, n calls held

@@ -10,9 +10,15 @@
  * BFC allocator's regions differently: those of 32 MiB and more bottom-up from 0x302000000, each
  * directly after the last, the smaller ones above them. ADDR_ASCENDING models that (first fit
  * from the bottom of each of the two ranges).
+ * ADDR_SHUFFLED is no model of a process: it is the simulated driver behind device_map.c
+ * (--backend shuffled), handing out addresses in another order than the model, as a real driver
+ * does: segments first fit bottom-up from SHUF_BASE, reserved ranges top-down from SHUF_VA_TOP (kept
+ * as live ranges too); a map or unmap outside a range it reserved fails, and is said on stderr.
  */
 #include "device/device.h"
 #include "device/pool_sim.h"
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +29,8 @@
 #define LOW_BASE  0x000302000000ULL  /* ADDR_ASCENDING: allocations of at least LOW_MIN */
 #define HIGH_BASE VA_TOP             /* ADDR_ASCENDING: the smaller ones */
 #define LOW_MIN   (32ULL << 20)
+#define SHUF_BASE   0x000100000000ULL /* ADDR_SHUFFLED: segments */
+#define SHUF_VA_TOP 0x600000000000ULL /* ADDR_SHUFFLED: reserved ranges, downwards */
 
 /* A live device range. gap: the free space the placement model sees just above it (from its end
  * rounded up to the granularity to the next range's start rounded down, or VA_TOP); maxgap: the
@@ -36,6 +44,7 @@ static void range_aug(struct range *r);
 
 typedef struct range {
 	uint64_t addr, size, gap, maxgap;
+	int va;  /* ADDR_SHUFFLED: a reserved range */
 	RB_ENTRY(range) rb;
 } range;
 
@@ -94,6 +103,7 @@ typedef struct sim {
 	uint64_t vmm_next;
 	as_simpool *pool;  /* the cuda-async policy's pool (pool_sim.c), once opened */
 	as_phys handles;   /* physical handles created so far */
+	int warned;        /* ADDR_SHUFFLED: a call outside its ranges was said */
 } sim;
 
 static int overlaps(sim *s, uint64_t addr, uint64_t size)
@@ -106,19 +116,20 @@ static int overlaps(sim *s, uint64_t addr, uint64_t size)
 	return r && r->addr + r->size > addr;
 }
 
-static void insert(sim *s, uint64_t addr, uint64_t size)
+static range *insert(sim *s, uint64_t addr, uint64_t size)
 {
 	range *r = xcalloc(1, sizeof(*r));
 	r->addr = addr;
 	r->size = size;
 	if (RB_INSERT(range_tree, &s->live, r)) { /* a range at that address is live (cannot happen: sizes are >= 1) */
 		free(r);
-		return;
+		return NULL;
 	}
 	set_gap(r);
 	range *p = RB_PREV(range_tree, &s->live, r);
 	if (p)
 		set_gap(p);
+	return r;
 }
 
 static void remove_range(sim *s, range *r)
@@ -176,8 +187,8 @@ static int sim_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *add
 {
 	sim *s = d->priv;
 	(void)stream;
-	if (s->mode == ADDR_ASCENDING) {
-		*addr = ascending_place(s, size >= LOW_MIN ? LOW_BASE : HIGH_BASE, size);
+	if (s->mode == ADDR_ASCENDING || s->mode == ADDR_SHUFFLED) {
+		*addr = ascending_place(s, s->mode == ADDR_SHUFFLED ? SHUF_BASE : size >= LOW_MIN ? LOW_BASE : HIGH_BASE, size);
 		insert(s, *addr, size);
 		return 0;
 	}
@@ -200,27 +211,66 @@ static int sim_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *add
 	return 0;
 }
 
+/* ADDR_SHUFFLED: a call its ranges do not hold (a wrong translation in device_map.c), said once. */
+static void shuf_wrong(sim *s, const char *call, uint64_t addr, uint64_t size)
+{
+	if (!s->warned++)
+		fprintf(stderr, "%s: internal: the shuffled driver got %s at 0x%" PRIx64 " (%" PRIu64 " bytes), "
+			"outside what it handed out\n", as_progname, call, addr, size);
+}
+
 static void sim_free(as_device *d, uint64_t addr, uint64_t size)
 {
 	sim *s = d->priv;
 	range key = { .addr = addr };
 	range *r = RB_FIND(range_tree, &s->live, &key);
-	(void)size;
-	if (r)
+	if (r && !r->va)
 		remove_range(s, r);
+	else if (s->mode == ADDR_SHUFFLED)
+		shuf_wrong(s, "cudaFree", addr, size);
 }
 
 static int sim_reserve(as_device *d, uint64_t size, uint64_t *addr)
 {
 	sim *s = d->priv;
+	uint64_t need = (size + GRAN - 1) / GRAN * GRAN;
+	if (s->mode == ADDR_SHUFFLED) {
+		if (need > s->vmm_next - SHUF_BASE || overlaps(s, s->vmm_next - need, need))
+			return 1;
+		s->vmm_next -= need;
+		*addr = s->vmm_next;
+		range *r = insert(s, *addr, need);
+		if (r)
+			r->va = 1;
+		return 0;
+	}
 	*addr = s->vmm_next;
-	s->vmm_next += (size + GRAN - 1) / GRAN * GRAN;
+	s->vmm_next += need;
 	return 0;
+}
+
+/* ADDR_SHUFFLED: the reserved range that holds [addr, addr + size), or NULL. */
+static range *reserved_at(sim *s, uint64_t addr, uint64_t size)
+{
+	range key = { .addr = addr };
+	range *r = RB_NFIND(range_tree, &s->live, &key);
+	if (!r || r->addr != addr)
+		r = r ? RB_PREV(range_tree, &s->live, r) : RB_MAX(range_tree, &s->live);
+	if (!r || !r->va || addr < r->addr || addr - r->addr > r->size || size > r->size - (addr - r->addr))
+		return NULL;
+	return r;
 }
 
 static void sim_unreserve(as_device *d, uint64_t addr, uint64_t size)
 {
-	(void)d; (void)addr; (void)size;
+	sim *s = d->priv;
+	if (s->mode != ADDR_SHUFFLED)
+		return;
+	range *r = reserved_at(s, addr, 1);
+	if (r && r->addr == addr)
+		remove_range(s, r);
+	else
+		shuf_wrong(s, "cuMemAddressFree", addr, size);
 }
 
 /* Physical memory: handles are numbers; the simulation keeps no pages. */
@@ -239,13 +289,20 @@ static void sim_release(as_device *d, as_phys h)
 
 static int sim_map(as_device *d, uint64_t addr, uint64_t size, const as_phys *h, size_t n)
 {
-	(void)d; (void)addr; (void)size; (void)h; (void)n;
+	sim *s = d->priv;
+	(void)h; (void)n;
+	if (s->mode == ADDR_SHUFFLED && !reserved_at(s, addr, size)) {
+		shuf_wrong(s, "cuMemMap", addr, size);
+		return 1;
+	}
 	return 0;
 }
 
 static void sim_unmap(as_device *d, uint64_t addr, uint64_t size)
 {
-	(void)d; (void)addr; (void)size;
+	sim *s = d->priv;
+	if (s->mode == ADDR_SHUFFLED && !reserved_at(s, addr, size))
+		shuf_wrong(s, "cuMemUnmap", addr, size);
 }
 
 static int sim_pool_open(as_device *d, uint64_t threshold, int reuse)
@@ -321,7 +378,7 @@ as_device *as_sim_device_new(uint64_t capacity, int addr_mode)
 	RB_INIT(&s->live);
 	s->mode = addr_mode;
 	s->following = addr_mode == ADDR_AUTO || addr_mode == ADDR_RECORDED;
-	s->vmm_next = VMM_BASE;
+	s->vmm_next = addr_mode == ADDR_SHUFFLED ? SHUF_VA_TOP : VMM_BASE;
 	d->ops = &sim_ops;
 	d->capacity = capacity;
 	d->total_memory = AS_H200_TOTAL_MEMORY;
@@ -331,6 +388,8 @@ as_device *as_sim_device_new(uint64_t capacity, int addr_mode)
 
 void as_sim_device_placement(as_device *d, int mode)
 {
+	if (d->addr_space)
+		d = d->addr_space;
 	sim *s = d->priv;
 	if (d->ops != &sim_ops || s->mode != ADDR_AUTO)
 		return;
@@ -340,6 +399,8 @@ void as_sim_device_placement(as_device *d, int mode)
 
 void as_sim_device_hint(as_device *d, uint64_t addr, uint64_t size)
 {
+	if (d->addr_space)
+		d = d->addr_space;
 	sim *s = d->priv;
 	if (d->ops != &sim_ops || !s->following)
 		return;
