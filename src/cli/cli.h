@@ -22,6 +22,7 @@ int cmd_policies(int argc, char **argv);
 int cmd_columns(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 int cmd_advise(int argc, char **argv);
 int cmd_blame(int argc, char **argv);

@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 #include "engine/run.h"
 #include "cli/resume.h"
+#include "cli/shard.h"
 #include "cli/batch.h"
 #include "cli/journal.h"
 #include "cli/progress.h"
@@ -13,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <zlib.h>
 
 static const char sweep_usage[] =
 	"usage: allocsim sweep -t TRACE... [-p POLICY...] [--param NAME=VALUES]... [options]\n"
@@ -32,7 +35,9 @@ static const char sweep_usage[] =
 	"  -o, --output FILE       write the CSV to FILE (default standard output)\n"
 	"      --resume            keep the rows already in FILE (and in FILE.partial, the journal of the\n"
 	"                          finished rows a killed sweep leaves) and run only the missing ones\n"
-	"      --shard K/N         run only the runs whose index is K-1 modulo N\n"
+	"      --shard K/N         run only shard K of N (contiguous parts of the grid of equal estimated\n"
+	"                          cost); 'auto' takes K and N from a Slurm, PBS, SGE or LSF job array;\n"
+	"                          with -o FILE, FILE.shard records what 'allocsim merge' checks\n"
 	"      --stop-at-oom       end each replay at its first out-of-memory\n"
 	"      --free-at WHEN      requested or completed: where a cross-stream free reaches the policy\n"
 	"                          (default: each policy's own; doc/policies.md); not with --resume\n"
@@ -458,6 +463,62 @@ static int sweep_keep_going(as_outfile *of, const char *header, const sweep *sw,
 	return cli_batch_status(failed, rows, &first);
 }
 
+/* ---- --shard (shard.c) ------------------------------------------------------------------- */
+
+/* The shard plan of ntr traces x per runs each: owner of each run and each shard's estimated cost
+ * (*loads). Without --shard (n = 1) all runs are shard 1's. Every shard still decodes every trace:
+ * a run's settings (its row and identity) include the PyTorch release its snapshot implies. */
+static uint32_t *sweep_plan(const char *const *traces, size_t ntr, size_t per, uint64_t n, uint64_t **loads)
+{
+	uint64_t *cost = xmalloc((ntr ? ntr : 1) * sizeof(uint64_t));
+	for (size_t t = 0; t < ntr; t++)
+		cost[t] = n > 1 ? as_trace_cost(traces[t]) : 1;
+	*loads = xcalloc(n, sizeof(uint64_t));
+	uint32_t *plan = as_shard_plan(cost, ntr, per, n, *loads);
+	free(cost);
+	return plan;
+}
+
+/* After a shard's output is committed: OUT.shard, its provenance (build, arguments, the grid's
+ * identity, which shard, how many runs, the file's checksum) for allocsim merge. */
+static int sweep_note_shard(const sweep *sw, const char *out, const char *header, const uint32_t *plan,
+	const uint64_t *loads, uint64_t k, uint64_t n, int argc, char **argv)
+{
+	if (!out || !strcmp(out, "-")) {
+		fprintf(stderr, "%s: warning: --shard to standard output: no provenance file, so 'allocsim merge' will not take "
+			"this output (use -o FILE)\n", as_progname);
+		return 0;
+	}
+	struct stat st;
+	if (stat(out, &st) || !S_ISREG(st.st_mode))
+		return 0; /* a device or a FIFO: nothing to check later */
+	as_shard_prov p = { .build = as_shard_build(), .args = as_shard_args(argc, argv), .k = k, .n = n,
+		.jobs = sw->njobs, .cost = loads[k - 1] };
+	uLong crc = crc32(0L, Z_NULL, 0);
+	char flags[64];
+	snprintf(flags, sizeof flags, "timing=%d stop_at_oom=%d device=%d:%u free_at=%d\n", sw->timing, sw->stop_at_oom,
+		sw->ro.has_device, (unsigned)sw->ro.device, sw->free_at);
+	crc = crc32(crc, (const Bytef *)flags, (uInt)strlen(flags));
+	crc = crc32(crc, (const Bytef *)header, (uInt)strlen(header) + 1); /* (the NUL separates) */
+	for (size_t i = 0; i < sw->njobs; i++) {
+		const job *j = &sw->jobs[i];
+		crc = crc32(crc, (const Bytef *)j->key, (uInt)strlen(j->key) + 1);
+		if (plan[i] == k - 1) {
+			p.owned++;
+			p.done += j->row && j->row[0];
+		}
+	}
+	p.grid = (uint32_t)crc;
+	for (uint64_t s = 0; s < n; s++) {
+		p.total += loads[s];
+		p.slowest = loads[s] > p.slowest ? loads[s] : p.slowest;
+	}
+	as_err err = { 0, "" };
+	int rc = as_shard_note(out, &p, &err) ? cli_report(&err) : 0;
+	as_shard_prov_free(&p);
+	return rc;
+}
+
 int cmd_sweep(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -480,7 +541,7 @@ int cmd_sweep(int argc, char **argv)
 	const char *base = "", *out = NULL;
 	uint64_t capacity = 0, jobs = 1, shard_k = 1, shard_n = 1;
 	int resume = 0, timing = 0, stop_at_oom = 0, no_share = 0, free_at = AS_FREE_AT_POLICY, c, rc = 0;
-	int keep_going = 0, quiet = 0;
+	int keep_going = 0, quiet = 0, sharded = 0;
 	char m[256];
 	optind = 1;
 	cli_catch_signals(); /* every replay under way stops at its next event */
@@ -529,8 +590,9 @@ int cmd_sweep(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case 'R': resume = 1; break;
 		case 'S':
-			if (sscanf(optarg, "%" SCNu64 "/%" SCNu64 "%c", &shard_k, &shard_n, m) != 2 || !shard_n || !shard_k || shard_k > shard_n)
-				{ rc = cli_usage_error("sweep", "--shard: expected K/N with 1 <= K <= N, got '%s'", optarg); goto args_out; }
+			if (as_shard_parse(optarg, &shard_k, &shard_n, m, sizeof m))
+				{ rc = cli_usage_error("sweep", "%s", m); goto args_out; }
+			sharded = 1;
 			break;
 		case 'T': timing = 1; break;
 		case 'O': stop_at_oom = 1; break;
@@ -575,6 +637,8 @@ args_out:
 	as_err err = { 0, "" };
 	as_outfile of;
 	char **recorded = NULL, *header = NULL, *sample = NULL;
+	uint32_t *plan = NULL;
+	uint64_t *loads = NULL;
 	int committed = 0;
 	/* The output first, so that a bad -o fails before any work; the lock is held from here, while
 	 * --resume reads the file, to the rename. */
@@ -608,6 +672,7 @@ args_out:
 	sw.ntraces = ntr;
 	sw.bufs = xcalloc(sw.ntraces, sizeof(*sw.bufs));
 	sw.load_errs = xcalloc(ntr, sizeof(as_err));
+	plan = sweep_plan(traces, ntr, npol * ncomb, shard_n, &loads); /* which runs are this shard's */
 	size_t bad_traces = as_evbuf_load_each(sw.bufs, sw.traces, sw.ntraces, &sw.ro, jobs, sw.load_errs);
 	if (bad_traces && (cli_interrupted || !keep_going)) {
 		for (size_t t = 0; t < ntr && !cli_interrupted; t++)
@@ -678,7 +743,7 @@ args_out:
 				} else {
 					free(kb);
 				}
-				if ((idx % shard_n) != shard_k - 1)
+				if (plan[idx] != shard_k - 1)
 					j->row = xstrdup(""); /* another shard's */
 				else if (sw.load_errs[t].code)
 					j->row = xstrdup(""); /* --keep-going: the trace could not be read */
@@ -737,6 +802,8 @@ args_out:
 		rc = cli_report(&err);
 	else
 		committed = 1;
+	if (committed && sharded)
+		rc = sweep_note_shard(&sw, out, header, plan, loads, shard_k, shard_n, argc, argv);
 done:
 	/* the journal goes once its rows are in the output; after an error it stays for --resume */
 	as_journal_close(&sw.journal, committed);
@@ -759,6 +826,8 @@ done:
 	}
 	free(recorded);
 	free(sw.bufs);
+	free(plan);
+	free(loads);
 	free_params(params, npar);
 	free(traces);
 	free(pols);

@@ -24,6 +24,7 @@ static const struct {
 	{ "columns", cmd_columns, "list the summary CSV's columns (the table in doc/metrics.md)" },
 	{ "sweep", cmd_sweep, "replay traces x policies x parameter values in parallel, one CSV row each" },
 	{ "compare", cmd_compare, "replay traces against every policy, one CSV row each, with the lower bound" },
+	{ "merge", cmd_merge, "merge the shards of a sweep (sweep --shard) into the one-process CSV, checked" },
 	{ "calibrate", cmd_calibrate, "measure the GPU's allocation primitives and fit a latency model" },
 	{ "transfer", cmd_transfer, "measure pageable vs pinned host<->GPU copies and cudaHostAlloc cost" },
 	{ "predict", cmd_predict, "will a trace captured without a GPU fit: peak reserved, cudaMalloc calls, margin" },
