@@ -76,7 +76,10 @@ set -- -t "$r50" "$bert" "$gpt" --param max_split_size_mb=none,40,128,256 --para
 run "${srcdir:-.}/scripts/slurm-sweep.sh" -n 4 -w -o "$TMP/merged.csv" -d "$TMP/shards" -- "$@"
 is "$st" 0 "scripts/slurm-sweep.sh: the array of 4 shards and the merge job succeed"
 # the run, for doc/sweeps.md: the job ids, what each task's shard holds, the merge's report
-printf '%s\n' "$out" | sed 's/^/# job: /'
+for j in $out; do # (every task of the array, and the merge job, as scontrol shows them when done)
+	scontrol -o show job "$j" 2>/dev/null | tr ' ' '\n' | grep -E '^(JobId|ArrayTaskId|JobName|JobState|ExitCode|NodeList)=' |
+		tr '\n' ' ' | sed 's/JobId=/\n# JobId=/g' | grep .
+done
 for f in "$TMP"/shards/shard-*.csv.shard; do [ -f "$f" ] && echo "# $(basename "$f"): $(sed -n 's/^shard //p' "$f"), runs $(sed -n 's/^runs //p' "$f"), cost $(sed -n 's/^cost //p' "$f")"; done
 [ -f "$TMP/shards/merge.out" ] && sed 's/^/# merge.out: /' "$TMP/shards/merge.out"
 is "$(ls "$TMP"/shards/shard-*.csv.shard 2>/dev/null | wc -l | tr -d ' ')" 4 "4 array tasks wrote 4 shards with provenance"
