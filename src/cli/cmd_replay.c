@@ -5,6 +5,7 @@
 #include "policies/policy.h"
 #include "engine/run.h"
 #include "readers/evbuf.h"
+#include "readers/spool.h"
 #include "engine/reconcile.h"
 #include "engine/lifetimes.h"
 #include "readers/binfmt.h"
@@ -437,7 +438,8 @@ int cmd_replay(int argc, char **argv)
 	memset(&e, 0, sizeof e);
 
 	as_evbuf buf;
-	int have_buf = 0, have_bs = 0;
+	as_spool sp;
+	int have_buf = 0, have_bs = 0, have_sp = 0;
 	memset(&buf, 0, sizeof buf);
 	as_binstream bs;
 	cli_catch_signals(); /* from here: an output FIFO's open waits for its reader */
@@ -450,8 +452,9 @@ int cmd_replay(int argc, char **argv)
 	 * not mapped), unless an offline policy's first pass or --segments' second pass needs it whole:
 	 * then it is mapped in place, as --cache's file beside the trace is. Which settings were
 	 * recorded decides how ambiguous empty_cache() inferences resolve (and -c recorded needs them):
-	 * a snapshot stores them at its end, so it is decoded into memory first (also serving
-	 * --segments' second pass); other traces stream. */
+	 * a snapshot stores them at its end, so it is decoded first, into a temporary file read back
+	 * in chunks (spool.h: memory stays flat however long the snapshot), or into memory where
+	 * --segments' second pass needs it whole; other traces stream. */
 	int mapped;
 	if (!segments && !(ops->flags & AS_CAP_PLAN)) {
 		mapped = as_binfmt_stream_open(&bs, path, &err);
@@ -474,13 +477,17 @@ int cmd_replay(int argc, char **argv)
 	} else {
 		if (as_reader_open(&r, path, &ro, &err))
 			goto done;
-		if (segments || (!r->meta.has_settings && !strcmp(r->meta.format, "pytorch"))) {
+		if (segments) {
 			if (as_evbuf_from_reader(&buf, r, 0, &err))
 				goto done;
 			have_buf = 1;
+		} else if (!r->meta.has_settings && !strcmp(r->meta.format, "pytorch")) {
+			if (as_spool_from_reader(&sp, r, &err))
+				goto done;
+			have_sp = 1;
 		}
 	}
-	const as_meta *meta = have_bs ? &bs.meta : have_buf ? &buf.meta : &r->meta;
+	const as_meta *meta = have_bs ? &bs.meta : have_buf ? &buf.meta : have_sp ? &sp.meta : &r->meta;
 	if (cli_resolve_config(path, meta, config ? config : "", &conf, &err))
 		goto done;
 	if (cli_fraction_capacity(path, meta, fraction, dev_total, &capacity, &capacity_set, &err))
@@ -534,7 +541,7 @@ int cmd_replay(int argc, char **argv)
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	as_event ev;
-	as_source src = { .r = r, .b = have_buf ? &buf : NULL, .bs = have_bs ? &bs : NULL };
+	as_source src = { .r = r, .b = have_buf ? &buf : NULL, .bs = have_bs ? &bs : NULL, .sp = have_sp ? &sp : NULL };
 	while ((rc = as_source_next(&src, &ev, &err)) > 0) {
 		if (cli_interrupted) {
 			as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; every device allocation was released, nothing was written");
@@ -603,6 +610,8 @@ done:
 	as_lifetimes_free(&lt);
 	as_reader_close(r);
 	as_evbuf_free(&buf);
+	if (have_sp)
+		as_spool_free(&sp);
 	if (have_bs)
 		as_binstream_close(&bs);
 	free(conf);

@@ -3,6 +3,7 @@
 #include "engine/reconcile.h"
 #include "engine/engine.h"
 #include "engine/run.h"
+#include "readers/spool.h"
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -244,15 +245,18 @@ int cmd_validate(int argc, char **argv)
 	memset(&e, 0, sizeof e);
 
 	cli_catch_signals();
-	as_evbuf buf; /* the input is read once: a snapshot's settings come at its end */
-	memset(&buf, 0, sizeof buf);
+	as_spool buf; /* the input is read once, into a temporary file: a snapshot's settings come at its end */
+	int have_buf = 0;
 	if (as_reader_open(&r, path, &ro, &err))
 		goto done;
 	if (!strcmp(r->ops->name, "binary")) {
 		as_fail(&err, AS_EXIT_USAGE, "%s: a binary trace keeps no end-state segments; validate the snapshot it was made from", path);
 		goto done;
 	}
-	if (as_evbuf_from_reader(&buf, r, 0, &err) || cli_resolve_config(path, &buf.meta, config ? config : "recorded", &conf, &err))
+	if (as_spool_from_reader(&buf, r, &err))
+		goto done;
+	have_buf = 1;
+	if (cli_resolve_config(path, &buf.meta, config ? config : "recorded", &conf, &err))
 		goto done;
 	if (strcmp(buf.meta.format, "pytorch") && strcmp(buf.meta.format, "native")) {
 		as_fail(&err, AS_EXIT_USAGE, "%s: validate needs a trace with recorded device calls (a PyTorch snapshot)", path);
@@ -260,7 +264,7 @@ int cmd_validate(int argc, char **argv)
 	}
 	if (cli_fraction_capacity(path, &buf.meta, fraction, dev_total, &capacity, &capacity_set, &err))
 		goto done;
-	recorded_ooms = as_evbuf_recorded_ooms(&buf);
+	recorded_ooms = buf.recorded_ooms;
 	const as_policy_ops *ops = as_policy_find("pytorch");
 	unsigned warn = as_policy_prepare(ops, &buf.meta, capacity, &conf); /* the policy's settings on this trace */
 	dev = as_sim_device_new(capacity, addr_mode);
@@ -272,7 +276,7 @@ int cmd_validate(int argc, char **argv)
 	engine_ok = 1;
 	as_reconcile_for_trace(&e, &buf.meta, path, conf);
 	as_event ev;
-	as_source src = { .b = &buf };
+	as_source src = { .sp = &buf };
 	while (!v.diverged && !cli_interrupted && (rc = as_source_next(&src, &ev, &err)) > 0) {
 		v.cur_index = ev.index;
 		if (ev.type >= EV_SEG_ALLOC && ev.type <= EV_SEG_UNMAP)
@@ -318,7 +322,8 @@ done:
 		as_engine_free(&e);
 	as_device_destroy(dev);
 	as_reader_close(r);
-	as_evbuf_free(&buf);
+	if (have_buf)
+		as_spool_free(&buf);
 	free(conf);
 	free(v.sim.v);
 	free(v.rec.v);

@@ -104,13 +104,18 @@ static inline void as_evbuf_event(const as_evbuf *b, size_t i, as_event *ev)
 typedef struct as_binstream as_binstream;
 int as_binstream_next(as_binstream *s, as_event *ev, as_err *err);
 
-/* Where replayed events come from: a reader (streaming, constant memory), a decoded buffer, or a
- * binary trace read in chunks. */
+/* A trace decoded into a temporary file (readers/spool.h). */
+typedef struct as_spool as_spool;
+int as_spool_next(as_spool *s, as_event *ev, as_err *err);
+
+/* Where replayed events come from: a reader (streaming, constant memory), a decoded buffer, a
+ * binary trace read in chunks, or a spooled trace. */
 typedef struct as_source {
 	as_reader *r;
 	const as_evbuf *b;
 	size_t i;
 	as_binstream *bs;
+	as_spool *sp;
 } as_source;
 
 static inline int as_source_next(as_source *s, as_event *ev, as_err *err)
@@ -123,6 +128,8 @@ static inline int as_source_next(as_source *s, as_event *ev, as_err *err)
 	}
 	if (s->bs)
 		return as_binstream_next(s->bs, ev, err);
+	if (s->sp)
+		return as_spool_next(s->sp, ev, err);
 	return as_reader_next(s->r, ev, err);
 }
 #endif

@@ -1,0 +1,104 @@
+/* spool.c - a decoded trace in a temporary file, read back in chunks (see spool.h). */
+#include "readers/spool.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int spool_open(as_spool *s, as_err *err)
+{
+	const char *dir = getenv("TMPDIR");
+	char tmpl[4096];
+	snprintf(tmpl, sizeof tmpl, "%s/allocsim-spool.XXXXXX", dir && *dir ? dir : "/tmp");
+	s->fd = mkstemp(tmpl);
+	if (s->fd < 0)
+		return as_fail(err, AS_EXIT_IOERR, "cannot create a temporary file in %s for the decoded events: %s",
+			dir && *dir ? dir : "/tmp", strerror(errno));
+	unlink(tmpl);
+	return 0;
+}
+
+/* Writes the chunk's records to the file and empties it (its labels stay: records point into them). */
+static int spool_flush(as_spool *s, as_err *err)
+{
+	const char *p = (const char *)s->w.own;
+	size_t left = s->w.n * sizeof(as_rec);
+	while (left) {
+		ssize_t got = write(s->fd, p, left);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return as_fail(err, AS_EXIT_IOERR, "cannot write the decoded events to a temporary file (%s); set TMPDIR to "
+				"a file system with room for %zu bytes an event", got < 0 ? strerror(errno) : "no space", sizeof(as_rec));
+		p += got;
+		left -= (size_t)got;
+	}
+	s->n += s->w.n;
+	s->w.n = 0;
+	return 0;
+}
+
+int as_spool_from_reader(as_spool *s, as_reader *r, as_err *err)
+{
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
+	if (spool_open(s, err))
+		return -1;
+	as_event ev;
+	int rc = 0;
+	while (!cli_interrupted && (rc = as_reader_next(r, &ev, err)) > 0) {
+		as_evbuf_add(&s->w, &ev); /* (the first add sizes the chunk: 4096 records) */
+		s->recorded_ooms += ev.type == EV_ALLOC && (ev.flags & EVF_OOM);
+		if (s->w.n == AS_SPOOL_CHUNK && spool_flush(s, err)) {
+			rc = -1;
+			break;
+		}
+	}
+	if (as_check_interrupted(err))
+		rc = -1;
+	if (rc >= 0 && spool_flush(s, err))
+		rc = -1;
+	if (rc < 0) {
+		as_spool_free(s);
+		return -1;
+	}
+	s->meta = r->meta; /* complete now (a snapshot's settings come last) */
+	memset(&r->meta, 0, sizeof r->meta);
+	s->chunk = s->w.own; /* the write buffer serves for reading */
+	return 0;
+}
+
+int as_spool_next(as_spool *s, as_event *ev, as_err *err)
+{
+	if (s->at == s->have) {
+		if (s->next >= s->n)
+			return 0;
+		size_t want = s->n - s->next < AS_SPOOL_CHUNK ? (size_t)(s->n - s->next) : AS_SPOOL_CHUNK;
+		size_t bytes = want * sizeof(as_rec), done = 0;
+		while (done < bytes) {
+			ssize_t got = pread(s->fd, (char *)s->chunk + done, bytes - done, (off_t)(s->next * sizeof(as_rec) + done));
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got <= 0)
+				return as_fail(err, AS_EXIT_IOERR, "cannot read the decoded events back from their temporary file: %s",
+					got < 0 ? strerror(errno) : "it is shorter than written");
+			done += (size_t)got;
+		}
+		s->have = want;
+		s->at = 0;
+		s->next += want;
+	}
+	const as_rec *x = &s->chunk[s->at++];
+	as_rec_event(x, s->w.labels, (uint64_t)x->slot + 1, ev);
+	return 1;
+}
+
+void as_spool_free(as_spool *s)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	as_evbuf_free(&s->w);
+	as_meta_free(&s->meta);
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
+}
