@@ -351,6 +351,33 @@ tp=$(best "$A" replay -p passthrough -c "" --latency-model none --no-timing "$tm
 line "optimal vs passthrough, 1M generated events (binary)" "$(printf '%.1fx' "$(calc "$to / $tp")")" "< 20 s CPU" \
 	"$(verdict "$to" "<" 20) ($(printf '%.1f' "$to") s vs $(printf '%.2f' "$tp") s CPU)"
 
+# ---- snapshots streamed (issue 34) -----------------------------------------------------------
+# Peak RSS of replay (-c "") and validate of a generated snapshot of 2.5M events against one of 250k
+# (scripts/gen-snapshot.py: 100 and 10 copies of bert_infer_varlen__default, 25,004 events each,
+# the settings after the trace as PyTorch writes them), in one run; with the pickle laid out without
+# memo, and with the writer's memo (a slot per trace entry and per 'N/A' string, which the pickle
+# reader keeps: 8 bytes a slot).
+perf_stream_rss() {
+	command -v "$PY" >/dev/null 2>&1 || { echo "  ($PY not found: no generated snapshots)"; return 0; }
+	gen="$(dirname "$0")/gen-snapshot.py"; src="$D/pytorch-h200/bert_infer_varlen__default.pickle.gz"
+	for memo in "" --memo; do
+		"$PY" "$gen" $memo "$src" 10 "$tmp/snap-s.pickle" && "$PY" "$gen" $memo "$src" 100 "$tmp/snap-b.pickle" || return 0
+		ev=$("$A" replay -c "" --no-timing "$tmp/snap-b.pickle" | awk -F, 'NR==2{print $5}')
+		for cmd in replay validate; do
+			if [ $cmd = replay ]; then set -- replay -c "" --no-timing; else set -- validate; fi
+			s1=$(/usr/bin/time -f %M "$A" "$@" "$tmp/snap-s.pickle" 2>&1 >/dev/null | tail -1)
+			s10=$(/usr/bin/time -f %M "$A" "$@" "$tmp/snap-b.pickle" 2>&1 >/dev/null | tail -1)
+			r=$(calc "$s10 / $s1")
+			line "peak RSS, snapshot $ev vs $((ev / 10)) events, $cmd${memo:+ (writer's memo)}" "$(printf '%.2fx' "$r")" \
+				"<= 1.2x" "$(verdict "$r" "<=" 1.2) ($s10 KB vs $s1 KB)"
+		done
+	done
+	rm -f "$tmp/snap-s.pickle" "$tmp/snap-b.pickle"
+}
+echo
+echo "== issue 34: snapshots streamed =="
+perf_stream_rss
+
 # ---- snapshot decoder against CPython (reader, issue 15) -------------------------------------
 # CPython's pickle.loads(gzip.decompress(...)) of the same file, in-process, against allocsim's whole
 # process: 'info' (decode only) and 'replay -c recorded' (decode, the pass for the recorded settings,
