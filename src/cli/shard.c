@@ -364,27 +364,6 @@ uint32_t *as_shard_plan(const uint64_t *cost, size_t ntr, size_t per, uint64_t n
 	return owner;
 }
 
-int as_shard_load(as_evbuf *bufs, const char *const *paths, const char *need, size_t n, const as_reader_opts *ro,
-	uint64_t jobs, as_err *err)
-{
-	size_t m = 0;
-	const char **sub = xmalloc((n ? n : 1) * sizeof(char *));
-	size_t *at = xmalloc((n ? n : 1) * sizeof(size_t));
-	for (size_t t = 0; t < n; t++)
-		if (need[t]) {
-			at[m] = t;
-			sub[m++] = paths[t];
-		}
-	as_evbuf *b = xcalloc(m ? m : 1, sizeof(as_evbuf));
-	int rc = m ? as_evbuf_load_many(b, sub, m, ro, jobs, err) : 0;
-	for (size_t i = 0; i < m; i++)
-		bufs[at[i]] = b[i]; /* moved: the buffers hold no pointer into themselves */
-	free(b);
-	free(sub);
-	free(at);
-	return rc;
-}
-
 /* ---- provenance --------------------------------------------------------------------------- */
 
 int as_shard_checksum(const char *path, uint64_t *bytes, uint32_t *crc, as_err *err)

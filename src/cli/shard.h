@@ -30,10 +30,6 @@ uint64_t as_trace_cost(const char *path);
  * load[0..n) receives each shard's cost. Returns owner (malloc'd). */
 uint32_t *as_shard_plan(const uint64_t *cost, size_t ntr, size_t per_trace, uint64_t n, uint64_t *load);
 
-/* Decodes only the traces with need[t] (the others stay zeroed), as as_evbuf_load_many. */
-int as_shard_load(as_evbuf *bufs, const char *const *paths, const char *need, size_t n, const as_reader_opts *ro,
-	uint64_t jobs, as_err *err);
-
 /* What a shard's provenance file says. */
 typedef struct as_shard_prov {
 	char *build;     /* version and a checksum of the executable */
