@@ -69,5 +69,10 @@ kill=no; [ -z "$wait" ] || kill=yes # (waiting: a failed task cancels the merge 
 # shellcheck disable=SC2086
 merge=$(sbatch --parsable $opts --dependency=afterok:"$array" --kill-on-invalid-dep="$kill" ${wait:+--wait} "$dir/merge.sbatch") || {
 	echo "$0: the merge job $merge failed: see $dir/merge.out" >&2; exit 1; }
-echo "${merge%%;*}"
+merge=${merge%%;*}
+echo "$merge"
+if [ -n "$wait" ]; then # (sbatch --wait exits 0 for a merge cancelled because a shard failed)
+	state=$(scontrol -o show job "$merge" 2>/dev/null | tr ' ' '\n' | sed -n 's/^JobState=//p')
+	[ "$state" = COMPLETED ] || { echo "$0: the merge job $merge ended ${state:-unknown}: a shard failed? See $dir/slurm-${array}_*.out" >&2; exit 1; }
+fi
 [ -n "$wait" ] || echo "$0: when the array ends, $out is written by the merge job (or: sbatch --dependency=afterok:$array $dir/merge.sbatch)" >&2

@@ -49,7 +49,7 @@ is "$st:$errout" "65:allocsim: error: shard 3/4 is missing (1 of 4 shards not gi
 ok "$(cmp -s "$TMP/keep.csv" "$TMP/one.csv"; echo $?)" "... and the output is left as it was"
 run "$A" merge "$TMP/s1.csv" "$TMP/s2.csv" "$TMP/s2.csv" "$TMP/s3.csv" "$TMP/s4.csv" -o "$TMP/x.csv"
 is "$st:$errout" "65:allocsim: error: shard 2/4 is given twice ('$TMP/s2.csv' and '$TMP/s2.csv')" "a shard given twice is refused"
-ok "$([ ! -e "$TMP/x.csv" ]; echo $?)" "... and nothing is written"
+ok "$([ "$st" = 65 ] && [ ! -e "$TMP/x.csv" ]; echo $?)" "... and nothing is written"
 "$A" sweep -t "$r50" "$bert" "$gpt" --param max_split_size_mb=none,40,128,512 --param roundup_power2_divisions=none,4 \
 	--shard 3/4 -o "$TMP/o3.csv"
 run "$A" merge "$TMP/s1.csv" "$TMP/s2.csv" "$TMP/o3.csv" "$TMP/s4.csv"

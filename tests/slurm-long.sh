@@ -74,7 +74,10 @@ gpt="$T/gpt2_train_varlen__default.pickle.gz"
 set -- -t "$r50" "$bert" "$gpt" --param max_split_size_mb=none,40,128,256 --param roundup_power2_divisions=none,4
 "$A" sweep "$@" -o "$TMP/one.csv"
 run "${srcdir:-.}/scripts/slurm-sweep.sh" -n 4 -w -o "$TMP/merged.csv" -d "$TMP/shards" -- "$@"
-is "$st" 0 "scripts/slurm-sweep.sh: the array of 4 shards and the merge job succeed"
+is "$st:$(cat "$TMP/shards/merge.out" 2>/dev/null)" "0:allocsim: merged 4 shards, 24 runs; estimated cost of the slowest shard 1.010x the mean" \
+	"scripts/slurm-sweep.sh: the array of 4 shards and the merge job succeed"
+[ -z "$errout" ] || printf '%s\n' "$errout" | sed 's/^/# stderr: /'
+
 # the run, for doc/sweeps.md: the job ids, what each task's shard holds, the merge's report
 for j in $out; do # (every task of the array, and the merge job, as scontrol shows them when done)
 	scontrol -o show job "$j" 2>/dev/null | tr ' ' '\n' | grep -E '^(JobId|ArrayTaskId|JobName|JobState|ExitCode|NodeList)=' |
@@ -82,10 +85,17 @@ for j in $out; do # (every task of the array, and the merge job, as scontrol sho
 done
 for f in "$TMP"/shards/shard-*.csv.shard; do [ -f "$f" ] && echo "# $(basename "$f"): $(sed -n 's/^shard //p' "$f"), runs $(sed -n 's/^runs //p' "$f"), cost $(sed -n 's/^cost //p' "$f")"; done
 [ -f "$TMP/shards/merge.out" ] && sed 's/^/# merge.out: /' "$TMP/shards/merge.out"
+true
 is "$(ls "$TMP"/shards/shard-*.csv.shard 2>/dev/null | wc -l | tr -d ' ')" 4 "4 array tasks wrote 4 shards with provenance"
 is "$(sed -n 's/^shard //p' "$TMP"/shards/shard-*.csv.shard 2>/dev/null | sort | tr '\n' ' ')" "1/4 2/4 3/4 4/4 " \
 	"--shard auto read SLURM_ARRAY_TASK_ID/COUNT: shards 1..4 of 4"
 ok "$(cmp -s "$TMP/merged.csv" "$TMP/one.csv"; echo $?)" "the merged Slurm array equals the one-process sweep byte for byte"
+# a shard that fails (a trace that is not there): the merge job is cancelled, nothing is merged
+run "${srcdir:-.}/scripts/slurm-sweep.sh" -n 2 -w -o "$TMP/bad.csv" -d "$TMP/bad" -- -t "$r50" "$TMP/missing.pickle.gz"
+logged=$(cat "$TMP"/bad/slurm-*_0.out 2>/dev/null | grep -c "allocsim: error: .*missing.pickle.gz")
+is "$st:$([ -e "$TMP/bad.csv" ] && echo written):$logged" "1::1" \
+	"a failed array task (allocsim's error in its log): the script exits 1 and no merged file is written"
+ok "$(contains "$errout" "ended CANCELLED: a shard failed?" && [ "$logged" = 1 ]; echo $?)" "... saying the merge was cancelled"
 if [ "$failed" != 0 ]; then
 	for f in "$TMP"/shards/*.out "$D/slurmctld.log" "$D/slurmd.log"; do [ -f "$f" ] && sed "s|^|# $(basename "$f"): |" "$f" | tail -15; done
 fi
