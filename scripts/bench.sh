@@ -355,8 +355,8 @@ line "optimal vs passthrough, 1M generated events (binary)" "$(printf '%.1fx' "$
 # Peak RSS of replay (-c "") and validate of a generated snapshot of 2.5M events against one of 250k
 # (scripts/gen-snapshot.py: 100 and 10 copies of bert_infer_varlen__default, 25,004 events each,
 # the settings after the trace as PyTorch writes them), in one run; with the pickle laid out without
-# memo, and with the writer's memo (a slot per trace entry and per 'N/A' string, which the pickle
-# reader keeps: 8 bytes a slot).
+# memo, and with the writer's memo (a slot per trace entry and per 'N/A' string: the pickle reader
+# packs the pages it has passed, 1 bit a slot instead of 8 bytes).
 perf_stream_rss() {
 	command -v "$PY" >/dev/null 2>&1 || { echo "  ($PY not found: no generated snapshots)"; return 0; }
 	gen="$(dirname "$0")/gen-snapshot.py"; src="$D/pytorch-h200/bert_infer_varlen__default.pickle.gz"

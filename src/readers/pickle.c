@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <errno.h>
+#include <sys/mman.h>
 
 /* Kinds of values. From V_STR on, a value is an object (pv), shared by reference. */
 enum { V_EMPTY, V_NONE, V_BOOL, V_INT, V_FLOAT, V_GHOST, V_STR, V_BYTES, V_TUPLE, V_LIST, V_DICT };
@@ -84,6 +85,8 @@ typedef struct pv {
 #define MAX_DEVICES 4096         /* device lists in 'device_traces' */
 #define MEMO_SLOT   32           /* bytes a sparse memo entry costs (idmap key and value at half load) */
 #define MEMO_DENSE  65536        /* the flat memo array covers indices below 2x the PUTs so far plus this */
+#define MEMO_PAGE   4096         /* slots a page of the flat memo (32 KiB), the unit it is packed in */
+#define MEMO_LAG    2            /* pages behind the newest slot kept as they are */
 
 typedef struct rec {
 	int action;
@@ -100,8 +103,12 @@ typedef struct pk {
 	size_t sp, scap;
 	size_t marks[MAX_MARKS];
 	size_t nmarks;
-	uintptr_t *memo;     /* index -> memo word (see memo_word), a flat array for the dense indices the pickler writes */
+	uintptr_t *memo;     /* index -> memo word (see memo_word), a flat array for the dense indices the pickler writes
+	                      * (a reservation of MAX_MEMO words: pages are touched as they are written) */
 	size_t memocap;
+	struct mzpage *mz;   /* per page of the flat memo: packed or not (see memo_pack) */
+	size_t mzcap, mzdone; /* pages in mz; the pages below mzdone were looked at */
+	int memo_mapped;     /* memo is the reservation (else a calloc'd array: nothing is packed) */
 	size_t memohw;       /* slots below this are set or empty; those above, not yet written (no page touched) */
 	uint64_t nputs;      /* PUTs so far: the flat array covers indices up to 2x this (+ MEMO_DENSE) */
 	idmap memo_sparse;   /* indices beyond the flat array (a hostile pickle's): index -> memo word */
@@ -173,6 +180,7 @@ typedef struct pk {
 enum { POOLS_AUTO, POOLS_ANNOTATION, POOLS_INFER };
 
 static void memo_forget(pk *p, pv *v);
+static void memo_pack(pk *p);
 
 static uint64_t pv_bytes(const pv *v)
 {
@@ -1018,6 +1026,7 @@ static int append_items(as_reader *r, pk *p, pv *list, val *items, size_t n, as_
 	}
 	for (; i < n; i++)
 		val_drop(p, items[i]);
+	memo_pack(p); /* (once a batch: the memo's older pages) */
 	return rc;
 }
 
@@ -1472,28 +1481,110 @@ static inline void memo_touch(pk *p, uint64_t idx)
 	}
 }
 
+/* A packed page of the flat memo. The writer memoizes every trace entry's 'N/A' string (a new
+ * object each time) and the entry's dict, which leaves the memo when it is replayed: so a page the
+ * writer has passed holds empty slots and one interned string. Such a page is packed into a bitmap
+ * of its set slots and that word, and its memory given back (MADV_DONTNEED: it reads as zeros): 8
+ * bytes a slot become 1 bit, and the memo no longer grows with the trace (a 2.5M-event snapshot:
+ * 60 MB -> 1 MB). A GET of a packed slot takes the slow path (memo_at); a PUT or a clear there
+ * unpacks the page first. Pages holding anything else (counted objects, scalars, two strings) stay. */
+typedef struct mzpage {
+	uint64_t *bits;  /* MEMO_PAGE bits: the slot holds word; NULL: not packed */
+	uintptr_t word;
+} mzpage;
+
+static inline int memo_packed(const pk *p, uint64_t idx)
+{
+	return idx / MEMO_PAGE < p->mzcap && p->mz[idx / MEMO_PAGE].bits;
+}
+
 /* Whether a PUT at idx fills an empty slot of the flat memo (the fast path's own case). */
 static inline int memo_fresh(const pk *p, uint64_t idx)
 {
-	return idx < MAX_MEMO && idx < p->memocap && (idx >= p->memohw || !p->memo[idx]);
+	return idx < MAX_MEMO && idx < p->memocap && (idx >= p->memohw || (!p->memo[idx] && !memo_packed(p, idx)));
 }
 
 static uintptr_t memo_at(const pk *p, uint64_t idx)
 {
 	if (idx < p->memohw && p->memo[idx])
 		return p->memo[idx];
+	if (idx < p->memohw && memo_packed(p, idx)) {
+		const mzpage *z = &p->mz[idx / MEMO_PAGE];
+		size_t i = idx % MEMO_PAGE;
+		return (z->bits[i / 64] >> (i % 64)) & 1 ? z->word : 0;
+	}
 	return p->memo_sparse.count ? (uintptr_t)idmap_get(&p->memo_sparse, idx) : 0;
 }
 
-/* Grows the flat memo to cover idx (doubling). */
+/* Grows the flat memo to cover idx (doubling; the reservation is made at the first growth). */
 static void memo_grow(pk *p, uint64_t idx)
 {
+	if (!p->memo) {
+		void *m = mmap(NULL, (size_t)MAX_MEMO * sizeof(uintptr_t), PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		p->memo = m == MAP_FAILED ? xcalloc(MAX_MEMO, sizeof(uintptr_t)) : m; /* (dies if that fails too) */
+		p->memo_mapped = m != MAP_FAILED;
+	}
 	size_t nc = p->memocap ? p->memocap : 1024;
 	while (nc <= idx)
 		nc *= 2;
-	p->memo = xrealloc(p->memo, nc * sizeof(uintptr_t));
 	p->bytes += (nc - p->memocap) * sizeof(uintptr_t);
 	p->memocap = nc;
+}
+
+/* Restores a packed page's slots (a PUT or a clear there: never in a snapshot as written). */
+static void memo_unpack(pk *p, uint64_t idx)
+{
+	mzpage *z = &p->mz[idx / MEMO_PAGE];
+	uintptr_t *w = p->memo + idx / MEMO_PAGE * MEMO_PAGE;
+	for (size_t i = 0; i < MEMO_PAGE; i++)
+		if ((z->bits[i / 64] >> (i % 64)) & 1)
+			w[i] = z->word;
+	free(z->bits);
+	z->bits = NULL;
+	p->bytes -= MEMO_PAGE / 8;
+}
+
+/* Packs the pages of the flat memo that the pickle has left MEMO_LAG pages behind, where each holds
+ * only empty slots and one interned string (see mzpage). */
+static void memo_pack(pk *p)
+{
+	if (!p->memo_mapped)
+		return;
+	while ((p->mzdone + MEMO_LAG + 1) * MEMO_PAGE <= p->memohw) {
+		size_t pg = p->mzdone++;
+		uintptr_t *w = p->memo + pg * MEMO_PAGE, one = 0;
+		size_t i;
+		for (i = 0; i < MEMO_PAGE; i++) {
+			if (!w[i])
+				continue;
+			if ((w[i] & 3) != MW_INTERNED || (one && w[i] != one))
+				break;
+			one = w[i];
+		}
+		if (i < MEMO_PAGE || !one)
+			continue;
+		if (pg >= p->mzcap) {
+			size_t nc = p->mzcap ? p->mzcap : 64;
+			while (nc <= pg)
+				nc *= 2;
+			p->mz = xrealloc(p->mz, nc * sizeof(mzpage));
+			memset(p->mz + p->mzcap, 0, (nc - p->mzcap) * sizeof(mzpage));
+			p->mzcap = nc;
+		}
+		mzpage *z = &p->mz[pg];
+		z->bits = xcalloc(MEMO_PAGE / 64, sizeof(uint64_t));
+		z->word = one;
+		for (i = 0; i < MEMO_PAGE; i++)
+			if (w[i])
+				z->bits[i / 64] |= (uint64_t)1 << (i % 64);
+		p->bytes += MEMO_PAGE / 8;
+		if (madvise(w, MEMO_PAGE * sizeof(uintptr_t), MADV_DONTNEED)) {
+			free(z->bits); /* (kept as it is) */
+			z->bits = NULL;
+			p->bytes -= MEMO_PAGE / 8;
+		}
+	}
 }
 
 /* Sets (w: one reference moves in) or clears (w == 0) memo slot idx. */
@@ -1506,6 +1597,8 @@ static void memo_set(pk *p, uint64_t idx, uintptr_t w)
 		memo_grow(p, idx);
 	if (idx < p->memocap) {
 		memo_touch(p, idx);
+		if (memo_packed(p, idx))
+			memo_unpack(p, idx);
 		if (p->memo[idx])
 			old = p->memo[idx];
 		p->memo[idx] = w;
@@ -1530,7 +1623,7 @@ static int memo_put(pk *p, uint64_t idx)
 		v.u.p->memo_at = idx + 1;
 	}
 	uintptr_t w = memo_word(p, v);
-	if (idx < p->memocap && (idx >= p->memohw || !p->memo[idx]) && !p->memo_sparse.count) {
+	if (idx < p->memocap && (idx >= p->memohw || (!p->memo[idx] && !memo_packed(p, idx))) && !p->memo_sparse.count) {
 		memo_touch(p, idx);
 		p->memo[idx] = w; /* the common case: a fresh index in the flat array */
 		return 0;
@@ -2188,8 +2281,14 @@ static void pickle_close(as_reader *r)
 	pv_unref(p, p->seglist);
 	free(p->stack);
 	for (size_t i = 0; i < p->memohw; i++)
-		word_drop(p, p->memo[i]);
-	free(p->memo);
+		word_drop(p, p->memo[i]); /* (a packed page's string is interned: nothing to drop) */
+	if (p->memo_mapped)
+		munmap(p->memo, (size_t)MAX_MEMO * sizeof(uintptr_t));
+	else
+		free(p->memo);
+	for (size_t i = 0; i < p->mzcap; i++)
+		free(p->mz[i].bits);
+	free(p->mz);
 	for (size_t i = 0; i < p->memo_sparse.cap; i++)
 		if (idmap_live(&p->memo_sparse, i))
 			word_drop(p, (uintptr_t)p->memo_sparse.vals[i]);
