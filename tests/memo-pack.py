@@ -2,7 +2,7 @@
 # memo-pack.py N - a snapshot pickle whose memo pages the reader packs (src/readers/pickle.c, memo_pack):
 # N trace entries, each action a new memoized 'alloc' string (a page of them holds one interned
 # string), then four entries that GET a packed slot, PUT into one (which unpacks its page), and GET a
-# restored slot and the slot PUT. tests/spool.sh replays it: N + 4 allocations.
+# restored slot and the slot PUT. tests/spool-long.sh replays it: N + 4 allocations.
 import io, pickle, sys
 def body(o):
     f = io.BytesIO(); p = pickle.Pickler(f, protocol=4); p.fast = True; p.dump(o)

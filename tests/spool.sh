@@ -1,7 +1,7 @@
 #!/bin/sh
 # spool.sh - replay and validate decode a snapshot (settings at its end) into a temporary file of
 # records and replay from it (src/readers/spool.c): the same rows as from memory, and a clear error
-# where no temporary file can be made; and the pickle memo's pages packed as the reader passes them. (The memory it saves: tests/spool-long.sh and make bench.)
+# where no temporary file can be made. (The pickle memo's packed pages: tests/spool-long.sh.) (The memory it saves: tests/spool-long.sh and make bench.)
 . "${srcdir:-.}/tests/lib.sh"
 A=$ALLOCSIM
 s="$T/gpt2_train_varlen__ms40.pickle.gz"
@@ -22,13 +22,4 @@ is "$st|$errout" "74|allocsim: error: cannot create a temporary file in $TMP/non
 	"replay: no temporary directory is exit 74, named"
 run env TMPDIR="$TMP/none" "$A" validate "$s"
 is "$st|$out" "74|" "validate: the same, nothing printed"
-# the memo's packed pages (pickle.c, memo_pack): a GET of a packed slot, a PUT into one (its page
-# unpacked), a GET of a restored slot
-if command -v "${PYTHON:-python3}" >/dev/null 2>&1; then
-	"${PYTHON:-python3}" "$srcdir/tests/memo-pack.py" 30000 > "$TMP/pack.pickle"
-	run "$A" replay -c "" --no-timing "$TMP/pack.pickle"
-	is "$st|$(col "$out" events)|$(col "$out" allocs)" "0|30004|30004" "memo GETs and a PUT across packed memo pages read as written"
-else
-	echo "ok $((n = n + 1)) # SKIP ${PYTHON:-python3} not found"
-fi
 finish

@@ -108,7 +108,7 @@ typedef struct pk {
 	size_t memocap;
 	struct mzpage *mz;   /* per page of the flat memo: packed or not (see memo_pack) */
 	size_t mzcap, mzdone; /* pages in mz; the pages below mzdone were looked at */
-	int memo_mapped;     /* memo is the reservation (else a calloc'd array: nothing is packed) */
+	int memo_mapped;     /* memo is the reservation (else a heap array: nothing is packed) */
 	size_t memohw;       /* slots below this are set or empty; those above, not yet written (no page touched) */
 	uint64_t nputs;      /* PUTs so far: the flat array covers indices up to 2x this (+ MEMO_DENSE) */
 	idmap memo_sparse;   /* indices beyond the flat array (a hostile pickle's): index -> memo word */
@@ -1516,18 +1516,30 @@ static uintptr_t memo_at(const pk *p, uint64_t idx)
 	return p->memo_sparse.count ? (uintptr_t)idmap_get(&p->memo_sparse, idx) : 0;
 }
 
-/* Grows the flat memo to cover idx (doubling; the reservation is made at the first growth). */
+/* Grows the flat memo to cover idx (doubling). Up to MEMO_MAP_AT slots it is a heap array (on the
+ * heap's huge pages: a small snapshot's memo costs no page faults of its own); beyond, it moves to a
+ * reservation of MAX_MEMO slots, whose pages memo_pack can give back. */
+#define MEMO_MAP_AT ((size_t)1 << 19) /* 4 MiB of slots */
 static void memo_grow(pk *p, uint64_t idx)
 {
-	if (!p->memo) {
-		void *m = mmap(NULL, (size_t)MAX_MEMO * sizeof(uintptr_t), PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		p->memo = m == MAP_FAILED ? xcalloc(MAX_MEMO, sizeof(uintptr_t)) : m; /* (dies if that fails too) */
-		p->memo_mapped = m != MAP_FAILED;
-	}
 	size_t nc = p->memocap ? p->memocap : 1024;
 	while (nc <= idx)
 		nc *= 2;
+	if (nc <= MEMO_MAP_AT) {
+		p->memo = xrealloc(p->memo, nc * sizeof(uintptr_t));
+	} else if (!p->memo_mapped) {
+		void *m = mmap(NULL, (size_t)MAX_MEMO * sizeof(uintptr_t), PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (m == MAP_FAILED) {
+			p->memo = xrealloc(p->memo, nc * sizeof(uintptr_t)); /* (nothing packed then) */
+		} else {
+			if (p->memohw)
+				memcpy(m, p->memo, p->memohw * sizeof(uintptr_t));
+			free(p->memo);
+			p->memo = m;
+			p->memo_mapped = 1;
+		}
+	}
 	p->bytes += (nc - p->memocap) * sizeof(uintptr_t);
 	p->memocap = nc;
 }
