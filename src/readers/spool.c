@@ -45,25 +45,48 @@ int as_spool_from_reader(as_spool *s, as_reader *r, as_err *err)
 	if (spool_open(s, err))
 		return -1;
 	as_event ev;
-	int rc = 0;
-	while (!cli_interrupted && (rc = as_reader_next(r, &ev, err)) > 0) {
-		as_evbuf_add(&s->w, &ev); /* (the first add sizes the chunk: 4096 records) */
-		s->recorded_ooms += ev.type == EV_ALLOC && (ev.flags & EVF_OOM);
-		if (s->w.n == AS_SPOOL_CHUNK && spool_flush(s, err)) {
-			rc = -1;
-			break;
+	as_reader *cur = r, *q = NULL; /* q: a reader reopened by as_reader_again (ours to close) */
+	int rc;
+	for (;;) {
+		while (!cli_interrupted && (rc = as_reader_next(cur, &ev, err)) > 0) {
+			as_evbuf_add(&s->w, &ev); /* (the first add sizes the chunk: 4096 records) */
+			s->recorded_ooms += ev.type == EV_ALLOC && (ev.flags & EVF_OOM);
+			if (s->w.n == AS_SPOOL_CHUNK && spool_flush(s, err)) {
+				rc = -1;
+				break;
+			}
 		}
+		if (as_check_interrupted(err))
+			rc = -1;
+		if (rc >= 0 && as_reader_again(cur)) { /* private pools found released (pickle.c): all again, with them */
+			as_reader *nq;
+			if (as_reader_reopen(cur, &nq, err)) {
+				rc = -1;
+			} else {
+				as_reader_close(q);
+				cur = q = nq;
+				as_evbuf_free(&s->w);
+				s->n = 0;
+				s->recorded_ooms = 0;
+				if (ftruncate(s->fd, 0) || lseek(s->fd, 0, SEEK_SET) < 0) {
+					rc = as_fail(err, AS_EXIT_IOERR, "cannot empty the temporary file of decoded events: %s", strerror(errno));
+				} else {
+					continue;
+				}
+			}
+		}
+		break;
 	}
-	if (as_check_interrupted(err))
-		rc = -1;
 	if (rc >= 0 && spool_flush(s, err))
 		rc = -1;
 	if (rc < 0) {
+		as_reader_close(q);
 		as_spool_free(s);
 		return -1;
 	}
-	s->meta = r->meta; /* complete now (a snapshot's settings come last) */
-	memset(&r->meta, 0, sizeof r->meta);
+	s->meta = cur->meta; /* complete now (a snapshot's settings come last) */
+	memset(&cur->meta, 0, sizeof cur->meta);
+	as_reader_close(q);
 	s->chunk = s->w.own; /* the write buffer serves for reading */
 	return 0;
 }
