@@ -454,7 +454,7 @@ int cmd_replay(int argc, char **argv)
 	 * recorded decides how ambiguous empty_cache() inferences resolve (and -c recorded needs them):
 	 * a snapshot stores them at its end, so it is decoded first, into a temporary file read back
 	 * in chunks (spool.h: memory stays flat however long the snapshot), or into memory where
-	 * --segments' second pass needs it whole; other traces stream. */
+	 * --segments' second pass or an offline policy's plan needs it whole; other traces stream. */
 	int mapped;
 	if (!segments && !(ops->flags & AS_CAP_PLAN)) {
 		mapped = as_binfmt_stream_open(&bs, path, &err);
@@ -477,11 +477,12 @@ int cmd_replay(int argc, char **argv)
 	} else {
 		if (as_reader_open(&r, path, &ro, &err))
 			goto done;
-		if (segments) {
+		int snapshot = !r->meta.has_settings && !strcmp(r->meta.format, "pytorch");
+		if (segments || (snapshot && (ops->flags & AS_CAP_PLAN))) { /* (an offline policy plans over it, in memory) */
 			if (as_evbuf_from_reader(&buf, r, 0, &err))
 				goto done;
 			have_buf = 1;
-		} else if (!r->meta.has_settings && !strcmp(r->meta.format, "pytorch")) {
+		} else if (snapshot) {
 			if (as_spool_from_reader(&sp, r, &err))
 				goto done;
 			have_sp = 1;
