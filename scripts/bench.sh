@@ -368,7 +368,7 @@ perf_stream_rss() {
 			s1=$(/usr/bin/time -f %M "$A" "$@" "$tmp/snap-s.pickle" 2>&1 >/dev/null | tail -1)
 			s10=$(/usr/bin/time -f %M "$A" "$@" "$tmp/snap-b.pickle" 2>&1 >/dev/null | tail -1)
 			r=$(calc "$s10 / $s1")
-			line "peak RSS, snapshot $ev vs $((ev / 10)) events, $cmd${memo:+ (writer's memo)}" "$(printf '%.2fx' "$r")" \
+			line "peak RSS, snapshot $ev vs $((ev / 10)) events, $cmd${memo:+ (the writer layout, memoized)}" "$(printf '%.2fx' "$r")" \
 				"<= 1.2x" "$(verdict "$r" "<=" 1.2) ($s10 KB vs $s1 KB)"
 		done
 	done

@@ -15,17 +15,18 @@ for memo in "" --memo; do
 "$PY" "$srcdir/scripts/gen-snapshot.py" $memo "$src" 4 "$TMP/s.pickle"
 "$PY" "$srcdir/scripts/gen-snapshot.py" $memo "$src" 40 "$TMP/b.pickle"
 # rss NAME CMD...: peak RSS (KB) in $NAME, the status in st_NAME, the output in $TMP/NAME.out
-rss() { _n=$1; shift; /usr/bin/time -f %M -o "$TMP/$_n.rss" "$@" > "$TMP/$_n.out" 2>/dev/null
-	eval "st_$_n=\$?; $_n=\$(tail -1 \"\$TMP/\$_n.rss\")"; }
+rss() { _n=$1; shift; /usr/bin/time -f %M -o "$TMP/$_n.rss" "$@" > "$TMP/$_n.out" 2>/dev/null; _st=$?
+	_kb=$(tail -1 "$TMP/$_n.rss"); case $_kb in *[!0-9]*|'') _kb=0;; esac
+	eval "st_$_n=$_st; $_n=$_kb"; }
 for cmd in replay validate; do
 	if [ $cmd = replay ]; then set -- replay -c "" --no-timing; else set -- validate; fi
 	rss s "$A" "$@" "$TMP/s.pickle"
 	rss b "$A" "$@" "$TMP/b.pickle"
 	if [ $cmd = replay ]; then got=$(awk -F, 'NR==2{print $5}' "$TMP/b.out"); want=1000241
 	else got=$(cut -d: -f2- "$TMP/b.out"); want=" exact (3120 device calls, 0 end-state segments)"; fi
-	is "$st_s:$st_b:$got" "0:0:$want" "$cmd of 100k and 1M generated events${memo:+ (the writer's memo)}"
+	is "$st_s:$st_b:$got" "0:0:$want" "$cmd of 100k and 1M generated events${memo:+ (memo as the writer lays it out)}"
 	ok "$([ "$st_b" = 0 ] && awk -v s="$s" -v b="$b" 'BEGIN{exit !(s > 0 && b > 0 && b <= 1.2 * s)}'; echo $?)" \
-		"$cmd${memo:+ (the writer's memo)}: peak RSS at 1M events ${b} KB, at 100k ${s} KB (<= 1.2x)"
+		"$cmd${memo:+ (memo as the writer lays it out)}: peak RSS at 1M events ${b} KB, at 100k ${s} KB (<= 1.2x)"
 done
 done
 # the memo's packed pages (pickle.c, memo_pack; the memo moves to its reservation past 2^19 slots,
