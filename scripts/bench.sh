@@ -227,6 +227,29 @@ d["segments"] = []
 gzip.open(sys.argv[2], "wb", compresslevel=6).write(pickle.dumps(d, protocol=4))
 PY
 }
+# ---- snapshots streamed (issue 34) -----------------------------------------------------------
+# Peak RSS of replay (-c "") and validate of a generated snapshot of 2.5M events against one of 250k
+# (scripts/gen-snapshot.py: 100 and 10 copies of bert_infer_varlen__default, 25,004 events each,
+# the settings after the trace as PyTorch writes them), in one run; with the pickle laid out without
+# memo, and with the writer's memo (a slot per trace entry and per 'N/A' string: the pickle reader
+# packs the pages it has passed, 1 bit a slot instead of 8 bytes).
+perf_stream_rss() {
+	command -v "$PY" >/dev/null 2>&1 || { echo "  ($PY not found: no generated snapshots)"; return 0; }
+	gen="$(dirname "$0")/gen-snapshot.py"; src="$D/pytorch-h200/bert_infer_varlen__default.pickle.gz"
+	for memo in "" --memo; do
+		"$PY" "$gen" $memo "$src" 10 "$tmp/snap-s.pickle" && "$PY" "$gen" $memo "$src" 100 "$tmp/snap-b.pickle" || return 0
+		ev=$("$A" replay -c "" --no-timing "$tmp/snap-b.pickle" | awk -F, 'NR==2{print $5}')
+		for cmd in replay validate; do
+			if [ $cmd = replay ]; then set -- replay -c "" --no-timing; else set -- validate; fi
+			s1=$(/usr/bin/time -f %M "$A" "$@" "$tmp/snap-s.pickle" 2>&1 >/dev/null | tail -1)
+			s10=$(/usr/bin/time -f %M "$A" "$@" "$tmp/snap-b.pickle" 2>&1 >/dev/null | tail -1)
+			r=$(calc "$s10 / $s1")
+			line "peak RSS, snapshot $ev vs $((ev / 10)) events, $cmd${memo:+ (the writer layout, memoized)}" "$(printf '%.2fx' "$r")" \
+				"<= 1.2x" "$(verdict "$r" "<=" 1.2) ($s10 KB vs $s1 KB)"
+		done
+	done
+	rm -f "$tmp/snap-s.pickle" "$tmp/snap-b.pickle"
+}
 issue34() {
 	echo
 	echo "== issue 34 targets (ratios measured in this run) =="
@@ -278,6 +301,7 @@ issue34() {
 	r=$(calc "$w1 / $wn")
 	line "compare -j $JOBS vs -j 1 (wall), every policy" "$(printf '%.2fx' "$r")" ">= $(calc "0.8 * $JOBS" | sed 's/0*$//; s/\.$//')x" \
 		"$(verdict "$r" ">=" "$(calc "0.8 * $JOBS")") ($(printf '%.3f' "$w1") s vs $(printf '%.3f' "$wn") s; optimal alone bounds it: doc/performance.md)"
+	perf_stream_rss
 }
 
 # BENCH_ONLY=issue34: issue 34's lines alone
@@ -351,32 +375,6 @@ tp=$(best "$A" replay -p passthrough -c "" --latency-model none --no-timing "$tm
 line "optimal vs passthrough, 1M generated events (binary)" "$(printf '%.1fx' "$(calc "$to / $tp")")" "< 20 s CPU" \
 	"$(verdict "$to" "<" 20) ($(printf '%.1f' "$to") s vs $(printf '%.2f' "$tp") s CPU)"
 
-# ---- snapshots streamed (issue 34) -----------------------------------------------------------
-# Peak RSS of replay (-c "") and validate of a generated snapshot of 2.5M events against one of 250k
-# (scripts/gen-snapshot.py: 100 and 10 copies of bert_infer_varlen__default, 25,004 events each,
-# the settings after the trace as PyTorch writes them), in one run; with the pickle laid out without
-# memo, and with the writer's memo (a slot per trace entry and per 'N/A' string: the pickle reader
-# packs the pages it has passed, 1 bit a slot instead of 8 bytes).
-perf_stream_rss() {
-	command -v "$PY" >/dev/null 2>&1 || { echo "  ($PY not found: no generated snapshots)"; return 0; }
-	gen="$(dirname "$0")/gen-snapshot.py"; src="$D/pytorch-h200/bert_infer_varlen__default.pickle.gz"
-	for memo in "" --memo; do
-		"$PY" "$gen" $memo "$src" 10 "$tmp/snap-s.pickle" && "$PY" "$gen" $memo "$src" 100 "$tmp/snap-b.pickle" || return 0
-		ev=$("$A" replay -c "" --no-timing "$tmp/snap-b.pickle" | awk -F, 'NR==2{print $5}')
-		for cmd in replay validate; do
-			if [ $cmd = replay ]; then set -- replay -c "" --no-timing; else set -- validate; fi
-			s1=$(/usr/bin/time -f %M "$A" "$@" "$tmp/snap-s.pickle" 2>&1 >/dev/null | tail -1)
-			s10=$(/usr/bin/time -f %M "$A" "$@" "$tmp/snap-b.pickle" 2>&1 >/dev/null | tail -1)
-			r=$(calc "$s10 / $s1")
-			line "peak RSS, snapshot $ev vs $((ev / 10)) events, $cmd${memo:+ (the writer layout, memoized)}" "$(printf '%.2fx' "$r")" \
-				"<= 1.2x" "$(verdict "$r" "<=" 1.2) ($s10 KB vs $s1 KB)"
-		done
-	done
-	rm -f "$tmp/snap-s.pickle" "$tmp/snap-b.pickle"
-}
-echo
-echo "== issue 34: snapshots streamed =="
-perf_stream_rss
 
 # ---- snapshot decoder against CPython (reader, issue 15) -------------------------------------
 # CPython's pickle.loads(gzip.decompress(...)) of the same file, in-process, against allocsim's whole
