@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""predict-pressure.py - capture-fake.py's workloads on the GPU under torch.cuda.set_per_process_memory_fraction:
+does the real run run out of memory at a given limit? (traces/predict/pressure.csv, doc/predict.md)
+
+  predict-pressure.py jobs ALLOCSIM TRACEDIR W...   the limits: predict's need (high end) x0.97, x1, x1.03 and the
+                                                     real run's reserved_bytes.all.peak (TRACEDIR/W.real.json) x0.97, x1.03
+  predict-pressure.py run JOBS OUTDIR                every job in parallel processes, the sum of the running limits
+                                                     (+ 1 GiB each) kept below the GPU's free memory
+  predict-pressure.py child W LIMIT OUTDIR           one run (run does this)
+  predict-pressure.py csv JOBS OUTDIR                pressure.csv from the runs' JSON
+"""
+import gc, importlib.util, json, os, subprocess, sys, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BASES = ("need_x0.97", "need", "need_x1.03", "real_peak_x0.97", "real_peak_x1.03")
+
+
+def jobs(allocsim, tdir, names):
+    for w in names:
+        out = subprocess.run([allocsim, "predict", "--capacity", "1TiB", "--format", "csv", "--no-advise",
+                              os.path.join(tdir, w + ".trace.gz")], capture_output=True, text=True, check=True).stdout
+        nh = int(out.splitlines()[1].split(",")[10])
+        rp = json.load(open(os.path.join(tdir, w + ".real.json")))["memory_stats"]["reserved_bytes.all.peak"]
+        for b, c in zip(BASES, (nh * 97 // 100, nh, nh * 103 // 100, rp * 97 // 100, rp * 103 // 100)):
+            print(w, c, b)
+
+
+def child(w, cap, out):
+    spec = importlib.util.spec_from_file_location("cf", os.path.join(HERE, "capture-fake.py"))
+    cf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cf)
+    import torch
+    gc.disable()
+    torch.cuda.init()
+    free0, total = torch.cuda.mem_get_info()
+    frac = cap / total
+    while int(frac * total) > cap:  # the allocator's limit is static_cast<size_t>(fraction * total)
+        frac = frac * (1 - 1e-16)
+    torch.cuda.set_per_process_memory_fraction(frac, 0)
+    t0 = time.time()
+    oom, msg, err = False, "", None
+    try:
+        cf.WORKLOADS[w](torch, "cuda")
+        torch.cuda.synchronize()
+    except torch.OutOfMemoryError as e:
+        oom, msg = True, str(e)[:400]
+    except Exception as e:
+        err = "%s: %s" % (type(e).__name__, str(e)[:400])
+    st = torch.cuda.memory_stats()
+    r = {"workload": w, "capacity_asked": cap, "fraction": frac, "limit_bytes": int(frac * total), "total_memory": total,
+         "free_at_start": free0, "oom": oom, "num_ooms": st.get("num_ooms"), "reserved_peak": st["reserved_bytes.all.peak"],
+         "num_device_alloc": st.get("num_device_alloc"), "seconds": time.time() - t0, "message": msg, "error": err,
+         "torch": torch.__version__}
+    json.dump(r, open(os.path.join(out, "%s-%d.json" % (w, cap)), "w"), indent=1)
+    print(w, cap, "oom" if oom else "ran", st["reserved_bytes.all.peak"])
+
+
+def run(jobfile, out):
+    os.makedirs(out, exist_ok=True)
+    todo = sorted((l.split() for l in open(jobfile) if l.strip()), key=lambda j: -int(j[1]))
+    free = int(subprocess.run(["nvidia-smi", "--query-gpu=memory.free", "--format=csv,noheader,nounits"],
+                              capture_output=True, text=True).stdout.split()[0]) << 20
+    budget, slot = min(130 << 30, free - (4 << 30)), 1 << 30
+    log = open(os.path.join(out, "driver.log"), "w")
+    log.write("free %d budget %d\n" % (free, budget))
+    running = []
+    while todo or running:
+        for r in running[:]:
+            if r[1].poll() is not None:
+                log.write("%s %s rc=%d %.1fs\n" % (r[0][0], r[0][1], r[1].returncode, time.time() - r[2]))
+                running.remove(r)
+        for j in todo[:]:
+            if sum(int(x[0][1]) + slot for x in running) + int(j[1]) + slot <= budget and len(running) < 14:
+                env = dict(os.environ)
+                env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+                f = open(os.path.join(out, "%s-%s.log" % (j[0], j[1])), "w")
+                running.append((j, subprocess.Popen([sys.executable, os.path.abspath(__file__), "child", j[0], j[1], out],
+                                                    stdout=f, stderr=subprocess.STDOUT, env=env), time.time()))
+                todo.remove(j)
+        time.sleep(0.5)
+    log.write("done\n")
+
+
+def csv(jobfile, out):
+    print("workload,basis,limit_bytes,fraction,real_oom,real_num_ooms,real_peak_reserved")
+    for w, c, b in (l.split() for l in open(jobfile) if l.strip()):
+        d = json.load(open(os.path.join(out, "%s-%s.json" % (w, c))))
+        if d["error"] is not None:
+            sys.exit("%s at %s: %s" % (w, c, d["error"]))
+        print("%s,%s,%d,%.17g,%d,%d,%d" % (w, b, d["limit_bytes"], d["fraction"], int(d["oom"]), d["num_ooms"], d["reserved_peak"]))
+
+
+if __name__ == "__main__":
+    a = sys.argv[1:]
+    if a[:1] == ["jobs"] and len(a) >= 4:
+        jobs(a[1], a[2], a[3:])
+    elif a[:1] == ["child"] and len(a) == 4:
+        child(a[1], int(a[2]), a[3])
+    elif a[:1] == ["run"] and len(a) == 3:
+        run(a[1], a[2])
+    elif a[:1] == ["csv"] and len(a) == 3:
+        csv(a[1], a[2])
+    else:
+        sys.stderr.write(__doc__)
+        sys.exit(64)
