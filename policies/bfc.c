@@ -50,22 +50,22 @@ typedef struct bchunk {
 
 typedef struct bregion {
 	uint64_t ptr, size;
-	uint64_t seq;                /* creation order (see chunk_cmp) */
+	uint64_t seq;                /* creation order */
+	uint64_t rank;               /* order between regions in the bins (region_rank, chunk_cmp) */
 	bchunk *first;
 	struct bregion *next;        /* sorted by address */
 } bregion;
 
-/* Bins order chunks by size, then address (TF's ChunkComparator). Across regions allocsim takes the
- * region made first, then the address within it: the same order where regions come in ascending
- * addresses, as the driver placed JAX's (the default --addresses ascending), and one that does not
- * depend on where a real cudaMalloc put them, so that --backend cuda decides as the simulation
- * (tests/cuda.sh: resnet50's peak allocated bytes differed on the H200 before). A lookup key has no
- * region and sorts first. */
+/* Bins order chunks by size, then address (TF's ChunkComparator). Across regions allocsim orders by
+ * the region's rank (region_rank), then the address within it: the order of the addresses the H200's
+ * driver gave JAX's regions, and one that does not depend on where a real cudaMalloc put them, so that
+ * --backend cuda decides as the simulation (tests/cuda.sh: resnet50's peak allocated bytes differed on
+ * the H200 before). A lookup key has no region (rank 0) and sorts first. */
 static int chunk_cmp(const bchunk *a, const bchunk *b)
 {
 	if (a->size != b->size)
 		return a->size < b->size ? -1 : 1;
-	uint64_t sa = a->region ? a->region->seq : 0, sb = b->region ? b->region->seq : 0;
+	uint64_t sa = a->region ? a->region->rank : 0, sb = b->region ? b->region->rank : 0;
 	if (sa != sb)
 		return sa < sb ? -1 : 1;
 	return a->ptr < b->ptr ? -1 : a->ptr > b->ptr;
@@ -213,10 +213,24 @@ static bchunk *take_chunk(bfc *p, bchunk *c, uint64_t rounded, uint64_t n)
 	return c;
 }
 
+/* Where the driver put JAX's regions, as an order: on the H200 (jax 0.11.2, driver 580.159.04) the
+ * first two cudaMallocs of the process landed high (near 0x7f..., the second below the first) and every
+ * later one bottom-up from 0x302000000, each above the previous (every one of the 20 streams__s2/s3
+ * runs of scripts/replay_jax.py --log, 2026-12-04). Ranks 1, 2, ... for the later regions in the order
+ * made, then the second, then the first. Before, the first two ranked first: with their 16 MiB chunks
+ * tying those of the later regions, -p bfc took the wrong one and parted from JAX on 8 of the 58 runs
+ * of traces/jax-h200-freeat.csv (tests/freeat.sh). */
+#define HIGH_REGIONS 2
+static uint64_t region_rank(uint64_t seq)
+{
+	return seq >= HIGH_REGIONS ? seq - HIGH_REGIONS + 1 : ((uint64_t)1 << 62) - seq;
+}
+
 static void add_region(bfc *p, uint64_t ptr, uint64_t size)
 {
 	bregion *r = xcalloc(1, sizeof(*r)), **at = &p->regions;
 	r->seq = p->num_regions_made++;
+	r->rank = region_rank(r->seq);
 	r->ptr = ptr;
 	r->size = size;
 	while (*at && (*at)->ptr < ptr)
