@@ -184,15 +184,11 @@ static void tree_insert(struct as_fittree *t, as_fitnode *n)
 	as_fittree_RB_INSERT_COLOR(t, n);
 }
 
-void as_fitset_insert(as_fitset *s, as_fitnode *n, uint64_t stream, uint64_t size, uint64_t ptr)
+/* Puts n (its size already set) into its class's tree of stream st, taking a chunk of 64 classes
+ * from the spares or the heap where the class's word has none. */
+static inline void class_link(as_fitset *s, as_fitstream *st, as_fitnode *n, uint32_t c)
 {
-	as_fitstream *st = stream_find(s, stream);
-	if (!st)
-		st = stream_new(s, stream);
-	uint32_t c = as_fit_class(size), w = c >> 6;
-	n->size = size;
-	n->ptr = ptr;
-	n->st = st;
+	uint32_t w = c >> 6;
 	as_fitchunk *ch = st->chunk[w];
 	if (!ch) {
 		ch = s->spare_chunks;
@@ -207,6 +203,32 @@ void as_fitset_insert(as_fitset *s, as_fitnode *n, uint64_t stream, uint64_t siz
 	st->top |= 1ULL << w;
 	ch->bits |= 1ULL << (c & 63);
 	tree_insert(&ch->t[c & 63], n);
+}
+
+/* Takes n out of class c's tree of stream st, clearing the class's bit (and its word's) when the
+ * tree is left empty. */
+static inline void class_unlink(as_fitstream *st, as_fitnode *n, uint32_t c)
+{
+	uint32_t w = c >> 6;
+	as_fitchunk *ch = st->chunk[w];
+	struct as_fittree *t = &ch->t[c & 63];
+	RB_REMOVE(as_fittree, t, n);
+	if (!RB_ROOT(t)) {
+		ch->bits &= ~(1ULL << (c & 63));
+		if (!ch->bits)
+			st->top &= ~(1ULL << w);
+	}
+}
+
+void as_fitset_insert(as_fitset *s, as_fitnode *n, uint64_t stream, uint64_t size, uint64_t ptr)
+{
+	as_fitstream *st = stream_find(s, stream);
+	if (!st)
+		st = stream_new(s, stream);
+	n->size = size;
+	n->ptr = ptr;
+	n->st = st;
+	class_link(s, st, n, as_fit_class(size));
 	st->count++;
 	s->count++;
 	if (s->largest_ok && size > s->largest)
@@ -216,15 +238,7 @@ void as_fitset_insert(as_fitset *s, as_fitnode *n, uint64_t stream, uint64_t siz
 void as_fitset_remove(as_fitset *s, as_fitnode *n)
 {
 	as_fitstream *st = n->st;
-	uint32_t c = as_fit_class(n->size), w = c >> 6;
-	as_fitchunk *ch = st->chunk[w];
-	struct as_fittree *t = &ch->t[c & 63];
-	RB_REMOVE(as_fittree, t, n);
-	if (!RB_ROOT(t)) {
-		ch->bits &= ~(1ULL << (c & 63));
-		if (!ch->bits)
-			st->top &= ~(1ULL << w);
-	}
+	class_unlink(st, n, as_fit_class(n->size));
 	if (n->size == s->largest)
 		s->largest_ok = 0; /* perhaps another of that size stays: the next question looks */
 	if (!--s->count) {
@@ -263,32 +277,10 @@ void as_fitset_rekey(as_fitset *s, as_fitnode *n, uint64_t size, uint64_t ptr)
 		tree_insert(t, n);
 		return;
 	}
-	uint32_t w = c0 >> 6;
-	as_fitchunk *ch = st->chunk[w];
-	struct as_fittree *t = &ch->t[c0 & 63];
-	RB_REMOVE(as_fittree, t, n);
-	if (!RB_ROOT(t)) {
-		ch->bits &= ~(1ULL << (c0 & 63));
-		if (!ch->bits)
-			st->top &= ~(1ULL << w);
-	}
+	class_unlink(st, n, c0);
 	n->size = size;
 	n->ptr = ptr;
-	w = c1 >> 6;
-	ch = st->chunk[w];
-	if (!ch) {
-		ch = s->spare_chunks;
-		if (ch) {
-			s->spare_chunks = ch->spare;
-			RB_INIT(&ch->t[0]); /* the others stayed empty, bits stayed 0 */
-		} else {
-			ch = xcalloc(1, sizeof(*ch));
-		}
-		st->chunk[w] = ch;
-	}
-	st->top |= 1ULL << w;
-	ch->bits |= 1ULL << (c1 & 63);
-	tree_insert(&ch->t[c1 & 63], n);
+	class_link(s, st, n, c1);
 }
 
 as_fitnode *as_fitset_nfind(as_fitset *s, uint64_t stream, uint64_t size)
