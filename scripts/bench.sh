@@ -204,7 +204,7 @@ perf_rss() {
 # -j: advise and compare's wall time with -j $JOBS against -j 1 on the same trace (best of $RUNS);
 #   target >= 0.8 x $JOBS. Only meaningful on free cores: the load average is printed beside it.
 # make_x10 OUT: ten copies of bert_infer_varlen__ms40's history, addresses and times moved apart, as a
-# gzip'd pickle (the decoder block below builds the same for its own lines); nothing without Python.
+# gzip'd pickle (the decoder block below uses it too); nothing without Python.
 make_x10() {
 	command -v "$PY" >/dev/null 2>&1 || return 0
 	"$PY" - "$D/pytorch-h200/bert_infer_varlen__ms40.pickle.gz" "$1" <<'PY' || rm -f "$1"
@@ -388,27 +388,11 @@ line "optimal vs passthrough, 1M generated events (binary)" "$(printf '%.1fx' "$
 # of each are printed beside it.
 py=$(command -v python3 || true)
 if [ -n "$py" ]; then
+	[ -f "$tmp/x10.pickle.gz" ] || make_x10 "$tmp/x10.pickle.gz"
 	"$py" - "$A" "$D/pytorch-h200/bert_infer_varlen__ms40.pickle.gz" "$D/pytorch-h200/gpt2_train_varlen__default.pickle.gz" "$tmp/x10.pickle.gz" <<'PY'
-import copy, gzip, os, pickle, resource, subprocess, sys, time
+import gzip, os, pickle, resource, subprocess, sys, time
 A, traces = sys.argv[1], sys.argv[2:]
-# a larger snapshot: ten copies of a real history, addresses moved apart, laid out as the writer does
-d = pickle.loads(gzip.decompress(open(traces[0], "rb").read()))
-out = []
-ts = [e["time_us"] for e in d["device_traces"][0] if "time_us" in e]
-span = (max(ts) - min(ts) + 1) if ts else 0  # each copy after the previous: times never go back
-for i in range(10):
-    for e in d["device_traces"][0]:
-        e2 = copy.copy(e)
-        e2["compile_context"] = "".join(["N", "/", "A"])
-        if "addr" in e2:
-            e2["addr"] += i << 40
-        if "time_us" in e2:
-            e2["time_us"] += i * span
-        out.append(e2)
-d["device_traces"] = [out]
-d["segments"] = []
-gzip.open(traces[-1], "wb", compresslevel=6).write(pickle.dumps(d, protocol=4))
-del d, out
+# traces[-1]: the larger snapshot make_x10 wrote (ten copies of bert_infer_varlen__ms40)
 
 def best3(measure):
     """the best of 3 (seconds, page faults) measurements, by time"""
