@@ -361,22 +361,6 @@ static size_t pick(const advise *a)
 	return best;
 }
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
-}
-
-
 typedef struct report {
 	const char *target_from;
 	int recorded_settings;
@@ -627,9 +611,9 @@ static void print_json_settings(FILE *f, const advise *a)
 		const as_summary *s = shown(a, r);
 		fprintf(f, "%s  {\"setting\": ", first ? "" : ",\n");
 		first = 0;
-		json_str(f, r->c->label);
+		as_json_str(f, r->c->label);
 		fputs(", \"config\": ", f);
-		json_str(f, r->config);
+		as_json_str(f, r->config);
 		fprintf(f, ", \"fits\": %s, \"oom_entry\": %" PRId64 ", \"peak_reserved_bytes\": %" PRIu64
 			", \"peak_allocated_bytes\": %" PRIu64 ", \"num_device_alloc\": %" PRIu64 ", \"num_ooms\": %" PRIu64
 			", \"device_time_us\": %.3f, \"needed_bytes\": %" PRIu64 "}",
@@ -642,14 +626,14 @@ static void print_json(FILE *f, const advise *a, const report *rp)
 {
 	const result *b = &a->res[rp->best];
 	fputs(rp->nranks ? "{\"job\": " : "{\"trace\": ", f);
-	json_str(f, a->path);
+	as_json_str(f, a->path);
 	fprintf(f, ", \"recorded_ooms\": %" PRIu64 ", \"current\": ", a->recorded_ooms);
-	json_str(f, a->current);
+	as_json_str(f, a->current);
 	fprintf(f, ", \"target_bytes\": %" PRIu64 ", \"target_from\": ", a->target);
-	json_str(f, rp->target_from);
+	as_json_str(f, rp->target_from);
 	fprintf(f, ", \"recorded_held_bytes\": %" PRIu64, a->held);
 	fprintf(f, ",\n \"fits\": %s, \"recommended\": ", b->fit == FIT_YES ? "true" : b->fit == FIT_NO ? "false" : "null");
-	json_str(f, b->config);
+	as_json_str(f, b->config);
 	fprintf(f, ", \"harmful_combination\": %s,\n", rp->harmful ? "true" : "false");
 	if (!rp->nranks) {
 		fprintf(f, " \"trace_entries\": %" PRIu64 ", \"events\": %" PRIu64 ", \"settings\": [\n", trace_entries(a->bufp),
@@ -659,11 +643,11 @@ static void print_json(FILE *f, const advise *a, const report *rp)
 		return;
 	}
 	fputs(" \"worst_rank\": ", f);
-	json_str(f, rp->ranks[worst_rank(a, rp, rp->best)].path);
+	as_json_str(f, rp->ranks[worst_rank(a, rp, rp->best)].path);
 	fputs(", \"ranks\": [\n", f);
 	for (size_t k = 0; k < rp->nranks; k++) {
 		fprintf(f, "%s {\"trace\": ", k ? ",\n" : "");
-		json_str(f, rp->ranks[k].path);
+		as_json_str(f, rp->ranks[k].path);
 		fprintf(f, ", \"trace_entries\": %" PRIu64 ", \"events\": %" PRIu64 ", \"settings\": [\n",
 			trace_entries(rp->ranks[k].bufp), replay_events(rp->ranks[k].bufp));
 		print_json_settings(f, &rp->ranks[k]);

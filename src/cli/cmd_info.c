@@ -49,33 +49,18 @@ static void pyver_text(const as_meta *m, char *buf, size_t len, char *why, size_
 		snprintf(buf, len, "2.%d to 2.%d", lo, hi);
 }
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20 || ch == 0x7f)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
-}
-
 static void print_json(const info *in)
 {
 	const as_meta *m = in->m;
 	char pv[64], why[512];
 	printf("{\"trace\": ");
-	json_str(stdout, in->path);
+	as_json_str(stdout, in->path);
 	printf(", \"format\": ");
-	json_str(stdout, in->binary ? "binary" : m->format);
+	as_json_str(stdout, in->binary ? "binary" : m->format);
 	printf(", \"source\": ");
-	json_str(stdout, m->source);
+	as_json_str(stdout, m->source);
 	printf(", \"device\": ");
-	json_str(stdout, m->device);
+	as_json_str(stdout, m->device);
 	printf(", \"devices\": [");
 	for (size_t d = 0; m->device_entries && d < m->ndevices; d++)
 		printf("%s{\"index\": %zu, \"history_entries\": %" PRIu64 "}", d ? ", " : "", d, m->device_entries[d]);
@@ -87,12 +72,12 @@ static void print_json(const info *in)
 	printf(", \"device_total_bytes\": %" PRIu64 ", \"capacity_bytes\": %" PRIu64 ", \"allocator_settings\": ",
 		m->device_total, m->capacity);
 	if (m->has_settings)
-		json_str(stdout, m->settings ? m->settings : "");
+		as_json_str(stdout, m->settings ? m->settings : "");
 	else
 		printf("null");
 	pyver_text(m, pv, sizeof pv, why, sizeof why);
 	printf(", \"pytorch_version\": ");
-	json_str(stdout, pv);
+	as_json_str(stdout, pv);
 	for (int t = 0; t < EV__COUNT; t++)
 		printf(", \"%s_events\": %" PRIu64, as_ev_names[t], in->counts[t]);
 	printf(", \"events\": %" PRIu64 ", \"recorded_ooms\": %" PRIu64 ", \"streams\": %zu, \"live_at_end\": %zu, "

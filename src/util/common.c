@@ -389,3 +389,20 @@ int as_split_csv(char *line, char **f, int max)
 		p = c + 1;
 	}
 }
+
+/* Writes s as a JSON string: quotes and backslashes escaped, control characters and DEL as \u00XX
+ * (the JSON output of info and advise). */
+void as_json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20 || ch == 0x7f)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdarg.h>
+#include <stdio.h>
 
 /* Exit statuses (sysexits.h values; documented in allocsim(1)). */
 enum {
@@ -82,6 +83,7 @@ const char *as_size_paren(uint64_t b, char *buf, size_t len);
  * decimal: "0100" is 100, "08" is 8, as PyTorch reads its settings), or with as_parse_num also
  * 0x-prefixed hex where a format documents it (native traces, RMM pointers and streams). */
 int as_parse_u64(const char *s, uint64_t *out);
+void as_json_str(FILE *f, const char *s); /* s as a JSON string, escaped */
 int as_parse_num(const char *s, uint64_t *out);
 /* Splits line in place at each ',' into f[0..max): the number of fields, or max + 1 when there
  * are more than max (the CSV logs' readers: no quoting in them). */
