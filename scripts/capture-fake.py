@@ -227,34 +227,10 @@ def w_unet_train(torch, dev):
 
 def w_kvserve(torch, dev):
     """capture.py's KV-cache serving loop (8 sequences decode together, K/V grown by torch.cat,
-    24 requests of random prompt/output lengths), fp16, no_grad."""
-    g = torch.Generator().manual_seed(3)
-    layers, heads, dim = 6, 16, 64
-    w = torch.randn(heads * dim, heads * dim, device=dev, dtype=torch.float16) * 0.02
-    active, served = [], 0
-
-    def admit():
-        plen = int(torch.randint(16, 1500, (1,), generator=g))
-        olen = int(torch.randint(8, 300, (1,), generator=g))
-        kv = [(torch.randn(1, heads, plen, dim, device=dev, dtype=torch.float16),
-               torch.randn(1, heads, plen, dim, device=dev, dtype=torch.float16)) for _ in range(layers)]
-        return {"kv": kv, "left": olen}
-
-    with torch.no_grad():
-        while served < 24 or active:
-            while len(active) < 8 and served < 24:
-                active.append(admit())
-                served += 1
-            for seq in active:
-                x = torch.randn(1, heads * dim, device=dev, dtype=torch.float16)
-                for li in range(layers):
-                    k, v = seq["kv"][li]
-                    h = (x @ w).view(1, heads, 1, dim)
-                    seq["kv"][li] = (torch.cat([k, h], dim=2), torch.cat([v, h], dim=2))
-                    att = torch.softmax(h @ seq["kv"][li][0].transpose(-1, -2), -1) @ seq["kv"][li][1]
-                    x = att.reshape(1, heads * dim)
-                seq["left"] -= 1
-            active = [s for s in active if s["left"] > 0]
+    24 requests of random prompt/output lengths), fp16, no_grad: the same code (capture.kvserve_loop)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import capture
+    capture.kvserve_loop(torch, dev, 3)
     return None, None
 
 

@@ -90,16 +90,22 @@ def w_kvserve(torch):
     """A KV-cache serving loop without paging: up to 8 sequences decode together, each with its own
     contiguous K/V tensors grown by torch.cat at every step (the pattern of a simple HF-style generate
     loop); requests arrive with random prompt and output lengths, finish and are replaced."""
-    g = torch.Generator().manual_seed(int(os.environ.get("CAPTURE_SEED", "3")))
+    kvserve_loop(torch, "cuda", int(os.environ.get("CAPTURE_SEED", "3")))
+    torch.cuda.synchronize()
+
+
+def kvserve_loop(torch, dev, seed):
+    """w_kvserve's work on device dev (scripts/capture-fake.py runs it on the meta device)."""
+    g = torch.Generator().manual_seed(seed)
     layers, heads, dim = 6, 16, 64
-    w = torch.randn(heads * dim, heads * dim, device="cuda", dtype=torch.float16) * 0.02
+    w = torch.randn(heads * dim, heads * dim, device=dev, dtype=torch.float16) * 0.02
     active, served = [], 0
 
     def admit():
         plen = int(torch.randint(16, 1500, (1,), generator=g))
         olen = int(torch.randint(8, 300, (1,), generator=g))
-        kv = [(torch.randn(1, heads, plen, dim, device="cuda", dtype=torch.float16),
-               torch.randn(1, heads, plen, dim, device="cuda", dtype=torch.float16)) for _ in range(layers)]
+        kv = [(torch.randn(1, heads, plen, dim, device=dev, dtype=torch.float16),
+               torch.randn(1, heads, plen, dim, device=dev, dtype=torch.float16)) for _ in range(layers)]
         return {"kv": kv, "left": olen}
 
     with torch.no_grad():
@@ -108,7 +114,7 @@ def w_kvserve(torch):
                 active.append(admit())
                 served += 1
             for seq in active:
-                x = torch.randn(1, heads * dim, device="cuda", dtype=torch.float16)
+                x = torch.randn(1, heads * dim, device=dev, dtype=torch.float16)
                 for li in range(layers):
                     k, v = seq["kv"][li]
                     h = (x @ w).view(1, heads, 1, dim)
@@ -117,7 +123,6 @@ def w_kvserve(torch):
                     x = att.reshape(1, heads * dim)
                 seq["left"] -= 1
             active = [s for s in active if s["left"] > 0]
-    torch.cuda.synchronize()
 
 
 def w_gpt2grow(torch):
