@@ -249,35 +249,26 @@ typedef struct loadq {
 	char **files;
 	const as_reader_opts *ro;
 	const char *config;
-	size_t n, next;
 	as_err *errs;
-	pthread_mutex_t mu;
 } loadq;
 
-static void *load_rank(void *arg)
+static void load_rank(void *arg, size_t k)
 {
 	loadq *q = arg;
-	for (;;) {
-		pthread_mutex_lock(&q->mu);
-		size_t k = q->next++;
-		pthread_mutex_unlock(&q->mu);
-		if (k >= q->n)
-			return NULL;
-		advise *a = &q->ranks[k];
-		a->path = q->files[k];
-		as_blame_init(&a->blame, 5);
-		a->loaded = 1;
-		if (as_evbuf_load_observed(&a->buf, a->path, q->ro, as_blame_observe, &a->blame, &q->errs[k])) {
-			a->loaded = 0;
-			as_blame_free(&a->blame);
-			continue;
-		}
-		as_blame_finish(&a->blame);
-		a->bufp = &a->buf;
-		a->recorded = as_recorded_settings(&a->buf.meta);
-		a->current = xstrdup(q->config ? q->config : a->recorded ? a->recorded : "");
-		a->recorded_ooms = as_evbuf_recorded_ooms(&a->buf);
+	advise *a = &q->ranks[k];
+	a->path = q->files[k];
+	as_blame_init(&a->blame, 5);
+	a->loaded = 1;
+	if (as_evbuf_load_observed(&a->buf, a->path, q->ro, as_blame_observe, &a->blame, &q->errs[k])) {
+		a->loaded = 0;
+		as_blame_free(&a->blame);
+		return;
 	}
+	as_blame_finish(&a->blame);
+	a->bufp = &a->buf;
+	a->recorded = as_recorded_settings(&a->buf.meta);
+	a->current = xstrdup(q->config ? q->config : a->recorded ? a->recorded : "");
+	a->recorded_ooms = as_evbuf_recorded_ooms(&a->buf);
 }
 
 /* ---- output ------------------------------------------------------------------------------ */
@@ -871,10 +862,8 @@ int cmd_advise(int argc, char **argv)
 	{
 		/* the ranks decoded side by side (-j of them at once): with one after the other, a
 		 * directory of ranks spent its decode on one core while the others waited */
-		loadq lq = { .ranks = ranks, .files = files, .ro = &ro, .config = config, .n = nfiles, .errs = xcalloc(nfiles, sizeof(as_err)) };
-		pthread_mutex_init(&lq.mu, NULL);
-		as_run_threads(jobs < nfiles ? jobs : nfiles, load_rank, &lq);
-		pthread_mutex_destroy(&lq.mu);
+		loadq lq = { .ranks = ranks, .files = files, .ro = &ro, .config = config, .errs = xcalloc(nfiles, sizeof(as_err)) };
+		as_run_indexed(jobs, nfiles, load_rank, &lq);
 		for (size_t k = 0; k < nfiles && !rc; k++)
 			if (lq.errs[k].code) /* the first file's error, whatever -j is */
 				rc = cli_report(&lq.errs[k]);

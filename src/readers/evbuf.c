@@ -136,30 +136,21 @@ int as_evbuf_load_observed(as_evbuf *b, const char *path, const as_reader_opts *
 typedef struct loadmany {
 	as_evbuf *bufs;
 	const char *const *paths;
-	size_t n, next;
 	const as_reader_opts *ro;
 	as_err *errs;
-	pthread_mutex_t mu;
 } loadmany;
 
-static void *load_next(void *arg)
+static void load_one(void *arg, size_t t)
 {
 	loadmany *l = arg;
-	for (;;) {
-		pthread_mutex_lock(&l->mu);
-		size_t t = l->next++;
-		pthread_mutex_unlock(&l->mu);
-		if (t >= l->n)
-			return NULL;
-		as_evbuf_load(&l->bufs[t], l->paths[t], l->ro, &l->errs[t]);
-	}
+	as_evbuf_load(&l->bufs[t], l->paths[t], l->ro, &l->errs[t]);
 }
 
 size_t as_evbuf_load_each(as_evbuf *bufs, const char *const *paths, size_t n, const as_reader_opts *ro, uint64_t jobs,
 	as_err *errs)
 {
-	loadmany l = { bufs, paths, n, 0, ro, errs, PTHREAD_MUTEX_INITIALIZER };
-	as_run_threads(jobs < n ? jobs : n, load_next, &l);
+	loadmany l = { bufs, paths, ro, errs };
+	as_run_indexed(jobs, n, load_one, &l);
 	size_t bad = 0;
 	for (size_t t = 0; t < n; t++)
 		bad += errs[t].code != 0;
@@ -169,15 +160,15 @@ size_t as_evbuf_load_each(as_evbuf *bufs, const char *const *paths, size_t n, co
 int as_evbuf_load_many(as_evbuf *bufs, const char *const *paths, size_t n, const as_reader_opts *ro, uint64_t jobs,
 	as_err *err)
 {
-	loadmany l = { bufs, paths, n, 0, ro, xcalloc(n ? n : 1, sizeof(as_err)), PTHREAD_MUTEX_INITIALIZER };
-	as_evbuf_load_each(bufs, paths, n, ro, jobs, l.errs);
+	as_err *errs = xcalloc(n ? n : 1, sizeof(as_err));
+	as_evbuf_load_each(bufs, paths, n, ro, jobs, errs);
 	int rc = 0;
 	for (size_t t = 0; t < n && !rc; t++)
-		if (l.errs[t].code) {
-			*err = l.errs[t];
+		if (errs[t].code) {
+			*err = errs[t];
 			rc = -1;
 		}
-	free(l.errs);
+	free(errs);
 	return rc;
 }
 

@@ -375,6 +375,33 @@ void as_run_threads(uint64_t n, void *(*fn)(void *), void *arg)
 	free(th);
 }
 
+struct indexed {
+	void (*fn)(void *, size_t);
+	void *ctx;
+	size_t n, next;
+	pthread_mutex_t mu;
+};
+
+static void *indexed_worker(void *arg)
+{
+	struct indexed *q = arg;
+	for (;;) {
+		pthread_mutex_lock(&q->mu);
+		size_t k = q->next++;
+		pthread_mutex_unlock(&q->mu);
+		if (k >= q->n)
+			return NULL;
+		q->fn(q->ctx, k);
+	}
+}
+
+void as_run_indexed(uint64_t threads, size_t n, void (*fn)(void *ctx, size_t k), void *ctx)
+{
+	struct indexed q = { fn, ctx, n, 0, PTHREAD_MUTEX_INITIALIZER };
+	as_run_threads(threads < n ? threads : n, indexed_worker, &q);
+	pthread_mutex_destroy(&q.mu);
+}
+
 int as_split_csv(char *line, char **f, int max)
 {
 	int nf = 0;

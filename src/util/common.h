@@ -92,6 +92,8 @@ int as_split_csv(char *line, char **f, int max);
 /* Runs fn(arg) in n threads and waits for them; with n <= 1 in this thread (where Ctrl-C/SIGTERM
  * interrupt a blocking read). fn takes its work from arg (a locked counter). */
 void as_run_threads(uint64_t n, void *(*fn)(void *), void *arg);
+/* fn(ctx, k) for every k in [0, n), on up to `threads` threads, each taking the next k */
+void as_run_indexed(uint64_t threads, size_t n, void (*fn)(void *ctx, size_t k), void *ctx);
 
 extern const char *as_progname;
 /* The closest of the n names in cands to word (a misspelling: at most 2 edits, and fewer than half
