@@ -15,28 +15,13 @@ char *as_journal_path(const char *target)
 	return p;
 }
 
-/* The whole buffer, retrying short writes; -1 with errno. */
-static int write_all(int fd, const char *b, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, b, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		b += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static int put_line(int fd, const char *s)
 {
 	size_t l = strlen(s);
 	char *b = xmalloc(l + 1);
 	memcpy(b, s, l);
 	b[l] = '\n';
-	int rc = write_all(fd, b, l + 1);
+	int rc = as_write_all(fd, b, l + 1);
 	free(b);
 	return rc;
 }
@@ -60,7 +45,7 @@ int as_journal_open(as_journal *j, const char *target, const char *header, char 
 			fprintf(mf, "%s\n", rows[i]);
 		if (len >= (1 << 20) || i + 1 == n) {
 			fflush(mf);
-			bad = write_all(fd, buf, len);
+			bad = as_write_all(fd, buf, len);
 			rewind(mf);
 			len = 0;
 		}

@@ -26,17 +26,13 @@ const char *const as_ev_names[EV__COUNT] = {
  * stored at its end, before replaying it, and --segments replays twice. */
 static int spool(int fd, const char *name, as_err *err)
 {
-	const char *dir = getenv("TMPDIR");
-	char tmpl[4096];
-	snprintf(tmpl, sizeof tmpl, "%s/allocsim-input.XXXXXX", dir && *dir ? dir : "/tmp");
-	int out = mkstemp(tmpl);
+	const char *dir;
+	int out = as_tmpfile("allocsim-input", &dir);
 	if (out < 0) {
 		int e = errno;
 		close(fd);
-		return as_fail(err, AS_EXIT_IOERR, "cannot copy '%s' to a temporary file in %s: %s", name,
-			dir && *dir ? dir : "/tmp", strerror(e));
+		return as_fail(err, AS_EXIT_IOERR, "cannot copy '%s' to a temporary file in %s: %s", name, dir, strerror(e));
 	}
-	unlink(tmpl);
 	unsigned char *b = xmalloc(AS_RAWBUF);
 	int rc = 0;
 	for (;;) {
@@ -53,19 +49,10 @@ static int spool(int fd, const char *name, as_err *err)
 		}
 		if (got == 0)
 			break;
-		for (ssize_t done = 0; done < got;) {
-			ssize_t w = write(out, b + done, (size_t)(got - done));
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0) {
-				rc = as_fail(err, AS_EXIT_IOERR, "cannot copy '%s' to a temporary file: %s", name,
-					w < 0 ? strerror(errno) : "no space");
-				break;
-			}
-			done += w;
-		}
-		if (rc)
+		if (as_write_all(out, b, (size_t)got)) {
+			rc = as_fail(err, AS_EXIT_IOERR, "cannot copy '%s' to a temporary file: %s", name, strerror(errno));
 			break;
+		}
 	}
 	free(b);
 	close(fd);

@@ -7,32 +7,20 @@
 
 static int spool_open(as_spool *s, as_err *err)
 {
-	const char *dir = getenv("TMPDIR");
-	char tmpl[4096];
-	snprintf(tmpl, sizeof tmpl, "%s/allocsim-spool.XXXXXX", dir && *dir ? dir : "/tmp");
-	s->fd = mkstemp(tmpl);
+	const char *dir;
+	s->fd = as_tmpfile("allocsim-spool", &dir);
 	if (s->fd < 0)
-		return as_fail(err, AS_EXIT_IOERR, "cannot create a temporary file in %s for the decoded events: %s",
-			dir && *dir ? dir : "/tmp", strerror(errno));
-	unlink(tmpl);
+		return as_fail(err, AS_EXIT_IOERR, "cannot create a temporary file in %s for the decoded events: %s", dir,
+			strerror(errno));
 	return 0;
 }
 
 /* Writes the chunk's records to the file and empties it (its labels stay: records point into them). */
 static int spool_flush(as_spool *s, as_err *err)
 {
-	const char *p = (const char *)s->w.own;
-	size_t left = s->w.n * sizeof(as_rec);
-	while (left) {
-		ssize_t got = write(s->fd, p, left);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			return as_fail(err, AS_EXIT_IOERR, "cannot write the decoded events to a temporary file (%s); set TMPDIR to "
-				"a file system with room for %zu bytes an event", got < 0 ? strerror(errno) : "no space", sizeof(as_rec));
-		p += got;
-		left -= (size_t)got;
-	}
+	if (as_write_all(s->fd, s->w.own, s->w.n * sizeof(as_rec)))
+		return as_fail(err, AS_EXIT_IOERR, "cannot write the decoded events to a temporary file (%s); set TMPDIR to "
+			"a file system with room for %zu bytes an event", strerror(errno), sizeof(as_rec));
 	s->n += s->w.n;
 	s->w.n = 0;
 	return 0;

@@ -2,6 +2,7 @@
 #include "util/common.h"
 #include <pthread.h>
 #include <errno.h>
+#include <unistd.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -432,4 +433,37 @@ void as_json_str(FILE *f, const char *s)
 			fputc(ch, f);
 	}
 	fputc('"', f);
+}
+
+int as_write_all(int fd, const void *buf, size_t n)
+{
+	const char *b = buf;
+	while (n) {
+		ssize_t w = write(fd, b, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (w == 0)
+				errno = ENOSPC;
+			return -1;
+		}
+		b += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int as_tmpfile(const char *prefix, const char **dir)
+{
+	const char *d = getenv("TMPDIR");
+	if (!d || !*d)
+		d = "/tmp";
+	if (dir)
+		*dir = d;
+	char tmpl[4096];
+	snprintf(tmpl, sizeof tmpl, "%s/%s.XXXXXX", d, prefix);
+	int fd = mkstemp(tmpl);
+	if (fd >= 0)
+		unlink(tmpl);
+	return fd;
 }

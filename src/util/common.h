@@ -84,6 +84,10 @@ const char *as_size_paren(uint64_t b, char *buf, size_t len);
  * 0x-prefixed hex where a format documents it (native traces, RMM pointers and streams). */
 int as_parse_u64(const char *s, uint64_t *out);
 void as_json_str(FILE *f, const char *s); /* s as a JSON string, escaped */
+int as_write_all(int fd, const void *buf, size_t n); /* 0, or -1 with errno (ENOSPC for a write of 0) */
+/* An unlinked temporary file in $TMPDIR, else /tmp, named PREFIX.XXXXXX: its descriptor, or -1 with
+ * errno; *dir (if given) names the folder for messages. */
+int as_tmpfile(const char *prefix, const char **dir);
 int as_parse_num(const char *s, uint64_t *out);
 /* Splits line in place at each ',' into f[0..max): the number of fields, or max + 1 when there
  * are more than max (the CSV logs' readers: no quoting in them). */
