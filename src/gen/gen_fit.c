@@ -166,10 +166,7 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 	for (size_t i = 0; i < b.n; i++) {
 		as_evbuf_event(&b, i, &ev);
 		if (ev.type == EV_ALLOC) {
-			if (na == capa) {
-				capa = capa ? 2 * capa : 4096;
-				a = xrealloc(a, capa * sizeof *a);
-			}
+			AS_GROW(a, na, capa, 4096);
 			a[na] = (fa){ ev.size, (double)na, -1, 0, 0 };
 			slot_to[ev.slot] = na + 1;
 			na++;

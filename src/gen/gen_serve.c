@@ -86,10 +86,7 @@ static int check(void *mv, char *msg, size_t msglen)
 
 static void blk_push(req *r, uint64_t id)
 {
-	if (r->nblk == r->capblk) {
-		r->capblk = r->capblk ? 2 * r->capblk : 8;
-		r->blk = xrealloc(r->blk, r->capblk * sizeof *r->blk);
-	}
+	AS_GROW(r->blk, r->nblk, r->capblk, 8);
 	r->blk[r->nblk++] = id;
 }
 
