@@ -113,8 +113,7 @@ static void *make(void)
 		{ "persist", GO_CALL, 0, 0, 0, 0, add_persist, "live to the end: 'SIZE STEP BIN COUNT' (repeat)" },
 		{ 0 },
 	};
-	for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)
-		m->opts[i] = o[i];
+	GEN_OPTS_COPY(m->opts, o);
 	return m;
 }
 

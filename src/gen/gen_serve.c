@@ -62,8 +62,7 @@ static void *make(void)
 		{ "streams", GO_U64, &m->streams, 1, 64, 0, 0, "engines on their own streams, requests dealt round-robin (1)" },
 		{ 0 },
 	};
-	for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)
-		m->opts[i] = o[i];
+	GEN_OPTS_COPY(m->opts, o);
 	return m;
 }
 

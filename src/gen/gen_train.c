@@ -56,8 +56,7 @@ static void *make(void)
 		{ "tp", GO_U64, &m->tp, 1, 1024, 0, 0, "transformer: tensor-parallel ranks splitting heads, MLP and vocabulary (1)" },
 		{ 0 },
 	};
-	for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)
-		m->opts[i] = o[i];
+	GEN_OPTS_COPY(m->opts, o);
 	return m;
 }
 
