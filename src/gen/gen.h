@@ -83,6 +83,14 @@ typedef struct gen_opt {
 	const char *help;
 } gen_opt;
 
+/* Copies a model's option table (a local array ending in { 0 }) into the array in its state; a table
+ * longer than that array does not compile. */
+#define GEN_OPTS_COPY(dst, src) do { \
+	_Static_assert(sizeof(dst) >= sizeof(src), "the option table is longer than the model's array"); \
+	for (size_t i_ = 0; i_ < sizeof(src) / sizeof((src)[0]); i_++) \
+		(dst)[i_] = (src)[i_]; \
+} while (0)
+
 /* Applies one option's value; 0, or -1 with msg. */
 int gen_opt_set(const gen_opt *o, void *model, const char *val, char *msg, size_t msglen);
 

@@ -124,11 +124,7 @@ int gen_dist_parse(gen_dist *d, const char *s, char *msg, size_t msglen)
 			snprintf(msg, msglen, "table: negative value or weight at '%s'", p);
 			goto bad;
 		}
-		if (nd.n == cap) {
-			cap = cap ? 2 * cap : 16;
-			nd.v = xrealloc(nd.v, cap * sizeof(double));
-			nd.w = xrealloc(nd.w, cap * sizeof(double));
-		}
+		AS_GROW2(nd.v, nd.w, nd.n, cap, 16);
 		nd.v[nd.n] = val;
 		nd.w[nd.n++] = w;
 		wsum += w;
@@ -269,10 +265,7 @@ void gen_free(gen_ctx *g, uint64_t id)
 		return;
 	g->live[id] = 0;
 	g->live_bytes -= g->size_of[id];
-	if (g->nfree == g->cap_free) {
-		g->cap_free = g->cap_free ? 2 * g->cap_free : 1024;
-		g->free_slots = xrealloc(g->free_slots, g->cap_free * sizeof *g->free_slots);
-	}
+	AS_GROW(g->free_slots, g->nfree, g->cap_free, 1024);
 	g->free_slots[g->nfree++] = g->slot_of[id];
 	as_event ev = { .type = EV_FREE, .id = id, .slot = g->slot_of[id] };
 	put(g, &ev);
@@ -287,10 +280,7 @@ void gen_free_at(gen_ctx *g, uint64_t id, double when)
 {
 	if (!id)
 		return;
-	if (g->nheap == g->cap_heap) {
-		g->cap_heap = g->cap_heap ? 2 * g->cap_heap : 1024;
-		g->heap = xrealloc(g->heap, g->cap_heap * sizeof *g->heap);
-	}
+	AS_GROW(g->heap, g->nheap, g->cap_heap, 1024);
 	size_t i = g->nheap++;
 	gen_pending x = { when, g->seq++, id };
 	while (i && before(&x, &g->heap[(i - 1) / 2])) {

@@ -66,6 +66,25 @@ static uint64_t qsize(double s)
 #define LIFE_ZERO INT64_MIN
 #define TS_MAX 1000 /* Theil-Sen: pairs of at most this many steps */
 
+/* The exponent of size ~ scale^e over n (log scale, log size) points: the Theil-Sen median slope of
+ * at most TS_MAX steps' pairs for sizes with a median of 1 MiB or more (0 below), rounded to a
+ * quarter and clamped to [0, 3]. slopes holds TS_MAX * TS_MAX / 2 + 1 doubles of scratch. */
+static double size_exponent(const double *lx, const double *ly, size_t n, double smed, double *slopes)
+{
+	double e = 0;
+	if (smed >= (double)AS_MiB) {
+		size_t ns = 0;
+		size_t st = n > TS_MAX ? (n + TS_MAX - 1) / TS_MAX : 1;
+		for (size_t p1 = 0; p1 < n; p1 += st)
+			for (size_t p2 = p1 + st; p2 < n; p2 += st)
+				if (fabs(lx[p2] - lx[p1]) > 0.05)
+					slopes[ns++] = (ly[p2] - ly[p1]) / (lx[p2] - lx[p1]);
+		qsort(slopes, ns, sizeof *slopes, dbl_cmp);
+		e = ns ? slopes[ns / 2] : 0;
+	}
+	return fmin(3, fmax(0, round(e * 4) / 4));
+}
+
 /* The smallest lag (in events, at most 20000, over the first 200000 events) at which the trace's
  * sequence of allocations and frees matches itself nearly as well as at the best lag; the match
  * (the fraction of equal events past the first quarter) in *match. 0 when there is none. */
@@ -147,10 +166,7 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 	for (size_t i = 0; i < b.n; i++) {
 		as_evbuf_event(&b, i, &ev);
 		if (ev.type == EV_ALLOC) {
-			if (na == capa) {
-				capa = capa ? 2 * capa : 4096;
-				a = xrealloc(a, capa * sizeof *a);
-			}
+			AS_GROW(a, na, capa, 4096);
 			a[na] = (fa){ ev.size, (double)na, -1, 0, 0 };
 			slot_to[ev.slot] = na + 1;
 			na++;
@@ -369,7 +385,7 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 		double *lx = xcalloc(nrep + 1, sizeof *lx), *ly = xcalloc(nrep + 1, sizeof *ly);
 		double *slopes = xcalloc(TS_MAX * TS_MAX / 2 + 1, sizeof *slopes);
 		for (size_t j = 0; j < pa; j++) {
-			size_t n = 0, ns = 0;
+			size_t n = 0;
 			for (size_t k = r0; k < r1; k++) {
 				const fa *x = &a[cut[k] + j];
 				if (x->persist)
@@ -377,17 +393,7 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 				lx[n] = log(scale[k]);
 				ly[n++] = log((double)x->size);
 			}
-			double e = 0;
-			if (smed[j] >= (double)AS_MiB) {
-				size_t st = n > TS_MAX ? (n + TS_MAX - 1) / TS_MAX : 1; /* at most TS_MAX steps' pairs */
-				for (size_t p1 = 0; p1 < n; p1 += st)
-					for (size_t p2 = p1 + st; p2 < n; p2 += st)
-						if (fabs(lx[p2] - lx[p1]) > 0.05)
-							slopes[ns++] = (ly[p2] - ly[p1]) / (lx[p2] - lx[p1]);
-				qsort(slopes, ns, sizeof *slopes, dbl_cmp);
-				e = ns ? slopes[ns / 2] : 0;
-			}
-			e = fmin(3, fmax(0, round(e * 4) / 4));
+			double e = size_exponent(lx, ly, n, smed[j], slopes);
 			sexp[j] = e;
 			size_t nl2 = 0;
 			for (size_t k = r0; k < r1; k++) {
@@ -519,7 +525,7 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 		double *lx = xcalloc(nrep + 1, sizeof *lx), *ly = xcalloc(nrep + 1, sizeof *ly);
 		double *slopes = xcalloc(TS_MAX * TS_MAX / 2 + 1, sizeof *slopes);
 		for (size_t y = 0; y < m; y++) {
-			size_t n = 0, ns = 0;
+			size_t n = 0;
 			for (size_t k = 0; k < nrep; k++)
 				if (M[k * m + y]) {
 					lx[n] = log(newscale[k + r0]);
@@ -527,17 +533,7 @@ int gen_fit(const gen_fit_opts *o, FILE *out, as_err *err)
 				}
 			if (!n)
 				continue;
-			double e = 0;
-			if (smed[y] >= (double)AS_MiB) {
-				size_t st = n > TS_MAX ? (n + TS_MAX - 1) / TS_MAX : 1; /* at most TS_MAX steps' pairs */
-				for (size_t p1 = 0; p1 < n; p1 += st)
-					for (size_t p2 = p1 + st; p2 < n; p2 += st)
-						if (fabs(lx[p2] - lx[p1]) > 0.05)
-							slopes[ns++] = (ly[p2] - ly[p1]) / (lx[p2] - lx[p1]);
-				qsort(slopes, ns, sizeof *slopes, dbl_cmp);
-				e = ns ? slopes[ns / 2] : 0;
-			}
-			e = fmin(3, fmax(0, round(e * 4) / 4));
+			double e = size_exponent(lx, ly, n, smed[y], slopes);
 			size_t c = 0;
 			for (size_t k = 0; k < nrep; k++)
 				if (M[k * m + y]) {

@@ -28,8 +28,7 @@ static void *make(void)
 		{ "quantum", GO_SIZE, &m->quantum, 1, (double)AS_GiB, 0, 0, "sizes rounded up to a multiple (1)" },
 		{ 0 },
 	};
-	for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)
-		m->opts[i] = o[i];
+	GEN_OPTS_COPY(m->opts, o);
 	return m;
 }
 

@@ -63,10 +63,7 @@ static int add_kind(void *mv, const char *v, char *msg, size_t msglen, int kind)
 		snprintf(msg, msglen, "more than %d rows", PHASE_MAX_ROWS);
 		return -1;
 	}
-	if (m->nrows == m->caprows) {
-		m->caprows = m->caprows ? 2 * m->caprows : 256;
-		m->rows = xrealloc(m->rows, m->caprows * sizeof *m->rows);
-	}
+	AS_GROW(m->rows, m->nrows, m->caprows, 256);
 	m->rows[m->nrows++] = (prow){ (uint32_t)x[0], (uint8_t)kind, (uint64_t)x[1], x[4], x[2], x[3], x[5] };
 	m->nkind[kind]++;
 	return 0;
@@ -89,10 +86,7 @@ static int add_persist(void *mv, const char *v, char *msg, size_t msglen)
 		snprintf(msg, msglen, "more than %d rows", PHASE_MAX_ROWS);
 		return -1;
 	}
-	if (m->npers == m->cappers) {
-		m->cappers = m->cappers ? 2 * m->cappers : 64;
-		m->pers = xrealloc(m->pers, m->cappers * sizeof *m->pers);
-	}
+	AS_GROW(m->pers, m->npers, m->cappers, 64);
 	m->pers[m->npers++] = (ppersist){ (uint64_t)x[0], (uint64_t)x[1], (uint64_t)x[2], (uint64_t)x[3] };
 	return 0;
 }
@@ -119,8 +113,7 @@ static void *make(void)
 		{ "persist", GO_CALL, 0, 0, 0, 0, add_persist, "live to the end: 'SIZE STEP BIN COUNT' (repeat)" },
 		{ 0 },
 	};
-	for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)
-		m->opts[i] = o[i];
+	GEN_OPTS_COPY(m->opts, o);
 	return m;
 }
 
@@ -279,10 +272,7 @@ static void run(void *mv, gen_ctx *g)
 					g->over = 1;
 					break;
 				}
-				if (n == cap) {
-					cap = cap ? 2 * cap : 4096;
-					ev = xrealloc(ev, cap * sizeof *ev);
-				}
+				AS_GROW(ev, n, cap, 4096);
 				ev[n] = (pev){ (p->bin + gsl_rng_uniform(g->rng)) / B, -1, sized(m, (double)p->size), n };
 				n++;
 			}

@@ -62,8 +62,7 @@ static void *make(void)
 		{ "streams", GO_U64, &m->streams, 1, 64, 0, 0, "engines on their own streams, requests dealt round-robin (1)" },
 		{ 0 },
 	};
-	for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)
-		m->opts[i] = o[i];
+	GEN_OPTS_COPY(m->opts, o);
 	return m;
 }
 
@@ -86,10 +85,7 @@ static int check(void *mv, char *msg, size_t msglen)
 
 static void blk_push(req *r, uint64_t id)
 {
-	if (r->nblk == r->capblk) {
-		r->capblk = r->capblk ? 2 * r->capblk : 8;
-		r->blk = xrealloc(r->blk, r->capblk * sizeof *r->blk);
-	}
+	AS_GROW(r->blk, r->nblk, r->capblk, 8);
 	r->blk[r->nblk++] = id;
 }
 

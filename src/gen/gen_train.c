@@ -56,8 +56,7 @@ static void *make(void)
 		{ "tp", GO_U64, &m->tp, 1, 1024, 0, 0, "transformer: tensor-parallel ranks splitting heads, MLP and vocabulary (1)" },
 		{ 0 },
 	};
-	for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)
-		m->opts[i] = o[i];
+	GEN_OPTS_COPY(m->opts, o);
 	return m;
 }
 
@@ -68,10 +67,7 @@ static uint64_t tp(const train *m, uint64_t n) { return (n + m->tp - 1) / m->tp;
 
 static void param(train *m, uint64_t n)
 {
-	if (m->nparams == m->capparams) {
-		m->capparams = m->capparams ? 2 * m->capparams : 64;
-		m->params = xrealloc(m->params, m->capparams * sizeof *m->params);
-	}
+	AS_GROW(m->params, m->nparams, m->capparams, 64);
 	m->params[m->nparams++] = n * m->dtype;
 }
 
@@ -132,11 +128,7 @@ static int check(void *mv, char *msg, size_t msglen)
 typedef struct saved { uint64_t *id, *size; size_t n, cap; } saved;
 static void save(gen_ctx *g, saved *s, uint64_t size)
 {
-	if (s->n == s->cap) {
-		s->cap = s->cap ? 2 * s->cap : 256;
-		s->id = xrealloc(s->id, s->cap * sizeof *s->id);
-		s->size = xrealloc(s->size, s->cap * sizeof *s->size);
-	}
+	AS_GROW2(s->id, s->size, s->n, s->cap, 256);
 	s->size[s->n] = size;
 	s->id[s->n++] = gen_alloc(g, size, 0);
 }
