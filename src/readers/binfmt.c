@@ -278,8 +278,9 @@ int as_binfmt_map(as_evbuf *b, const char *path, as_err *err)
 	nb.path = xstrdup(path);
 	*b = nb;
 	return 0;
-bad:
-	as_evbuf_free(&nb);
+bad: /* (what as_evbuf_free would release of it: the mapping and the metadata; evbuf.c calls us) */
+	munmap(map, nb.maplen);
+	as_meta_free(&nb.meta);
 	return -1;
 }
 

@@ -24,16 +24,6 @@ typedef struct live_ids {
 	uint32_t next;
 } live_ids;
 
-void as_meta_free(as_meta *m)
-{
-	for (size_t i = 0; i < m->nsegments; i++)
-		free(m->segments[i].blocks);
-	free(m->segments);
-	free(m->settings);
-	free(m->device_entries);
-	memset(m, 0, sizeof(*m));
-}
-
 static int reader_start(as_reader *r, as_reader **out, const as_reader_opts *opts, as_err *err);
 
 int as_reader_opts_device(as_reader_opts *o, const char *arg)
@@ -220,32 +210,4 @@ void as_reader_close(as_reader *r)
 	as_input_close(&r->in);
 	as_meta_free(&r->meta);
 	free(r);
-}
-
-int as_reader_line_err(as_reader *r, uint64_t line, as_err *err, const char *what, const char *arg)
-{
-	return as_fail(err, AS_EXIT_DATAERR, "%s:%" PRIu64 ": %s%s%s%s", r->in.path, line, what,
-		arg ? " '" : "", arg ? arg : "", arg ? "'" : "");
-}
-
-int as_reader_csv_line(as_reader *r, char **line, size_t *cap, uint64_t *lineno, char **f, int n, const char *cols,
-	as_err *err)
-{
-	for (;;) {
-		int rc = as_input_line(&r->in, line, cap, err);
-		if (rc <= 0)
-			return rc;
-		++*lineno;
-		if (!(*line)[0])
-			continue;
-		int nf = as_split_csv(*line, f, n);
-		if (nf == n)
-			return 1;
-		char msg[160];
-		if (nf > n)
-			snprintf(msg, sizeof msg, "too many fields (expected %s)", cols);
-		else
-			snprintf(msg, sizeof msg, "expected %d fields (%s)", n, cols);
-		return as_reader_line_err(r, *lineno, err, msg, NULL);
-	}
 }

@@ -186,13 +186,13 @@ int as_reader_again(const as_reader *r);
 /* A new reader over R's input from its start, with R's options, reading it the way as_reader_again asks. */
 int as_reader_reopen(const as_reader *r, as_reader **out, as_err *err);
 void as_reader_close(as_reader *r);
-/* For the line-oriented readers: fails with "PATH:LINE: what 'arg'" (arg may be NULL), exit status 65. */
+/* For the line-oriented readers (csvline.c): fails with "PATH:LINE: what 'arg'" (arg may be NULL), exit status 65. */
 int as_reader_line_err(as_reader *r, uint64_t line, as_err *err, const char *what, const char *arg);
 /* The next non-blank line of a CSV log (counted in *lineno), split into its n fields at f; cols
  * ("a,b,c") names them in the message for any other count. 1, 0 at the end of the input, -1 on error. */
 int as_reader_csv_line(as_reader *r, char **line, size_t *cap, uint64_t *lineno, char **f, int n, const char *cols,
 	as_err *err);
-void as_meta_free(as_meta *m);
+void as_meta_free(as_meta *m); /* meta.c */
 
 /* Format-specific constructors (called by as_reader_open after detection). */
 int as_native_open(as_reader *r, const as_reader_opts *o, as_err *err);
