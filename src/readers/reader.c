@@ -1,4 +1,5 @@
-/* reader.c - format detection and the consistency checks every reader's events go through. */
+/* reader.c - format detection (a table: name, sniff, open) and the consistency checks every reader's
+ * events go through. */
 #include "readers/trace.h"
 #include "util/idmap.h"
 #include "readers/tracecheck.h"
@@ -23,6 +24,49 @@ typedef struct live_ids {
 	size_t nfree, capfree;
 	uint32_t next;
 } live_ids;
+
+/* The formats, told apart by their first bytes (at most 64; n of them there): one row each. The
+ * prefixes exclude each other, so the order is only the one the unknown-format message lists them in. */
+typedef struct as_format {
+	const char *name;
+	int (*sniff)(const unsigned char *b, size_t n);
+	int (*open)(as_reader *r, const as_reader_opts *o, as_err *err);
+	const char *expect; /* for the message on a file of no format */
+} as_format;
+
+static int sniff_pickle(const unsigned char *b, size_t n)
+{
+	return n >= 2 && b[0] == 0x80 && b[1] >= 2 && b[1] <= 5; /* PROTO 2..5 */
+}
+
+static int sniff_native(const unsigned char *b, size_t n)
+{
+	return n >= 15 && !memcmp(b, "#allocsim-trace", 15);
+}
+
+static int sniff_binary(const unsigned char *b, size_t n)
+{
+	return n >= AS_BIN_MAGIC_LEN && !memcmp(b, AS_BIN_MAGIC, AS_BIN_MAGIC_LEN);
+}
+
+static int sniff_rmm(const unsigned char *b, size_t n)
+{
+	return n >= 6 && !memcmp(b, "Thread", 6);
+}
+
+static int sniff_hostlog(const unsigned char *b, size_t n)
+{
+	return n >= 14 && !memcmp(b, "op,id,size,ptr", 14);
+}
+
+static const as_format formats[] = {
+	{ "pytorch snapshot", sniff_pickle, as_pickle_open, "a PyTorch memory snapshot pickle" },
+	{ "native", sniff_native, as_native_open, "an allocsim trace starting with '#allocsim-trace'" },
+	{ "binary", sniff_binary, as_binfmt_open, "an allocsim binary trace" },
+	{ "rmm log", sniff_rmm, as_rmm_open, "an RMM log CSV starting with 'Thread,'" },
+	{ "host log", sniff_hostlog, as_hostlog_open, "a pinned host log starting with 'op,id,size,ptr'" },
+};
+#define NFORMATS (sizeof formats / sizeof formats[0])
 
 static int reader_start(as_reader *r, as_reader **out, const as_reader_opts *opts, as_err *err);
 
@@ -71,24 +115,19 @@ static int reader_start(as_reader *r, as_reader **out, const as_reader_opts *opt
 		as_fail(err, AS_EXIT_DATAERR, "%s: empty file (not a trace)", r->in.path);
 		goto fail;
 	}
-	if (n >= 2 && b[0] == 0x80 && b[1] >= 2 && b[1] <= 5)
-		rc = as_pickle_open(r, opts, err);
-	else if (n >= AS_BIN_MAGIC_LEN && !memcmp(b, AS_BIN_MAGIC, AS_BIN_MAGIC_LEN))
-		rc = as_binfmt_open(r, opts, err);
-	else if (n >= 15 && !memcmp(b, "#allocsim-trace", 15))
-		rc = as_native_open(r, opts, err);
-	else if (n >= 6 && !memcmp(b, "Thread", 6))
-		rc = as_rmm_open(r, opts, err);
-	else if (n >= 14 && !memcmp(b, "op,id,size,ptr", 14))
-		rc = as_hostlog_open(r, opts, err);
-	else {
-		as_fail(err, AS_EXIT_DATAERR,
-			"%s: byte offset 0: unknown trace format (expected a PyTorch memory snapshot pickle, "
-			"an allocsim trace starting with '#allocsim-trace', an allocsim binary trace, an RMM log CSV starting with 'Thread,' "
-			"or a pinned host log starting with 'op,id,size,ptr')",
-			r->in.path);
+	const as_format *f = formats;
+	while (f < formats + NFORMATS && !f->sniff(b, n))
+		f++;
+	if (f == formats + NFORMATS) {
+		char expect[400];
+		size_t len = 0;
+		for (size_t i = 0; i < NFORMATS; i++)
+			len += (size_t)snprintf(expect + len, sizeof expect - len, "%s%s", i == 0 ? "" : i + 1 < NFORMATS ? ", " : " or ",
+				formats[i].expect);
+		as_fail(err, AS_EXIT_DATAERR, "%s: byte offset 0: unknown trace format (expected %s)", r->in.path, expect);
 		goto fail;
 	}
+	rc = f->open(r, opts, err);
 	if (rc)
 		goto fail;
 	if (opts->has_device && opts->device != 0 && (strcmp(r->meta.format, "pytorch") || !strcmp(r->ops->name, "binary"))) {
