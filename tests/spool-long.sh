@@ -29,7 +29,7 @@ for cmd in replay validate; do
 		"$cmd${memo:+ (memo as the writer lays it out)}: peak RSS at 1M events ${b} KB, at 100k ${s} KB (<= 1.2x)"
 done
 done
-# the memo's packed pages (pickle.c, memo_pack; the memo moves to its reservation past 2^19 slots,
+# the memo's packed pages (pkval.c, pkvm_memo_pack; the memo moves to its reservation past 2^19 slots,
 # so 300,000 entries): a GET of a packed slot, a PUT into one (its page unpacked), a GET of a
 # restored slot
 "$PY" "$srcdir/tests/memo-pack.py" 300000 > "$TMP/pack.pickle"

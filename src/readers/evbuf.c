@@ -76,7 +76,7 @@ static int from_reader(as_evbuf *b, as_reader *r, int keep_ids, as_ev_observer o
 		as_evbuf_free(b);
 		return -1;
 	}
-	if (as_reader_again(r)) { /* private pools found released (pickle.c): all again, with their pools */
+	if (as_reader_again(r)) { /* private pools found released (snapshot.c): all again, with their pools */
 		as_evbuf_free(b);
 		as_reader *q;
 		if (as_reader_reopen(r, &q, err))

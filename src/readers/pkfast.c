@@ -254,9 +254,3 @@ out:
 	p->nghosts++;
 	return 1;
 }
-
-void pkfast_done(pkvm *p, pkfast *o)
-{
-	for (int i = 0; i < o->nobj; i++)
-		pv_unref(p, o->objs[i]);
-}

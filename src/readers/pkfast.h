@@ -24,6 +24,10 @@ typedef struct pkfast {
  * it), 0 when it is left to the opcode loop (nothing changed but strings interned). first: the
  * first entry (its keys noted in o->pyf). Then pkfast_done. */
 int pkfast_entry(as_reader *r, pkvm *p, const pv *list, int first, pkfast *o, as_err *err);
-void pkfast_done(pkvm *p, pkfast *o);
+static inline void pkfast_done(pkvm *p, pkfast *o)
+{
+	for (int i = 0; i < o->nobj; i++)
+		pv_unref(p, o->objs[i]);
+}
 
 #endif

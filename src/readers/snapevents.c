@@ -281,9 +281,9 @@ int snap_translate(as_reader *r, snapev *p, const rec *x, as_err *err)
 }
 
 /* What a string is as a trace entry's key, found once per (interned, shared) string. */
-int snap_key_id(pv *k)
+int snap_key_id_find(pv *k)
 {
-	if (!k->kid) {
+	{
 		static const char *const names[] = { "action", "addr", "size", "stream", "time_us", "frames", "user_metadata",
 			"pool_id" };
 		k->kid = K_OTHER;
@@ -295,9 +295,9 @@ int snap_key_id(pv *k)
 }
 
 /* ... and as an action: 1 + A_*, or A_OTHER + 1 (recorded but not replayed), A_OTHER + 2 (unknown). */
-static int action_id(pv *a)
+int snap_action_id_find(pv *a)
 {
-	if (!a->aid) {
+	{
 		static const char *const names[] = { "alloc", "free_requested", "free_completed", "segment_alloc",
 			"segment_free", "segment_map", "segment_unmap", "oom" };
 		a->aid = A_OTHER + 2;
@@ -308,37 +308,6 @@ static int action_id(pv *a)
 			a->aid = A_OTHER + 1;
 	}
 	return a->aid;
-}
-
-/* What a trace entry's fields make of it (EF_*). */
-int snap_entry_fields(const val *a, const val *size, const val *addr, const val *stream, const val *time, rec *x)
-{
-	x->time_us = -1;
-	x->addr = x->size = x->stream = 0;
-	x->pool = 0;
-	x->site = NULL;
-	if (!a || VKIND(*a) != V_STR)
-		return EF_NOACTION;
-	x->action = action_id(a->u.p) - 1;
-	if (x->action == A_OTHER + 1)
-		return EF_UNKNOWN;
-	if (x->action == A_OTHER)
-		return EF_SKIP;
-	if (u64_of(size, &x->size))
-		return EF_SIZE;
-	if (x->action != A_OOM && u64_of(addr, &x->addr))
-		return EF_ADDR;
-	if (u64_of(stream, &x->stream))
-		x->stream = 0;
-	uint64_t t;
-	if (time) { /* NaN, negative or fractional times are errors, not "no time" */
-		if (u64_of(time, &t) || t > INT64_MAX)
-			return EF_TIME;
-		x->time_us = (int64_t)t;
-	}
-	if ((x->action == A_ALLOC || x->action == A_OOM) && (x->size == 0 || x->size >= AS_MAX_REQUEST))
-		return EF_BOUNDS;
-	return EF_OK;
 }
 
 /* The dense number of the pool (a, b) (0 for the default pool (0, 0)), or -1 when the trace names

@@ -65,8 +65,50 @@ static inline int u64_of(const val *v, uint64_t *out)
 	return 0;
 }
 
-int snap_key_id(pv *k);
-int snap_entry_fields(const val *a, const val *size, const val *addr, const val *stream, const val *time, rec *x);
+/* What a string is as a trace entry's key (K_*), and as an action: 1 + A_*, or A_OTHER + 1 (recorded
+ * but not replayed), A_OTHER + 2 (unknown); found once per (interned, shared) string, by the _find. */
+int snap_key_id_find(pv *k);
+int snap_action_id_find(pv *a);
+static inline int snap_key_id(pv *k)
+{
+	return k->kid ? k->kid : snap_key_id_find(k);
+}
+
+static inline int snap_action_id(pv *a)
+{
+	return a->aid ? a->aid : snap_action_id_find(a);
+}
+
+/* What a trace entry's fields make of it (EF_*). */
+static inline int snap_entry_fields(const val *a, const val *size, const val *addr, const val *stream, const val *time, rec *x)
+{
+	x->time_us = -1;
+	x->addr = x->size = x->stream = 0;
+	x->pool = 0;
+	x->site = NULL;
+	if (!a || VKIND(*a) != V_STR)
+		return EF_NOACTION;
+	x->action = snap_action_id(a->u.p) - 1;
+	if (x->action == A_OTHER + 1)
+		return EF_UNKNOWN;
+	if (x->action == A_OTHER)
+		return EF_SKIP;
+	if (u64_of(size, &x->size))
+		return EF_SIZE;
+	if (x->action != A_OOM && u64_of(addr, &x->addr))
+		return EF_ADDR;
+	if (u64_of(stream, &x->stream))
+		x->stream = 0;
+	uint64_t t;
+	if (time) { /* NaN, negative or fractional times are errors, not "no time" */
+		if (u64_of(time, &t) || t > INT64_MAX)
+			return EF_TIME;
+		x->time_us = (int64_t)t;
+	}
+	if ((x->action == A_ALLOC || x->action == A_OOM) && (x->size == 0 || x->size >= AS_MAX_REQUEST))
+		return EF_BOUNDS;
+	return EF_OK;
+}
 /* The dense number of the pool (a, b) (0: the default pool), -1 past AS_POOL_MAX. */
 int64_t snap_pool_number(snapev *p, uint64_t a, uint64_t b, uint32_t flags);
 int snap_entry_pool(snapev *p, rec *x, const val *meta, const val *pool_id);

@@ -46,7 +46,7 @@ int as_spool_from_reader(as_spool *s, as_reader *r, as_err *err)
 		}
 		if (as_check_interrupted(err))
 			rc = -1;
-		if (rc >= 0 && as_reader_again(cur)) { /* private pools found released (pickle.c): all again, with them */
+		if (rc >= 0 && as_reader_again(cur)) { /* private pools found released (snapshot.c): all again, with them */
 			as_reader *nq;
 			if (as_reader_reopen(cur, &nq, err)) {
 				rc = -1;

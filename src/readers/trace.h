@@ -151,7 +151,7 @@ typedef struct as_reader_opts {
 	int has_device, device; /* replay this device of a multi-device snapshot (--device N) */
 	int any_device;     /* no --device and several devices with history: the first (info), not an error */
 	int keep_sites;     /* give alloc events their site (as_event.site), where the trace has one */
-	int pool_prepass;   /* internal: the snapshot reader's first pass for pool inference (pickle.c) */
+	int pool_prepass;   /* internal: the snapshot reader's first pass for pool inference (snapshot.c) */
 	int pool_reread;    /* internal: the read again that as_reader_again asked for (as_reader_reopen) */
 } as_reader_opts;
 
@@ -181,7 +181,7 @@ int as_reader_open_fd(as_reader **out, int fd, const char *name, const as_reader
 int as_reader_next(as_reader *r, as_event *ev, as_err *err);
 /* After the last event (as_reader_next gave 0): 1 when the events must be read once more, from the
  * start, by as_reader_reopen's reader (and the ones given forgotten): a PyTorch 2.11 snapshot whose
- * private pools were all released before its end showed them only as it went (pickle.c). */
+ * private pools were all released before its end showed them only as it went (snapshot.c). */
 int as_reader_again(const as_reader *r);
 /* A new reader over R's input from its start, with R's options, reading it the way as_reader_again asks. */
 int as_reader_reopen(const as_reader *r, as_reader **out, as_err *err);
