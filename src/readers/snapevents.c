@@ -338,19 +338,16 @@ int64_t snap_pool_number(snapev *p, uint64_t a, uint64_t b, uint32_t flags)
  * around graph capture and use_mem_pool). Without either, the entry is the default pool's
  * (doc/pytorch-policy.md says what that misses). 0 or -1 when the trace names too many pools.
  */
-int snap_entry_pool(snapev *p, rec *x, const val *meta, const val *pool_id)
+int snap_entry_pool_of(snapev *p, rec *x, const val *meta, const val *pool_id)
 {
 	uint64_t a = 0, b = 0;
 	uint32_t flags = 0;
-	if (x->action != A_ALLOC && x->action != A_OOM && x->action != A_SEG_ALLOC && x->action != A_SEG_MAP &&
-	    x->action != A_SEG_FREE && x->action != A_SEG_UNMAP)
-		return 0;
 	const pv *t = pool_id ? as_obj(pool_id, V_TUPLE) : NULL;
 	if (t && t->n == 2 && !u64_of(&t->items[0], &a) && !u64_of(&t->items[1], &b)) {
 		;
 	} else {
 		const pv *m = meta ? as_obj(meta, V_STR) : NULL;
-		const char *s = m ? strstr(m->s, "allocsim.pool=") : NULL;
+		const char *s = m && m->n >= 14 ? strstr(m->s, "allocsim.pool=") : NULL; /* (shorter: no match) */
 		if (!s)
 			return 0;
 		char *end;

@@ -111,7 +111,17 @@ static inline int snap_entry_fields(const val *a, const val *size, const val *ad
 }
 /* The dense number of the pool (a, b) (0: the default pool), -1 past AS_POOL_MAX. */
 int64_t snap_pool_number(snapev *p, uint64_t a, uint64_t b, uint32_t flags);
-int snap_entry_pool(snapev *p, rec *x, const val *meta, const val *pool_id);
+/* x->pool from the entry's pool_id or its user_metadata's "allocsim.pool=A,B[+flags]" (see snapevents.c);
+ * -1 past AS_POOL_MAX. Only allocations and segment entries have one (tested here, inline: most
+ * entries are frees). */
+int snap_entry_pool_of(snapev *p, rec *x, const val *meta, const val *pool_id);
+static inline int snap_entry_pool(snapev *p, rec *x, const val *meta, const val *pool_id)
+{
+	if (x->action != A_ALLOC && x->action != A_OOM && x->action != A_SEG_ALLOC && x->action != A_SEG_MAP &&
+	    x->action != A_SEG_FREE && x->action != A_SEG_UNMAP)
+		return 0;
+	return snap_entry_pool_of(p, x, meta, pool_id);
+}
 /* One record of the replayed device: its events go to the queue (some wait for the next record). */
 int snap_translate(as_reader *r, snapev *p, const rec *x, as_err *err);
 /* At the end: the pending free request, the pending run of releases (next_action -1). */
