@@ -14,12 +14,28 @@
  */
 #include "readers/pkfast.h"
 #include <stdlib.h>
+#include <string.h>
 
 static inline uint64_t le32(const unsigned char *c)
 {
 	return (uint64_t)c[0] | (uint64_t)c[1] << 8 | (uint64_t)c[2] << 16 | (uint64_t)c[3] << 24;
 }
 
+static inline uint64_t le64(const unsigned char *c)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	uint64_t u;
+	memcpy(&u, c, 8); /* (the byte loop below was 16 instructions: compilers do not merge it) */
+	return u;
+#else
+	uint64_t u = 0;
+	for (unsigned i = 0; i < 8; i++)
+		u |= (uint64_t)c[i] << (8 * i);
+	return u;
+#endif
+}
+
+#define OPPOS (off + (uint64_t)(at - b))
 int pkfast_entry(as_reader *r, pkvm *p, const pv *list, int first, pkfast *o, as_err *err)
 {
 	as_input *in = &r->in;
@@ -36,6 +52,7 @@ int pkfast_entry(as_reader *r, pkvm *p, const pv *list, int first, pkfast *o, as
 	int np = 0, nobj = 0, nv = 0, ok = 0, kid = 0;
 	val cur, *f = o->f; /* f[K_ACTION..K_POOL]: the last value of each key read */
 	unsigned have = 0;
+	uintptr_t curw = 0; /* cur is this memo word's value, not built yet (0: cur is built) */
 	uint64_t dict_idx = UINT64_MAX, next = p->memo_next;
 	if (p->sp >= p->scap || p->memo_sparse.count || p->bytes + 65536 > p->max_bytes || e - c < 24)
 		return 0;
@@ -68,7 +85,7 @@ int pkfast_entry(as_reader *r, pkvm *p, const pv *list, int first, pkfast *o, as
 	for (;;) {
 		if (e - c < 24)
 			goto out;
-		uint64_t pos = off + (uint64_t)(c - b);
+		const unsigned char *at = c; /* the opcode (OPPOS: its byte offset, made only where a value keeps it) */
 		int op = *c++;
 		uint64_t idx;
 		switch (op) {
@@ -87,13 +104,28 @@ int pkfast_entry(as_reader *r, pkvm *p, const pv *list, int first, pkfast *o, as
 			int k = np - 1;
 			while (k >= 0 && puts_i[k] != idx)
 				k--;
-			if (k >= 0)
+			if (k >= 0) {
 				cur = puts_v[k];
-			else if (idx < memohw && memo[idx] && (cur = word_val(p, memo[idx]), VKIND(cur) < V_TUPLE))
-				;
-			else
-				goto out; /* undefined or a container: the opcode loop decides */
-			break;
+				break;
+			}
+			uintptr_t w;
+			if (idx >= memohw || !(w = memo[idx]))
+				goto out; /* undefined: the opcode loop decides */
+			pv *ob = (w & 3) == MW_SCALAR ? NULL : (pv *)(w & ~(uintptr_t)3);
+			if (ob && ob->kind >= V_TUPLE)
+				goto out; /* a container: the same */
+			/* the value itself (word_val) only where it is kept: a key's id is its string's, and
+			 * most values are of keys not replayed (a GET is 45% of a snapshot's opcodes) */
+			curw = w;
+			if (!(nv++ & 1)) {
+				kid = ob && ob->kind == V_STR ? snap_key_id(ob) : 0;
+				if (first && kid)
+					pyf |= as_pyver_bit(AS_PF_IN_ENTRY, ob->s);
+			} else if (kid > K_OTHER) {
+				f[kid] = word_val(p, w);
+				have |= 1u << kid;
+			}
+			continue;
 		}
 		case 0x8c: case 'X': {
 			size_t len;
@@ -108,19 +140,19 @@ int pkfast_entry(as_reader *r, pkvm *p, const pv *list, int first, pkfast *o, as
 			if (len < INLINE_STR) {
 				pv *s = pkvm_intern(p, (const char *)c, len, NULL);
 				if (!s) {
-					s = pkvm_new(p, V_STR, pos);
+					s = pkvm_new(p, V_STR, OPPOS);
 					s->s = s->inl;
 					memcpy(s->s, c, len);
 					s->s[len] = 0;
 					s->n = len;
 					pkvm_intern(p, (const char *)c, len, s);
 				}
-				cur.kp = MKKP(V_STR | V_IMMORTAL, pos);
+				cur.kp = MKKP(V_STR | V_IMMORTAL, OPPOS);
 				cur.u.p = s;
 			} else {
 				if (nobj == FAST_OBJS)
 					goto out;
-				pv *s = pkvm_new(p, V_STR, pos);
+				pv *s = pkvm_new(p, V_STR, OPPOS);
 				s->s = xmalloc(len + 1);
 				p->bytes += len + 1;
 				memcpy(s->s, c, len);
@@ -133,16 +165,16 @@ int pkfast_entry(as_reader *r, pkvm *p, const pv *list, int first, pkfast *o, as
 			break;
 		}
 		case 'K':
-			cur.kp = MKKP(V_INT, pos);
+			cur.kp = MKKP(V_INT, OPPOS);
 			cur.u.i = *c++;
 			break;
 		case 'M':
-			cur.kp = MKKP(V_INT, pos);
+			cur.kp = MKKP(V_INT, OPPOS);
 			cur.u.i = (int64_t)((uint64_t)c[0] | (uint64_t)c[1] << 8);
 			c += 2;
 			break;
 		case 'J':
-			cur.kp = MKKP(V_INT, pos);
+			cur.kp = MKKP(V_INT, OPPOS);
 			cur.u.i = (int32_t)(uint32_t)le32(c);
 			c += 4;
 			break;
@@ -150,24 +182,22 @@ int pkfast_entry(as_reader *r, pkvm *p, const pv *list, int first, pkfast *o, as
 			unsigned n = *c++;
 			if (n > 8)
 				goto out;
-			uint64_t u = 0; /* little-endian, n bytes (the buffer holds 8 more: one load) */
-			for (unsigned i = 0; i < 8; i++)
-				u |= (uint64_t)c[i] << (8 * i);
+			uint64_t u = le64(c); /* little-endian, n bytes (the buffer holds 8 more: one load) */
 			if (n < 8)
 				u = n ? (u & ((1ULL << (8 * n)) - 1)) : 0;
 			if (n && n < 8 && (u >> (8 * n - 1)) & 1)
 				u |= ~0ULL << (8 * n);
 			c += n;
-			cur.kp = MKKP(V_INT, pos);
+			cur.kp = MKKP(V_INT, OPPOS);
 			cur.u.i = (int64_t)u;
 			break;
 		}
 		case 'N':
-			cur.kp = MKKP(V_NONE, pos);
+			cur.kp = MKKP(V_NONE, OPPOS);
 			cur.u.i = 0;
 			break;
 		case 0x88: case 0x89:
-			cur.kp = MKKP(V_BOOL, pos);
+			cur.kp = MKKP(V_BOOL, OPPOS);
 			cur.u.i = op == 0x88;
 			break;
 		case 'G': {
@@ -175,7 +205,7 @@ int pkfast_entry(as_reader *r, pkvm *p, const pv *list, int first, pkfast *o, as
 			for (int i = 0; i < 8; i++)
 				u = (u << 8) | c[i];
 			c += 8;
-			cur.kp = MKKP(V_FLOAT, pos);
+			cur.kp = MKKP(V_FLOAT, OPPOS);
 			memcpy(&cur.u.f, &u, 8);
 			break;
 		}
@@ -196,6 +226,10 @@ int pkfast_entry(as_reader *r, pkvm *p, const pv *list, int first, pkfast *o, as
 			for (int k = 0; k < np; k++)
 				if (puts_i[k] == idx)
 					goto out;
+			if (curw) { /* the value of a GET, built now */
+				cur = word_val(p, curw);
+				curw = 0;
+			}
 			puts_i[np] = idx;
 			puts_v[np++] = cur;
 			continue;
@@ -203,6 +237,7 @@ int pkfast_entry(as_reader *r, pkvm *p, const pv *list, int first, pkfast *o, as
 			goto out;
 		}
 		/* a key, then its value */
+		curw = 0;
 		if (!(nv++ & 1)) {
 			kid = VKIND(cur) == V_STR ? snap_key_id(cur.u.p) : 0;
 			if (first && kid)
@@ -254,3 +289,4 @@ out:
 	p->nghosts++;
 	return 1;
 }
+#undef OPPOS
