@@ -173,6 +173,10 @@ typedef struct as_q_hook {
 #define AS_WARN_GC_NO_CAPACITY (1u << 0) /* a setting that acts only under a memory limit, and the run has none */
 #define AS_WARN_RECORDED_OOMS  (1u << 1) /* the run's limit is --capacity's alone: a recording's out-of-memory
                                           * errors are not reproduced without one (cli_warn_recorded_ooms) */
+#define AS_WARN_FRACTION_NO_CAPACITY (1u << 3) /* per_process_memory_fraction below 1 in -c, no --capacity/--fraction:
+                                          * PyTorch's limit from that key is not applied (cli_warn_gc) */
+#define AS_WARN_THROW_NO_CAPACITY (1u << 4) /* ... and throw_on_cudamalloc_oom:True: rejections where PyTorch, under
+                                          * its limit, would first free its cache (cli_warn_gc) */
 #define AS_WARN_UNNAMED_POOLS  (1u << 2) /* the policy keeps private pools: a snapshot that does not say which
                                           * requests went to them matters (cli_warn_unnamed_pools) */
 struct as_meta;

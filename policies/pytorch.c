@@ -137,6 +137,7 @@ typedef struct ptpol {
 	pblock *all;                     /* every block, for segment views and checks */
 	expseg *segs;
 	uint64_t device_total;
+	int rejected;                    /* throw_on_cudamalloc_oom rejected a segment of this request (oom_rejects) */
 	as_phys *scratch;                /* map_block's handles before they go to their segment */
 	size_t nscratch;
 	void (*flush_hook)(void *ctx);   /* completes pending frees at the flush (engine) */
@@ -804,6 +805,25 @@ static void garbage_collect(ptpol *p)
 	}
 }
 
+/* throw_on_cudamalloc_oom (2.12+), after the fraction check in alloc_block, before the device is
+ * asked (expandable growth included): the config key per_process_memory_fraction (not the run's
+ * capacity, set_per_process_memory_fraction) x the device total, converted to size_t as
+ * static_cast<size_t>(fraction * double(totalGlobalMem)), bounds total_allocated_memory + the
+ * segment's size; past it num_oom_rejections counts one and the request is marked rejected
+ * (AllocParams::oom_rejection_info), which malloc then fails without the retry chain.
+ * cyyever/pytorch 076f0279 c10/cuda/CUDACachingAllocator.cpp, DeviceCachingAllocator::alloc_block. */
+static int oom_rejects(ptpol *p, uint64_t alloc_size)
+{
+	if (!p->c.throw_on_oom)
+		return 0;
+	uint64_t max_allowed = (uint64_t)(p->c.fraction * (double)p->device_total);
+	if (p->total_allocated + alloc_size <= max_allowed)
+		return 0;
+	p->st.num_oom_rejections++;
+	p->rejected = 1;
+	return 1;
+}
+
 /* A new segment (or expandable growth); isRetry counts num_alloc_retries. */
 static pblock *alloc_block(ptpol *p, ppool *pool, uint64_t stream, uint64_t s, uint64_t alloc_size, int retry)
 {
@@ -812,6 +832,8 @@ static pblock *alloc_block(ptpol *p, ppool *pool, uint64_t stream, uint64_t s, u
 		p->ctr->alloc_retries++;
 	}
 	if (p->dev->capacity && p->total_allocated + alloc_size > p->dev->capacity)
+		return NULL;
+	if (oom_rejects(p, alloc_size))
 		return NULL;
 	if (pool->expandable)
 		return try_allocate_expandable(p, pool, stream, s);
@@ -949,7 +971,10 @@ static int pt_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 	if (!b) {
 		if (gc_enabled(p))
 			garbage_collect(p);
+		p->rejected = 0;
 		b = alloc_block(p, pool, stream, s, alloc_size, 0);
+		if (!b && p->rejected) /* malloc: a rejection skips the retry chain; no num_ooms, no oom entry */
+			return 1;
 		if (!b && !AS_POOL_INDEX(rq->pool) && (b = mempool_fallback(p, s, stream)))
 			in_pool = 1;
 		if (!b && release_available_cached_blocks(p, pool, stream, s))
@@ -961,7 +986,8 @@ static int pt_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 			b = alloc_block(p, pool, stream, s, alloc_size, 1);
 		}
 		if (!b) {
-			p->st.num_ooms++;
+			if (!p->rejected) /* a rejection in the chain's retries fails as one too */
+				p->st.num_ooms++;
 			return 1;
 		}
 	}
@@ -1458,6 +1484,7 @@ static int pt_create(as_policy **out, const char *config, as_device *dev, as_cou
 	pool_init(&p->large, &p->small, p->c.expandable);
 	p->device_total = dev->total_memory ? dev->total_memory : AS_H200_TOTAL_MEMORY; /* sizes the VA reservation */
 	p->st.max_split_size = p->c.max_split_size == PT_NO_LIMIT ? -1 : (int64_t)p->c.max_split_size;
+	p->st.emit_rejections = p->c.throw_on_oom;
 	*out = &p->base;
 	return 0;
 }

@@ -19,6 +19,7 @@ typedef struct pt_conf {
 	int expandable;
 	uint32_t divisions[16];           /* roundup_power2_divisions table */
 	double fraction;                  /* per_process_memory_fraction key, 1.0 = none */
+	int throw_on_oom;                 /* throw_on_cudamalloc_oom key (2.12+): alloc_block's preemptive rejection */
 	int version;                      /* allocsim's version:2.N key: N, the release's rules (default 14) */
 	int dummy_bool;                   /* options accepted for compatibility, no effect on decisions */
 	uint64_t dummy_u64;
@@ -56,6 +57,9 @@ typedef struct pt_stats {
 	PT_STAT_SCALARS(X)
 #undef X
 	int64_t max_split_size;
+	int64_t num_oom_rejections;      /* 2.12+: requests alloc_block rejected under throw_on_cudamalloc_oom
+	                                  * (emitted only with that key on: outputs of other runs unchanged) */
+	int emit_rejections;
 } pt_stats;
 
 static inline void pt_inc(pt_stat *s, int64_t v)

@@ -197,7 +197,7 @@ const as_optdesc pt_opts[] = {
 	{ "pinned_reserve_segment_size_mb", "MiB", "0", "accepted, no effect", parse_ignored_num, 0 },
 	{ "graph_capture_record_stream_reuse", "True|False", "False", "accepted, CUDA graphs are not simulated", parse_ignored_bool, OFF(dummy_bool) },
 	{ "pinned_free_catch_all", "True|False", "False", "accepted (2.12 on), no effect: pinned host memory is policy pytorch-pinned", parse_ignored_bool, OFF(dummy_bool) },
-	{ "throw_on_cudamalloc_oom", "True|False", "False", "accepted (2.12 on); its preemptive rejection (num_oom_rejections) is not simulated", parse_ignored_bool, OFF(dummy_bool) },
+	{ "throw_on_cudamalloc_oom", "True|False", "False", "2.12 on: a new segment that would take the reserved bytes past per_process_memory_fraction x the device total fails at once, without the free-and-retry chain (num_oom_rejections)", as_opt_parse_bool, OFF(throw_on_oom) },
 	{ "version", "2.N", "2.14", "allocsim's own key (not PyTorch's, stripped before settings are compared): the release whose rules apply, 2.1 .. 2.14; 2.12-2.14 add keys only, the behaviour replayed is 2.11's (default: what a snapshot's fields imply, else 2.14)", skip_version, 0 },
 	{ NULL, NULL, NULL, NULL, NULL, 0 },
 };

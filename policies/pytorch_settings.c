@@ -51,8 +51,15 @@ int as_pytorch_same_settings(const char *recorded, const char *config)
 unsigned as_pytorch_warnings(const char *config, uint64_t capacity)
 {
 	unsigned w = AS_WARN_UNNAMED_POOLS;
-	if (!capacity)
+	if (!capacity) {
 		w |= AS_WARN_RECORDED_OOMS | (strstr(config, "garbage_collection_threshold") ? AS_WARN_GC_NO_CAPACITY : 0);
+		/* per_process_memory_fraction is PyTorch's limit from the start (the DeviceCachingAllocator
+		 * constructor's setMemoryFraction); here the limit is --capacity's or --fraction's alone */
+		pt_conf c;
+		as_err e;
+		if (strstr(config, "per_process_memory_fraction") && !pt_conf_parse(&c, config, &e) && c.fraction < 1.0)
+			w |= AS_WARN_FRACTION_NO_CAPACITY | (c.throw_on_oom ? AS_WARN_THROW_NO_CAPACITY : 0);
+	}
 	return w;
 }
 

@@ -50,6 +50,8 @@ void pt_stats_emit(const pt_stats *s, as_stat_cb cb, void *ctx)
 	PT_STAT_SCALARS(X)
 #undef X
 	add(v, &n, "max_split_size", s->max_split_size);
+	if (s->emit_rejections)
+		add(v, &n, "num_oom_rejections", s->num_oom_rejections);
 	qsort(v, n, sizeof v[0], kv_cmp);
 	for (size_t i = 0; i < n; i++)
 		cb(ctx, v[i].key, v[i].val);

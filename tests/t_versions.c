@@ -4,6 +4,7 @@
  * table; "ref" is /work/shared/reference/pytorch-caching-allocator.md, whose boundaries come from the
  * PRs' merge dates where the release tag was not read). */
 #include "tap.h"
+#include "polstat.h"
 #include "util/common.h"
 #include "policies/pytorch.h"
 #include "engine/run.h"
@@ -28,6 +29,136 @@ static int refused(const char *conf, const char *msg)
 		return 0;
 	}
 	return 1;
+}
+
+/* ---- throw_on_cudamalloc_oom (2.12+): the pytorch policy driven through its interface -------- */
+typedef struct drv {
+	as_device *dev;
+	as_counters ctr;
+	as_policy *p;
+	void *h[64];
+	int n;
+} drv;
+
+static int drv_open(drv *t, const char *conf, uint64_t capacity)
+{
+	as_err err = { 0, "" };
+	memset(t, 0, sizeof *t);
+	t->dev = as_sim_device_new(capacity, ADDR_MODEL);
+	if (as_policy_create(as_policy_find("pytorch"), &t->p, conf, t->dev, &t->ctr, &err)) {
+		printf("#   %s\n", err.msg);
+		as_device_destroy(t->dev);
+		return -1;
+	}
+	return 0;
+}
+
+/* malloc(size): 1 served (its handle kept as h[n]), 0 out of memory */
+static int drv_malloc(drv *t, uint64_t size)
+{
+	uint64_t bs, addr;
+	as_request rq = { .size = size, .time_us = -1 };
+	void *h;
+	if (t->p->ops->malloc(t->p, &rq, &h, &bs, &addr))
+		return 0;
+	t->h[t->n++] = h;
+	return 1;
+}
+
+static int64_t drv_stat(drv *t, const char *key)
+{
+	int64_t v;
+	return policy_stat(t->p, key, &v) ? v : INT64_MIN;
+}
+
+static void drv_close(drv *t, const char *what)
+{
+	as_err err = { 0, "" };
+	int rc = t->p->ops->check(t->p, &err);
+	ok(rc == 0, "%s: invariants hold%s%s", what, rc ? ": " : "", rc ? err.msg : "");
+	t->p->ops->destroy(t->p);
+	as_device_destroy(t->dev);
+}
+
+#define is_i64(a, b, ...) do { int64_t _a = (a), _b = (b); ok(_a == _b, __VA_ARGS__); \
+	if (_a != _b) printf("#   got %lld, expected %lld\n", (long long)_a, (long long)_b); } while (0)
+
+/* 7 small segments (14 requests of 1 MiB, two to a 2 MiB segment), the first segment freed whole: 14 MiB
+ * reserved, 2 MiB of it cached and free */
+static void seven_segments(drv *t)
+{
+	for (int i = 0; i < 14; i++)
+		drv_malloc(t, MiB);
+	t->p->ops->free(t->p, t->h[0]);
+	t->p->ops->free(t->p, t->h[1]);
+}
+
+/* cyyever/pytorch 076f0279 c10/cuda/CUDACachingAllocator.cpp: DeviceCachingAllocator::alloc_block
+ * (the check after the fraction check: total_allocated_memory + size > static_cast<size_t>(
+ * per_process_memory_fraction() * totalGlobalMem) -> num_oom_rejections++, rejected) and malloc
+ * ("If allocation was rejected by OOM policy, skip retry chain"; no num_ooms, no oom entry).
+ * The sim device's total is the H200's, 150109880320 bytes: fraction 0.0001 allows 15010988 bytes
+ * (7 segments of 2 MiB), 0.0002 allows 30021976. */
+static void test_throw_on_oom(void)
+{
+	drv t;
+	/* 1. the 8th small segment is past the bound: rejected at once */
+	drv_open(&t, "throw_on_cudamalloc_oom:True,per_process_memory_fraction:0.0001", 0);
+	int served = 0;
+	for (int i = 0; i < 15; i++)
+		served += drv_malloc(&t, MiB);
+	is_i64(served, 14, "throw_on_cudamalloc_oom, fraction 0.0001: 14 of 15 1-MiB requests served (7 segments)");
+	is_i64(drv_stat(&t, "num_oom_rejections"), 1, "the 15th: num_oom_rejections 1");
+	is_i64(drv_stat(&t, "num_ooms"), 0, "... and num_ooms 0 (malloc returns before the OOM path)");
+	is_i64(drv_stat(&t, "reserved_bytes.all.current"), 7 * 2 * (int64_t)MiB, "reserved 14 MiB");
+	drv_close(&t, "rejection at the 8th segment");
+
+	/* 2. a rejection skips the retry chain: the free cached segment is not released */
+	drv_open(&t, "throw_on_cudamalloc_oom:True,per_process_memory_fraction:0.0001", 0);
+	seven_segments(&t);
+	ok(!drv_malloc(&t, 2 * MiB), "a 2 MiB request (a 20 MiB segment) is rejected");
+	is_i64(drv_stat(&t, "num_device_free"), 0, "no segment released (no flush)");
+	is_i64(drv_stat(&t, "num_alloc_retries"), 0, "no retry (num_alloc_retries 0)");
+	is_i64(drv_stat(&t, "num_oom_rejections"), 1, "num_oom_rejections 1");
+	is_i64(drv_stat(&t, "num_ooms"), 0, "num_ooms 0");
+	is_i64(drv_stat(&t, "reserved_bytes.all.current"), 14 * (int64_t)MiB, "reserved stays 14 MiB");
+	drv_close(&t, "rejection skips the chain");
+
+	/* the same without the key: no bound but the device's */
+	drv_open(&t, "per_process_memory_fraction:0.0001", 0);
+	seven_segments(&t);
+	ok(drv_malloc(&t, 2 * MiB), "without throw_on_cudamalloc_oom the 2 MiB request is served (no limit in this run)");
+	is_i64(drv_stat(&t, "reserved_bytes.all.current"), 34 * (int64_t)MiB, "reserved 34 MiB");
+	ok(drv_stat(&t, "num_oom_rejections") == INT64_MIN, "num_oom_rejections is not emitted without the key (outputs unchanged)");
+	drv_close(&t, "no key");
+
+	/* 3. the fraction check comes first: with a capacity of 33 MiB the first try fails it (not a
+	 * rejection), the flush frees the cached segment, and the retry (12 + 20 MiB <= 33) passes it but
+	 * is past 0.0002's bound: rejected in the chain, after the flush */
+	drv_open(&t, "throw_on_cudamalloc_oom:True,per_process_memory_fraction:0.0002", 33 * MiB);
+	seven_segments(&t);
+	ok(!drv_malloc(&t, 2 * MiB), "capacity 33 MiB, fraction 0.0002: the 2 MiB request fails");
+	is_i64(drv_stat(&t, "num_device_free"), 1, "the flush released the free segment (the capacity check failed first)");
+	is_i64(drv_stat(&t, "num_alloc_retries"), 1, "one retry");
+	is_i64(drv_stat(&t, "num_oom_rejections"), 1, "the retry was rejected: num_oom_rejections 1");
+	is_i64(drv_stat(&t, "num_ooms"), 0, "... so num_ooms stays 0");
+	drv_close(&t, "rejection in the retry");
+
+	/* and without the key the same run is an ordinary OOM */
+	drv_open(&t, "per_process_memory_fraction:0.0002", 33 * MiB);
+	seven_segments(&t);
+	ok(drv_malloc(&t, 2 * MiB), "capacity 33 MiB without the key: served after the flush (12 + 20 MiB)");
+	is_i64(drv_stat(&t, "num_device_free"), 1, "one segment released");
+	is_i64(drv_stat(&t, "num_ooms"), 0, "no OOM");
+	drv_close(&t, "capacity only");
+
+	/* the warning: a fraction in -c without --capacity/--fraction */
+	unsigned w = as_pytorch_warnings("throw_on_cudamalloc_oom:True,per_process_memory_fraction:0.5", 0);
+	ok((w & AS_WARN_FRACTION_NO_CAPACITY) && (w & AS_WARN_THROW_NO_CAPACITY), "fraction and throw without a capacity warn");
+	w = as_pytorch_warnings("per_process_memory_fraction:0.5", 1ULL << 30);
+	ok(!(w & AS_WARN_FRACTION_NO_CAPACITY), "with a capacity no fraction warning");
+	w = as_pytorch_warnings("throw_on_cudamalloc_oom:True", 0);
+	ok(!(w & AS_WARN_FRACTION_NO_CAPACITY), "throw alone (fraction 1): no warning");
 }
 
 int main(void)
@@ -146,5 +277,6 @@ int main(void)
 	w = as_policy_prepare(as_policy_find("bestfit"), &m, 0, &conf);
 	ok(!strcmp(conf, "") && w == 0, "prepare: bestfit takes the settings as given, no warning");
 	free(conf);
+	test_throw_on_oom();
 	return done_testing();
 }

@@ -138,6 +138,11 @@ void cli_warn_gc(unsigned warn)
 	if (warn & AS_WARN_GC_NO_CAPACITY)
 		fprintf(stderr, "%s: warning: garbage_collection_threshold does nothing without a capacity (PyTorch applies it "
 			"only under set_per_process_memory_fraction): give --capacity or --fraction\n", as_progname);
+	if (warn & AS_WARN_FRACTION_NO_CAPACITY)
+		fprintf(stderr, "%s: warning: per_process_memory_fraction in -c is not this run's limit (PyTorch sets its limit "
+			"from it at start): give --fraction F or --capacity%s\n", as_progname, (warn & AS_WARN_THROW_NO_CAPACITY) ?
+			"; without one, throw_on_cudamalloc_oom rejects every new segment past F x the device total where PyTorch "
+			"would first fail its own limit check and free its cache" : "");
 }
 
 /* --fraction F [--device-total SIZE]: the capacity F x the device total (the trace's, or SIZE) */
