@@ -55,11 +55,35 @@ is "$(pyver "$F/fields-2.5.pickle.gz")" "2.5 to 2.8 (external_annotations (>= 2.
 is "$(pyver "$F/fields-2.6.pickle.gz")" "2.6 to 2.8 (entries have compile_context (>= 2.6); allocator_settings has no graph_capture_record_stream_reuse (<= 2.8))" "info: a 2.6 field set"
 is "$(pyver "$F/fields-2.7.pickle.gz")" "2.7 to 2.8 (entries have user_metadata (>= 2.7); allocator_settings has no graph_capture_record_stream_reuse (<= 2.8))" "info: a 2.7 field set"
 is "$(pyver "$F/fields-2.9.pickle.gz")" "2.9 to 2.11 (allocator_settings has graph_capture_record_stream_reuse (>= 2.9); entries have no pool_id (<= 2.11))" "info: a 2.9 field set"
-is "$(pyver "$F/fields-2.12.pickle.gz")" "2.12 to 2.14 (entries have pool_id (>= 2.12))" "info: a 2.12 field set (pool_id on entries, PR #177717)"
+# 2.12-2.14: the writer's own layout (Module.cpp 25c86035 THCPModule_memorySnapshot; memory_snapshot.cpp 021c4c1a)
+is "$(pyver "$F/fields-2.12.pickle.gz")" "2.12 to 2.13 (entries have pool_id (>= 2.12); no host_segments/host_traces (<= 2.13))" \
+	"info: a 2.12 field set (pool_id on entries, PR #177717; no host lists, which 2.14 writes always)"
+is "$(pyver "$F/fields-2.13.pickle.gz")" "2.13 (allocator_settings has max_round_threshold/max_cached_size (>= 2.13); no host_segments/host_traces (<= 2.13))" \
+	"info: a 2.13 field set (the pinned settings of #171662 in allocator_settings)"
+is "$(pyver "$F/fields-writer.pickle.gz")" "2.14 (host_segments/host_traces (>= 2.14))" "info: the 2.14 writer's layout (empty host lists)"
 is "$(pyver "$F/fields-host.pickle.gz")" "2.14 (host_segments/host_traces (>= 2.14))" "info: host_segments/host_traces date a snapshot 2.14 (v2.14.0 release notes, PR #182407)"
-# allocator_settings' ring-buffer flags (2.12, PR #179276): read, and an overflowed ring is a truncated history
-run "$A" info "$F/fields-2.12.pickle.gz"
-is "$(printf '%s\n' "$out" | grep '^trace_ring')" "trace_ring: 1000 entries (trace_alloc_max_entries), not overflowed" "info: trace_alloc_max_entries read"
+run "$A" info "$F/fields-writer.pickle.gz"
+is "$st|$(printf '%s\n' "$out" | grep -E '^(host_history|alloc_events|recorded_ooms|events):' | tr '\n' ' ')" \
+	"0|host_history: 0 entries (recorded without record_pinned_host_memory=True) alloc_events: 3 events: 5 recorded_ooms: 1 " \
+	"info: the writer's layout is read whole (annotate skipped, internal_metadata, an oom's device_free)"
+is "$(printf '%s\n' "$out" | grep -c '^trace_ring')" 0 "info: the writer writes no ring flags: no trace_ring line"
+run "$A" info "$F/fields-host.pickle.gz"
+is "$(printf '%s\n' "$out" | grep '^host_history')" "host_history: 11 entries (pinned host memory: replay --device host -p pytorch-pinned)" \
+	"info: the pinned host history's entries counted"
+# --device host: the host history replayed by pytorch-pinned (1000 B, again 1000 B from the cache, 5000 B:
+# blocks of 1 KiB and 8 KiB, two cudaHostAlloc calls)
+run "$A" replay --no-timing --device host -p pytorch-pinned "$F/fields-host.pickle.gz"
+is "$st|$(col "$out" policy)|$(col "$out" allocs)|$(col "$out" frees)|$(col "$out" peak_requested_bytes)|$(col "$out" peak_reserved_bytes)|$(col "$out" num_device_alloc)" \
+	"0|pytorch-pinned|3|3|6000|9216|2" "replay --device host -p pytorch-pinned replays host_traces (2 blocks, 9216 bytes)"
+run "$A" replay --no-timing --device host "$F/fields-host.pickle.gz"
+contains "$errout" "warning: --device host: the history is PyTorch's pinned host cache's (CachingHostAllocator), replayed here with the pytorch policy"; ok $? "--device host with another policy warns"
+run "$A" replay --no-timing --device host -p pytorch-pinned "$F/fields-writer.pickle.gz"
+ok $(( (st == 65 ? 0 : 1) + $(contains "$errout" "the snapshot has no pinned host-memory history (its 'host_traces' is empty): record it with torch.cuda.memory._record_memory_history(record_pinned_host_memory=True)"; echo $?) )) \
+	"--device host on an empty host history: exit 65, says how to record one"
+run "$A" replay --no-timing --device host -p pytorch-pinned "$F/fields-2.12.pickle.gz"
+ok $(( (st == 65 ? 0 : 1) + $(contains "$errout" "no pinned host-memory history (no 'host_traces')"; echo $?) )) "--device host on a 2.12 snapshot: exit 65"
+# the ring-buffer flags (the visualizer reads them, process_alloc_data.js; the writer read does not write
+# them): read, and an overflowed ring is a truncated history
 run "$A" info "$F/fields-overflow.pickle.gz"
 is "$(printf '%s\n' "$out" | grep '^trace_ring\|^history_truncated')" "history_truncated: yes (0 frees of earlier allocations skipped)
 trace_ring: 3 entries (trace_alloc_max_entries), overflowed: the oldest entries were overwritten" "info: trace_alloc_overflowed makes the history truncated"
@@ -94,7 +118,7 @@ run "$A" fit param max_split_size_mb "$F/fields-2.1.pickle.gz" --capacity 1G --v
 ok $(( (st == 64 ? 0 : 1) + $(contains "$errout" "max_split_size_mb: 20 is too small: more than 20 up to PyTorch 2.8 (version:2.1)"; echo $?) )) \
 	"fit of a 2.1 snapshot runs 2.1's rules: max_split_size_mb 20 refused, exit 64"
 # the default: the newest release the snapshot's fields allow (2.11 for 2.9-2.11 and newer snapshots)
-for f in 2.1:version:2.1 2.2:version:2.2 2.3:version:2.8 2.7:version:2.8 2.9: 2.12:; do
+for f in 2.1:version:2.1 2.2:version:2.2 2.3:version:2.8 2.7:version:2.8 2.9: 2.12: 2.13: writer:; do
 	run "$A" replay --no-timing "$F/fields-${f%%:*}.pickle.gz"
 	is "$st|$(col "$out" config)" "0|${f#*:}" "replay of a ${f%%:*} field set runs the rules of ${f#*:}"
 done

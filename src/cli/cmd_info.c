@@ -280,6 +280,10 @@ again:; /* (as_reader_again: every count from the read again) */
 		free(e);
 	}
 	print_pytorch_version(m);
+	if (m->host_traces) /* 2.14+ snapshots: the pinned host allocator's history (memory_snapshot.cpp) */
+		printf("host_history: %" PRIu64 " entries%s\n", m->host_entries, m->host_entries ?
+			" (pinned host memory: replay --device host -p pytorch-pinned)" :
+			" (recorded without record_pinned_host_memory=True)");
 	uint64_t replay_events = 0;
 	for (int t = 0; t < EV__COUNT; t++) {
 		if (t < EV_SEG_ALLOC)

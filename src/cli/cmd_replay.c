@@ -49,7 +49,9 @@ static const char replay_usage[] =
 	"                          the simulation's decisions, at the driver's addresses), or shuffled\n"
 	"                          (the same over a simulated driver placing elsewhere: no GPU needed)\n"
 	"      --device N          the device of a multi-GPU snapshot to replay (default: the one with\n"
-	"                          history); with --backend cuda also the GPU ordinal (default 0)\n"
+	"                          history); with --backend cuda also the GPU ordinal (default 0);\n"
+	"                          host: the snapshot's pinned host history (PyTorch 2.14+ host_traces,\n"
+	"                          recorded with record_pinned_host_memory=True), for -p pytorch-pinned\n"
 	"      --latency FILE      write one row per malloc/free: event,op,bytes,ns,device_us,timing\n"
 	"      --device-log FILE   write one row per device call: call,event,gap,op,model_op,bytes,\n"
 	"                          address,result,us,reserved_bytes (doc/real-gpu.md)\n"
@@ -393,8 +395,12 @@ int cmd_replay(int argc, char **argv)
 			else if (strcmp(optarg, "sim")) return cli_usage_error("replay", "--backend: sim, cuda or shuffled, not '%s'", optarg);
 			break;
 		case 'D':
+			if (!strcmp(optarg, "host")) { /* a snapshot's pinned host history (2.14+), for -p pytorch-pinned */
+				as_reader_opts_device(&ro, optarg);
+				break;
+			}
 			if (as_parse_u64(optarg, &ordinal) || ordinal > 1024 || as_reader_opts_device(&ro, optarg))
-				return cli_usage_error("replay", "--device: '%s' is not a device number (0 .. 1024)", optarg);
+				return cli_usage_error("replay", "--device: '%s' is not a device number (0 .. 1024) or host", optarg);
 			break;
 		case 'L': latency = optarg; break;
 		case 'M': model_path = optarg; break;
@@ -420,6 +426,9 @@ int cmd_replay(int argc, char **argv)
 		as_policy_unknown(policy, um, sizeof um);
 		return cli_usage_error("replay", "%s", um);
 	}
+	if (ro.has_device && ro.device == AS_DEVICE_HOST && strcmp(ops->name, "pytorch-pinned"))
+		fprintf(stderr, "%s: warning: --device host: the history is PyTorch's pinned host cache's (CachingHostAllocator), "
+			"replayed here with the %s policy; -p pytorch-pinned simulates that cache\n", as_progname, ops->name);
 	if (segments && !(ops->flags & AS_CAP_SEGMENTS))
 		return cli_usage_error("replay", "--segments: the %s policy has no segment map", ops->name);
 	if (summary && !(ops->flags & AS_CAP_SUMMARY))

@@ -2,10 +2,15 @@
  *
  * Each release's _snapshot() builds the dict the same way whatever the program did, so some fields
  * are there from a release on, always: those give bounds both ways (present: at least that release;
- * absent: older). Fields a user must ask for (compile_context, user_metadata, the host traces) give
- * only a lower bound. Releases are from the PRs that added the fields and, for 2.12-2.14, the release
- * notes of the v2.12.0, v2.13.0 and v2.14.0 tags (doc/pytorch-policy.md, "Versions"); only 2.11 is
- * checked against snapshots recorded here. */
+ * absent: older). Fields a user must ask for (compile_context, user_metadata) give only a lower bound.
+ * Releases are from the PRs that added the fields and, for 2.12-2.14, the release notes of the v2.12.0,
+ * v2.13.0 and v2.14.0 tags; the writer's layout from its source at cyyever/pytorch 25c86035
+ * torch/csrc/cuda/Module.cpp (THCPModule_memorySnapshot) and 021c4c1a memory_snapshot.cpp
+ * (_memory_snapshot_pickled), which write host_segments and host_traces always (empty lists unless
+ * record_pinned_host_memory=True) and allocator_settings' max_round_threshold and max_cached_size, and
+ * not the ring flags trace_alloc_overflowed/trace_alloc_max_entries (which the memory visualizer,
+ * torch/utils/viz/process_alloc_data.js at ad7e69ae, reads; still read here). doc/pytorch-policy.md,
+ * "Versions"; only 2.11 is checked against snapshots recorded here. */
 #include "readers/trace.h"
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +29,8 @@ uint32_t as_pyver_bit(int where, const char *key)
 		{ AS_PF_IN_SETTINGS, "graph_capture_record_stream_reuse", AS_PF_STREAM_REUSE },
 		{ AS_PF_IN_SETTINGS, "trace_alloc_overflowed", AS_PF_RING_FLAGS },
 		{ AS_PF_IN_SETTINGS, "trace_alloc_max_entries", AS_PF_RING_FLAGS },
+		{ AS_PF_IN_SETTINGS, "max_round_threshold", AS_PF_PINNED_SETTINGS },
+		{ AS_PF_IN_SETTINGS, "max_cached_size", AS_PF_PINNED_SETTINGS },
 	};
 	for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
 		if (k[i].where == where && !strcmp(k[i].key, key))
@@ -62,6 +69,7 @@ int as_pyver_range(const as_meta *m, int *lo, int *hi, char *why, size_t whylen)
 	/* lower bounds: the newest field present decides */
 	static const struct { uint32_t bit; int since; const char *what; } up[] = {
 		{ AS_PF_HOST, 14, "host_segments/host_traces (>= 2.14)" },
+		{ AS_PF_PINNED_SETTINGS, 13, "allocator_settings has max_round_threshold/max_cached_size (>= 2.13)" },
 		{ AS_PF_POOL_ID, 12, "entries have pool_id (>= 2.12)" },
 		{ AS_PF_RING_FLAGS, 12, "allocator_settings has trace_alloc_overflowed (>= 2.12)" },
 		{ AS_PF_STREAM_REUSE, 9, "allocator_settings has graph_capture_record_stream_reuse (>= 2.9)" },
@@ -90,6 +98,11 @@ int as_pyver_range(const as_meta *m, int *lo, int *hi, char *why, size_t whylen)
 	} else if ((f & AS_PF_ENTRY) && !(f & AS_PF_POOL_ID)) {
 		*hi = 11;
 		add(why, whylen, "entries have no pool_id (<= 2.11)");
+	} else if (!(f & AS_PF_HOST)) {
+		/* the writer puts both lists in every snapshot from 2.14 on, empty unless
+		 * record_pinned_host_memory=True (Module.cpp THCPModule_memorySnapshot, memory_snapshot.cpp) */
+		*hi = 13;
+		add(why, whylen, "no host_segments/host_traces (<= 2.13)");
 	}
 	return *lo <= *hi ? 1 : -1;
 }

@@ -73,6 +73,11 @@ static int reader_start(as_reader *r, as_reader **out, const as_reader_opts *opt
 int as_reader_opts_device(as_reader_opts *o, const char *arg)
 {
 	uint64_t v;
+	if (!strcmp(arg, "host")) {
+		o->has_device = 1;
+		o->device = AS_DEVICE_HOST;
+		return 0;
+	}
 	if (as_parse_u64(arg, &v) || v >= 4096)
 		return -1;
 	o->has_device = 1;

@@ -31,9 +31,11 @@ typedef struct pk {
 	pv *seglist;         /* the top-level 'segments' list being streamed (a reference) */
 	int ndevtraces;      /* device lists seen in it */
 	uint64_t *dev_entries; /* trace entries per device */
-	int want_device;     /* --device N, or -1: the one device with history */
+	int want_device;     /* --device N, or -1: the one device with history; AS_DEVICE_HOST: 'host_traces' */
 	int any_device;      /* with several devices with history and none chosen: take the first */
-	int device;          /* which device trace is replayed (-1 until known) */
+	int device;          /* which device trace is replayed (-1 until known; AS_DEVICE_HOST: the host list) */
+	pv *hostlist;        /* the top-level 'host_traces' list being streamed (a reference; 2.14+) */
+	uint64_t host_entries; /* its entries */
 	int *seg_dev;        /* the device of each segment in meta (-1: not recorded) */
 	int stopped;
 	uint64_t nentries, other_device_entries;
@@ -293,6 +295,19 @@ static int segment_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 	return 0;
 }
 
+/* One more entry of device list l (AS_DEVICE_HOST: 'host_traces'), counted; whether it is the one
+ * replayed (the first device list with history, unless --device chose). */
+static inline int entry_counts(pk *p, const pv *l)
+{
+	if (l->dev == AS_DEVICE_HOST)
+		p->host_entries++;
+	else
+		p->dev_entries[l->dev]++;
+	if (p->device == -1 && l->dev >= 0)
+		p->device = l->dev; /* the first device with history, unless another has too */
+	return l->dev == p->device;
+}
+
 /* Items are being appended to list L with a role (which stays on the stack): consume them. */
 static int append_items(as_reader *r, pk *p, pv *list, val *items, size_t n, as_err *err)
 {
@@ -306,13 +321,12 @@ static int append_items(as_reader *r, pk *p, pv *list, val *items, size_t n, as_
 		}
 		if (list->role == ROLE_DEVTRACE) {
 			if (VKIND(it) != V_DICT) {
-				rc = pkvm_err(r, VPOS(it), err, "device %d's trace entry %" PRIu64 " is not a dict", list->dev,
+				rc = list->dev == AS_DEVICE_HOST ?
+					pkvm_err(r, VPOS(it), err, "host trace entry %" PRIu64 " is not a dict", p->host_entries) :
+					pkvm_err(r, VPOS(it), err, "device %d's trace entry %" PRIu64 " is not a dict", list->dev,
 					p->dev_entries[list->dev]);
 			} else {
-				p->dev_entries[list->dev]++;
-				if (p->device < 0 && p->want_device < 0)
-					p->device = list->dev; /* the first device with history, unless another has too */
-				if (list->dev == p->device)
+				if (entry_counts(p, list))
 					rc = trace_entry(r, p, it.u.p, err);
 				else
 					p->other_device_entries++;
@@ -434,6 +448,32 @@ static int check_history(as_reader *r, pk *p, pv *top, uint64_t pos, as_err *err
 		if (sgl && consume_list(r, p, sgl, ROLE_SEGMENTS, err))
 			return -1;
 	}
+	const val *ht = dict_get(top, "host_traces");
+	m->host_traces = ht && VKIND(*ht) == V_LIST;
+	if (m->host_traces && ht->u.p != p->hostlist) {
+		/* a 'host_traces' not streamed (another pickler): its entries now */
+		if (p->hostlist && p->host_entries && p->want_device == AS_DEVICE_HOST)
+			return pkvm_err(r, pos, err, "the snapshot's last 'host_traces' is not the list replayed: a "
+				"pickle Python reads differently from its stream");
+		p->host_entries = 0;
+		ht->u.p->dev = AS_DEVICE_HOST;
+		if (consume_list(r, p, ht->u.p, ROLE_DEVTRACE, err))
+			return -1;
+	}
+	m->host_entries = m->host_traces ? p->host_entries : 0;
+	if (p->want_device == AS_DEVICE_HOST) {
+		if (!m->host_entries)
+			return pkvm_err(r, pos, err, "the snapshot has no pinned host-memory history (%s): record it with "
+				"torch.cuda.memory._record_memory_history(record_pinned_host_memory=True) (PyTorch 2.14+)",
+				m->host_traces ? "its 'host_traces' is empty" : "no 'host_traces'");
+		/* the device segments are not the host allocator's: none kept */
+		for (size_t i = 0; i < m->nsegments; i++)
+			free(m->segments[i].blocks);
+		m->nsegments = 0;
+		m->device_index = 0;
+		m->ndevices = 1;
+		return 0;
+	}
 	if (!dt)
 		return pkvm_err(r, pos, err, "the snapshot has no allocation history (no 'device_traces', only the end "
 			"state): %s", how);
@@ -552,6 +592,15 @@ static int sink_list(void *ctx, as_reader *r, pv *l, as_err *err)
 		l->role = ROLE_TRACES;
 		l->refs++;
 		p->traces = l;
+	} else if (top_key(p, "host_traces")) {
+		/* 2.14+: the pinned host allocator's history, entries as a device's (traceEntryToDict) */
+		if (p->hostlist)
+			pv_unref(&p->vm, p->hostlist);
+		p->host_entries = 0;
+		l->role = ROLE_DEVTRACE;
+		l->dev = AS_DEVICE_HOST;
+		l->refs++;
+		p->hostlist = l;
 	} else if (top_key(p, "segments")) {
 		if (p->seglist)
 			pv_unref(&p->vm, p->seglist);
@@ -602,10 +651,7 @@ static int sink_entry(void *ctx, as_reader *r, pv *list, as_err *err)
 	if (first)
 		r->meta.pyfields |= e.pyf | AS_PF_SNAPSHOT | AS_PF_ENTRY;
 	pkfast_done(&p->vm, &e);
-	p->dev_entries[list->dev]++;
-	if (p->device < 0 && p->want_device < 0)
-		p->device = list->dev;
-	if (list->dev != p->device) {
+	if (!entry_counts(p, list)) {
 		p->other_device_entries++;
 		return 1;
 	}
@@ -683,6 +729,7 @@ static void pickle_close(as_reader *r)
 		return;
 	pv_unref(&p->vm, p->traces);
 	pv_unref(&p->vm, p->seglist);
+	pv_unref(&p->vm, p->hostlist);
 	pkvm_free(&p->vm);
 	snap_free(&p->ev);
 	free(p->dev_entries);
@@ -720,6 +767,8 @@ int as_pickle_open(as_reader *r, const as_reader_opts *o, as_err *err)
 			return as_fail(err, AS_EXIT_USAGE, "ALLOCSIM_POOLS='%.40s': must be auto, annotation or infer", pm);
 		}
 	}
+	if (p->want_device == AS_DEVICE_HOST)
+		p->pools_mode = POOLS_ANNOTATION; /* the device's segments say nothing of host pools */
 	if (getenv("ALLOCSIM_POOLS_DEBUG")) /* each read of the file (tests/pools.sh counts them) */
 		fprintf(stderr, "allocsim: pools: %s: read (%s)\n", r->in.path,
 			p->prepass ? "the inference's first pass" : p->reread ? "again: private pools were released before its end" : "ordinary");

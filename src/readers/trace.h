@@ -85,6 +85,8 @@ typedef struct as_meta {
 	uint32_t inferred_pools; /* snapshots: pools inferred from the segments (poolinfer.c; 0: not inferred) */
 	uint64_t pool_unplaced; /* ... requests in segments the cut history never shows made nor the end state holds */
 	uint64_t pool_evidence; /* snapshots naming no pool, not inferred: segments showing private pools were used */
+	int host_traces;        /* snapshots (2.14+): 1 the top-level 'host_traces' list is there (pinned host history) */
+	uint64_t host_entries;  /* ... its entries (record_pinned_host_memory=True; replayed with --device host) */
 	int trace_overflowed;   /* snapshots (2.12+): allocator_settings.trace_alloc_overflowed, the history ring wrapped */
 	uint64_t trace_max_entries; /* ... allocator_settings.trace_alloc_max_entries (0: not recorded) */
 } as_meta;
@@ -98,6 +100,7 @@ enum {
 	AS_PF_SETTINGS = 1u << 6, AS_PF_EXT_ANNOTATIONS = 1u << 7, AS_PF_HOST = 1u << 8, /* top-level keys */
 	AS_PF_STREAM_REUSE = 1u << 9, /* allocator_settings has graph_capture_record_stream_reuse */
 	AS_PF_RING_FLAGS = 1u << 10,  /* allocator_settings has trace_alloc_overflowed / trace_alloc_max_entries (2.12) */
+	AS_PF_PINNED_SETTINGS = 1u << 11, /* allocator_settings has max_round_threshold / max_cached_size (2.13) */
 };
 /* The ring-buffer flags of allocator_settings (2.12+; trace_alloc_overflowed, trace_alloc_max_entries):
  * an overflowed ring means the history lost its beginning (history_truncated). */
@@ -145,10 +148,12 @@ struct as_reader_ops {
 	void (*close)(as_reader *r);
 };
 
+#define AS_DEVICE_HOST (-2)  /* as_reader_opts.device: a snapshot's 'host_traces' (2.14+), not a device */
 typedef struct as_reader_opts {
 	int want_segments;  /* keep the snapshot's end-state segments */
 	uint64_t max_bytes; /* snapshot reader: bytes its values may hold at once (0: the default, 1 GiB) */
-	int has_device, device; /* replay this device of a multi-device snapshot (--device N) */
+	int has_device, device; /* replay this device of a multi-device snapshot (--device N), or the pinned
+	                         * host history (--device host: AS_DEVICE_HOST) */
 	int any_device;     /* no --device and several devices with history: the first (info), not an error */
 	int keep_sites;     /* give alloc events their site (as_event.site), where the trace has one */
 	int pool_prepass;   /* internal: the snapshot reader's first pass for pool inference (snapshot.c) */
@@ -174,7 +179,8 @@ struct as_reader {
 
 
 int as_reader_open(as_reader **out, const char *path, const as_reader_opts *opts, as_err *err);
-/* --device N: which device of a multi-device snapshot to read; -1 for a bad value. */
+/* --device N: which device of a multi-device snapshot to read (or 'host': its pinned host history,
+ * AS_DEVICE_HOST); -1 for a bad value. */
 int as_reader_opts_device(as_reader_opts *o, const char *arg);
 /* The same over an open descriptor (taken over and closed by the reader); name is for messages. */
 int as_reader_open_fd(as_reader **out, int fd, const char *name, const as_reader_opts *opts, as_err *err);
