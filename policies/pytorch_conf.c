@@ -197,6 +197,8 @@ const as_optdesc pt_opts[] = {
 	{ "pinned_reserve_segment_size_mb", "MiB", "0", "accepted, no effect", parse_ignored_num, 0 },
 	{ "graph_capture_record_stream_reuse", "True|False", "False", "accepted, CUDA graphs are not simulated", parse_ignored_bool, OFF(dummy_bool) },
 	{ "pinned_free_catch_all", "True|False", "False", "accepted (2.12 on), no effect: pinned host memory is policy pytorch-pinned", parse_ignored_bool, OFF(dummy_bool) },
+	{ "pinned_max_round_threshold_mb", "MiB", "unset", "accepted (2.13 on), no effect on device memory: a pinned host key (AcceleratorAllocatorConfig)", parse_ignored_num, 0 },
+	{ "pinned_max_cached_size_mb", "MiB", "unset", "accepted (2.13 on), no effect on device memory: a pinned host key (AcceleratorAllocatorConfig)", parse_ignored_num, 0 },
 	{ "throw_on_cudamalloc_oom", "True|False", "False", "2.12 on: a new segment that would take the reserved bytes past per_process_memory_fraction x the device total fails at once, without the free-and-retry chain (num_oom_rejections)", as_opt_parse_bool, OFF(throw_on_oom) },
 	{ "version", "2.N", "2.14", "allocsim's own key (not PyTorch's, stripped before settings are compared): the release whose rules apply, 2.1 .. 2.14; 2.12-2.14 add keys only, the behaviour replayed is 2.11's (default: what a snapshot's fields imply, else 2.14)", skip_version, 0 },
 	{ NULL, NULL, NULL, NULL, NULL, 0 },
@@ -212,7 +214,11 @@ static const struct { const char *key; int since; } key_since[] = {
 	{ "large_segment_size_mb", 11 },
 	{ "pinned_free_catch_all", 12 },        /* parser order (before throw_on_cudamalloc_oom); ≈ */
 	{ "throw_on_cudamalloc_oom", 12 },      /* v2.12.0 release notes, CUDA: PR #179473 */
-	{ "expandable_segments_reserve", 15 },  /* PR #192269: in no release notes up to v2.14.0 */
+	{ "pinned_max_round_threshold_mb", 13 }, /* v2.13.0 release notes (releng): PR #171662 */
+	{ "pinned_max_cached_size_mb", 13 },    /* parsed beside it (AllocatorConfig.cpp 106319cb parseArgs); ≈ */
+	/* CUDAAllocatorConfig.cpp 0b2b76de (2.15.0a0) parseArgs parses them; in no release notes up to
+	 * v2.14.0 (PR #192269): newer than every version here */
+	{ "expandable_segments_reserve", 15 },
 	{ "expandable_segments_reserve_by_class", 15 },
 };
 

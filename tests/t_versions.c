@@ -220,6 +220,8 @@ int main(void)
 		/* 2.12: throw_on_cudamalloc_oom (v2.12.0 release notes, CUDA, PR #179473); pinned_free_catch_all
 		 * (parseArgs tests it just before throw_on_cudamalloc_oom; absent from the 2.11 parser) */
 		{ "throw_on_cudamalloc_oom:True", 12 }, { "pinned_free_catch_all:True", 12 },
+		/* 2.13: the pinned thresholds (v2.13.0 release notes, PR #171662; AcceleratorAllocatorConfig::parseArgs) */
+		{ "pinned_max_round_threshold_mb:64", 13 }, { "pinned_max_cached_size_mb:0", 13 },
 	};
 	for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
 		char before[128], since[128];
@@ -233,8 +235,26 @@ int main(void)
 	ok(refused("expandable_segments_reserve:0.5", "not a key in PyTorch 2.14 (version:2.14); it is newer than 2.14") &&
 		refused("version:2.12,expandable_segments_reserve_by_class:[tiny:0.05]", "it is newer than 2.14"),
 		"expandable_segments_reserve(_by_class) refused: newer than 2.14");
-	ok(parses("throw_on_cudamalloc_oom:False", &c, &e) && refused("throw_on_cudamalloc_oom:maybe", "throw_on_cudamalloc_oom"),
+	ok(parses("throw_on_cudamalloc_oom:False", &c, &e) && c.throw_on_oom == 0 && refused("throw_on_cudamalloc_oom:maybe", "throw_on_cudamalloc_oom"),
 		"throw_on_cudamalloc_oom takes a boolean");
+	ok(parses("throw_on_cudamalloc_oom:True", &c, &e) && c.throw_on_oom == 1, "throw_on_cudamalloc_oom:True sets the rule");
+	ok(refused("pinned_max_round_threshold_mb:x", "pinned_max_round_threshold_mb: 'x' is not a number"), "pinned_max_round_threshold_mb takes a number");
+	/* pytorch-pinned (2.11's host cache) refuses the newer host keys instead of ignoring them */
+	{
+		as_device *dev = as_sim_device_new(0, ADDR_MODEL);
+		as_counters ctr = { 0 };
+		as_policy *pp = NULL;
+		static const char *const nk[] = { "pinned_max_round_threshold_mb:64", "pinned_max_cached_size_mb:64", "pinned_free_catch_all:True" };
+		for (size_t i = 0; i < 3; i++) {
+			memset(&e, 0, sizeof e);
+			int rc = as_policy_create(as_policy_find("pytorch-pinned"), &pp, nk[i], dev, &ctr, &e);
+			ok(rc != 0 && e.code == AS_EXIT_USAGE && strstr(e.msg, "not simulated: pytorch-pinned is PyTorch 2.11's pinned host cache"),
+				"pytorch-pinned refuses %s (%s)", nk[i], e.msg);
+			if (!rc)
+				pp->ops->destroy(pp);
+		}
+		as_device_destroy(dev);
+	}
 
 	/* version is allocsim's key: stripped before a config is compared with the recorded settings */
 	static const struct { const char *in, *out; } st[] = {
