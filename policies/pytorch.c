@@ -57,6 +57,7 @@ struct ppool {
 	int expandable;      /* new segments are expandable (the setting, unless a MemPool with its own allocator) */
 	int nosplit;         /* a MemPool(no_split=True)'s: blocks are handed out whole */
 	uint64_t gc_calls;
+	pt_stat *priv_res;   /* a private pool's reserved_bytes_by_private_pools stat array (NULL: default pool) */
 };
 
 /* pool->blocks, PyTorch's BlockPool::blocks: a std::set of free blocks ordered by (stream, size,
@@ -106,6 +107,8 @@ typedef struct privpool {
 	ppool large, small;
 	int released;        /* use count 0: the program let go of it (EV_POOL_RELEASE) */
 	int use_on_oom;      /* a MemPool(use_on_oom=True): its free blocks serve requests that ran out of memory */
+	pt_stat reserved[PT_NTYPES]; /* reserved_bytes_by_private_pools[its id]: alloc_block and map_block add,
+	                              * release_block and unmap_block take (CUDACachingAllocator.cpp 076f0279) */
 } privpool;
 
 struct expseg {
@@ -432,6 +435,8 @@ static void release_block(ptpol *p, pblock *b)
 	p->total_allocated -= b->size;
 	pt_dec2(p->st.segment, pool->is_small, 1);
 	pt_dec2(p->st.reserved_bytes, pool->is_small, (int64_t)b->size);
+	if (pool->priv_res)
+		pt_dec2(pool->priv_res, pool->is_small, (int64_t)b->size);
 	p->st.num_device_free++;
 	if (at_limit(p, b->size))
 		pt_dec(&p->st.oversize_segments, 1);
@@ -504,6 +509,8 @@ static int map_block(ptpol *p, pblock *b, uint64_t size)
 	insert_into_blocks(pool, b);
 	p->total_allocated += bytes;
 	pt_inc2(p->st.reserved_bytes, pool->is_small, (int64_t)bytes);
+	if (pool->priv_res)
+		pt_inc2(pool->priv_res, pool->is_small, (int64_t)bytes);
 	p->st.num_device_alloc++;
 	return 1;
 }
@@ -639,6 +646,8 @@ static void unmap_block(ptpol *p, pblock *b)
 	RB_INSERT(uset, &pool->unmapped, b);
 	p->total_allocated -= end - begin;
 	pt_dec2(p->st.reserved_bytes, pool->is_small, (int64_t)(end - begin));
+	if (pool->priv_res)
+		pt_dec2(pool->priv_res, pool->is_small, (int64_t)(end - begin));
 	p->st.num_device_free++;
 	as_dev_unmap(p->dev, begin, es->page, (size_t)((end - begin) / es->page), &es->handles[seg_left(es, begin)], b->stream);
 }
@@ -697,6 +706,7 @@ static privpool *private_pool(ptpol *p, uint32_t pool)
 		pool_init(&p->priv[i]->large, &p->priv[i]->small, p->c.expandable && !(pool & AS_POOL_CUSTOM));
 		p->priv[i]->large.nosplit = p->priv[i]->small.nosplit = (pool & AS_POOL_NOSPLIT) != 0;
 		p->priv[i]->use_on_oom = (pool & AS_POOL_ONOOM) != 0;
+		p->priv[i]->large.priv_res = p->priv[i]->small.priv_res = p->priv[i]->reserved;
 	}
 	p->priv[i]->released = 0;
 	return p->priv[i];
@@ -844,6 +854,8 @@ static pblock *alloc_block(ptpol *p, ppool *pool, uint64_t stream, uint64_t s, u
 	p->total_allocated += alloc_size;
 	pt_inc2(p->st.segment, pool->is_small, 1);
 	pt_inc2(p->st.reserved_bytes, pool->is_small, (int64_t)alloc_size);
+	if (pool->priv_res)
+		pt_inc2(pool->priv_res, pool->is_small, (int64_t)alloc_size);
 	if (at_limit(p, alloc_size))
 		pt_inc(&p->st.oversize_segments, 1);
 	p->st.num_device_alloc++;
@@ -1386,7 +1398,18 @@ static int pt_query(as_policy *pol, int what, void *arg)
 		as_q_stats *q = arg;
 		if (p->lean)
 			return AS_Q_UNKNOWN;
-		pt_stats_emit(&p->st, q->cb, q->ctx);
+		/* reserved_bytes_by_private_pools, of each private pool that reserved memory */
+		const pt_stat *res[64];
+		uint32_t ids[64];
+		size_t nres = 0;
+		/* (a stat of newer releases than 2.11, whose recordings have none: only under an explicit
+		 * version:2.12 or newer, so that a run's memory_stats() keys stay 2.11's by default) */
+		for (size_t i = 0; i < p->npriv && nres < 64 && p->c.version_given && p->c.version >= 12; i++)
+			if (p->priv[i] && p->priv[i]->reserved[PT_ALL].allocated) {
+				res[nres] = p->priv[i]->reserved;
+				ids[nres++] = (uint32_t)(i + 1);
+			}
+		pt_stats_emit_pools(&p->st, res, ids, nres, q->cb, q->ctx);
 		return 0;
 	}
 	case AS_Q_SEGMENTS: {

@@ -21,6 +21,7 @@ typedef struct pt_conf {
 	double fraction;                  /* per_process_memory_fraction key, 1.0 = none */
 	int throw_on_oom;                 /* throw_on_cudamalloc_oom key (2.12+): alloc_block's preemptive rejection */
 	int version;                      /* allocsim's version:2.N key: N, the release's rules (default 14) */
+	int version_given;                /* -c named version (the stats of newer releases are printed only then) */
 	int dummy_bool;                   /* options accepted for compatibility, no effect on decisions */
 	uint64_t dummy_u64;
 } pt_conf;
@@ -87,6 +88,9 @@ static inline void pt_dec2(pt_stat *a, int small, int64_t v)
 }
 
 void pt_stats_emit(const pt_stats *s, as_stat_cb cb, void *ctx);
+/* ... with reserved_bytes_by_private_pools.ID.{all,large_pool,small_pool}.{...} of n private pools
+ * (res[k]: PT_NTYPES stats; ids[k]: allocsim's pool number), sorted in with the rest as memory_stats() */
+void pt_stats_emit_pools(const pt_stats *s, const pt_stat *const *res, const uint32_t *ids, size_t n, as_stat_cb cb, void *ctx);
 /* torch.cuda.memory_summary() layout. */
 void pt_memory_summary(const pt_stats *s, int device, FILE *out);
 /* pytorch_settings.c: the prepare and same_settings entries (policy.h); the warnings of both pytorch

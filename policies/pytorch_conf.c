@@ -260,6 +260,7 @@ static int parse_version(pt_conf *c, const char *s, as_err *err)
 			return as_fail(err, AS_EXIT_USAGE, "version:%s: the pytorch policy has the rules of 2.1 to 2.%d "
 				"(version is allocsim's key, not PyTorch's)", buf, PT_VERSION_MAX);
 		c->version = (int)minor;
+		c->version_given = 1;
 	}
 	for (size_t i = 0; i < sizeof key_since / sizeof key_since[0]; i++)
 		if (c->version < key_since[i].since && conf_item(s, key_since[i].key, buf, sizeof buf)) {

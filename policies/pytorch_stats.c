@@ -33,9 +33,19 @@ static void add_stat(kv *v, size_t *n, const char *prefix, const pt_stat *s)
 
 void pt_stats_emit(const pt_stats *s, as_stat_cb cb, void *ctx)
 {
-	kv v[256];
+	pt_stats_emit_pools(s, NULL, NULL, 0, cb, ctx);
+}
+
+void pt_stats_emit_pools(const pt_stats *s, const pt_stat *const *res, const uint32_t *ids, size_t npools, as_stat_cb cb, void *ctx)
+{
+	kv *v = xmalloc((256 + npools * 4 * PT_NTYPES) * sizeof(kv));
 	size_t n = 0;
 	char p[64];
+	for (size_t k = 0; k < npools; k++)
+		for (int t = 0; t < PT_NTYPES; t++) {
+			snprintf(p, sizeof p, "reserved_bytes_by_private_pools.%u.%s", ids[k], type_names[t]);
+			add_stat(v, &n, p, &res[k][t]);
+		}
 #define X(name) \
 	for (int t = 0; t < PT_NTYPES; t++) { \
 		snprintf(p, sizeof p, "%s.%s", #name, type_names[t]); \
@@ -55,6 +65,7 @@ void pt_stats_emit(const pt_stats *s, as_stat_cb cb, void *ctx)
 	qsort(v, n, sizeof v[0], kv_cmp);
 	for (size_t i = 0; i < n; i++)
 		cb(ctx, v[i].key, v[i].val);
+	free(v);
 }
 
 /* _format_size / _format_count of torch/cuda/memory.py */

@@ -83,6 +83,59 @@ static void drv_close(drv *t, const char *what)
 #define is_i64(a, b, ...) do { int64_t _a = (a), _b = (b); ok(_a == _b, __VA_ARGS__); \
 	if (_a != _b) printf("#   got %lld, expected %lld\n", (long long)_a, (long long)_b); } while (0)
 
+/* malloc(size) into private pool number pool (a CUDA graph's or MemPool's) */
+static int drv_malloc_pool(drv *t, uint64_t size, uint32_t pool)
+{
+	uint64_t bs, addr;
+	as_request rq = { .size = size, .time_us = -1, .pool = pool };
+	void *h;
+	if (t->p->ops->malloc(t->p, &rq, &h, &bs, &addr))
+		return 0;
+	t->h[t->n++] = h;
+	return 1;
+}
+
+/* reserved_bytes_by_private_pools (memory_stats(), torch/cuda/memory.py 0011014f; kept by alloc_block,
+ * map_block, release_block and unmap_block of CUDACachingAllocator.cpp 076f0279 for blocks whose pool has
+ * an owner PrivatePool): here under allocsim's pool number, not PyTorch's (a, b) id */
+static void test_private_pool_reserved(void)
+{
+	drv t;
+	drv_open(&t, "", 0);
+	drv_malloc_pool(&t, MiB, 1);
+	ok(drv_stat(&t, "reserved_bytes_by_private_pools.1.all.current") == INT64_MIN,
+		"without version:2.12+ in -c no reserved_bytes_by_private_pools (2.11's keys: tests/fidelity.sh)");
+	drv_close(&t, "no version given");
+	drv_open(&t, "version:2.12", 0);
+	drv_malloc(&t, MiB);                 /* default pool: a 2 MiB small segment */
+	drv_malloc_pool(&t, MiB, 1);         /* pool 1: a 2 MiB small segment */
+	drv_malloc_pool(&t, 12 * MiB, 1);    /* pool 1: a 12 MiB large segment */
+	drv_malloc_pool(&t, 3 * MiB, 2);     /* pool 2: a 20 MiB large segment */
+	is_i64(drv_stat(&t, "reserved_bytes.all.current"), 36 * (int64_t)MiB, "reserved 2 + 2 + 12 + 20 MiB");
+	is_i64(drv_stat(&t, "reserved_bytes_by_private_pools.1.all.current"), 14 * (int64_t)MiB, "pool 1 reserves 14 MiB");
+	is_i64(drv_stat(&t, "reserved_bytes_by_private_pools.1.small_pool.current"), 2 * (int64_t)MiB, "... 2 MiB small");
+	is_i64(drv_stat(&t, "reserved_bytes_by_private_pools.1.large_pool.current"), 12 * (int64_t)MiB, "... 12 MiB large");
+	is_i64(drv_stat(&t, "reserved_bytes_by_private_pools.2.all.current"), 20 * (int64_t)MiB, "pool 2 reserves 20 MiB");
+	ok(drv_stat(&t, "reserved_bytes_by_private_pools.0.all.current") == INT64_MIN, "the default pool has no such entry");
+	/* the program lets pool 1 go with its cache emptied (a MemPool's destructor): its free segments go */
+	t.p->ops->free(t.p, t.h[1]);
+	t.p->ops->free(t.p, t.h[2]);
+	t.p->ops->pool_release(t.p, 1, 1);
+	is_i64(drv_stat(&t, "reserved_bytes_by_private_pools.1.all.current"), 0, "pool 1 released: 0 reserved");
+	is_i64(drv_stat(&t, "reserved_bytes_by_private_pools.1.all.peak"), 14 * (int64_t)MiB, "... its peak 14 MiB");
+	is_i64(drv_stat(&t, "reserved_bytes_by_private_pools.1.all.freed"), 14 * (int64_t)MiB, "... 14 MiB freed");
+	is_i64(drv_stat(&t, "reserved_bytes.all.current"), 22 * (int64_t)MiB, "reserved 22 MiB");
+	drv_close(&t, "private pool reserved bytes");
+	/* expandable segments: map_block and unmap_block keep it too */
+	drv_open(&t, "expandable_segments:True,version:2.14", 0);
+	drv_malloc_pool(&t, 30 * MiB, 1);
+	is_i64(drv_stat(&t, "reserved_bytes_by_private_pools.1.large_pool.current"), 40 * (int64_t)MiB, "expandable: 30 MiB maps two 20 MiB pages in pool 1");
+	t.p->ops->free(t.p, t.h[0]);
+	t.p->ops->pool_release(t.p, 1, 1);
+	is_i64(drv_stat(&t, "reserved_bytes_by_private_pools.1.large_pool.current"), 0, "... unmapped when pool 1 goes");
+	drv_close(&t, "private pool reserved bytes, expandable");
+}
+
 /* 7 small segments (14 requests of 1 MiB, two to a 2 MiB segment), the first segment freed whole: 14 MiB
  * reserved, 2 MiB of it cached and free */
 static void seven_segments(drv *t)
@@ -298,5 +351,6 @@ int main(void)
 	ok(!strcmp(conf, "") && w == 0, "prepare: bestfit takes the settings as given, no warning");
 	free(conf);
 	test_throw_on_oom();
+	test_private_pool_reserved();
 	return done_testing();
 }
