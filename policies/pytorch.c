@@ -824,10 +824,7 @@ static void garbage_collect(ptpol *p)
  * cyyever/pytorch 076f0279 c10/cuda/CUDACachingAllocator.cpp, DeviceCachingAllocator::alloc_block. */
 static int oom_rejects(ptpol *p, uint64_t alloc_size)
 {
-	if (!p->c.throw_on_oom)
-		return 0;
-	uint64_t max_allowed = (uint64_t)(p->c.fraction * (double)p->device_total);
-	if (p->total_allocated + alloc_size <= max_allowed)
+	if (!p->c.throw_on_oom || p->total_allocated + alloc_size <= (uint64_t)(p->c.fraction * (double)p->device_total))
 		return 0;
 	p->st.num_oom_rejections++;
 	p->rejected = 1;
@@ -1147,6 +1144,9 @@ static int predict(ptpol *p, uint64_t n, uint64_t stream, pred *r)
 				done = 1;
 			}
 			total -= released;
+			/* (throw_on_cudamalloc_oom never rejects this retry: oversize blocks are whole segments, 2 MiB
+			 * multiples of at least the key, so the release freed at least alloc_size, and every segment
+			 * made passed the bound; a rejection of the first try returns before any release) */
 			fits = done && total + alloc_size <= cap;
 		}
 		if (r->n)

@@ -65,6 +65,13 @@ static int drv_malloc(drv *t, uint64_t size)
 	return 1;
 }
 
+static int drv_needs_flush(drv *t, uint64_t size)
+{
+	as_request rq = { .size = size, .time_us = -1 };
+	as_q_flush q = { .rq = &rq };
+	return !as_policy_query(t->p, AS_Q_NEEDS_FLUSH, &q) && q.answer;
+}
+
 static int64_t drv_stat(drv *t, const char *key)
 {
 	int64_t v;
@@ -169,6 +176,7 @@ static void test_throw_on_oom(void)
 	/* 2. a rejection skips the retry chain: the free cached segment is not released */
 	drv_open(&t, "throw_on_cudamalloc_oom:True,per_process_memory_fraction:0.0001", 0);
 	seven_segments(&t);
+	ok(!drv_needs_flush(&t, 2 * MiB), "the chain's prediction (AS_Q_NEEDS_FLUSH): no flush before a rejection");
 	ok(!drv_malloc(&t, 2 * MiB), "a 2 MiB request (a 20 MiB segment) is rejected");
 	is_i64(drv_stat(&t, "num_device_free"), 0, "no segment released (no flush)");
 	is_i64(drv_stat(&t, "num_alloc_retries"), 0, "no retry (num_alloc_retries 0)");
@@ -190,6 +198,7 @@ static void test_throw_on_oom(void)
 	 * is past 0.0002's bound: rejected in the chain, after the flush */
 	drv_open(&t, "throw_on_cudamalloc_oom:True,per_process_memory_fraction:0.0002", 33 * MiB);
 	seven_segments(&t);
+	ok(drv_needs_flush(&t, 2 * MiB), "the prediction: a flush (the fraction check fails first)");
 	ok(!drv_malloc(&t, 2 * MiB), "capacity 33 MiB, fraction 0.0002: the 2 MiB request fails");
 	is_i64(drv_stat(&t, "num_device_free"), 1, "the flush released the free segment (the capacity check failed first)");
 	is_i64(drv_stat(&t, "num_alloc_retries"), 1, "one retry");
