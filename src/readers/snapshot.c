@@ -466,10 +466,11 @@ static int check_history(as_reader *r, pk *p, pv *top, uint64_t pos, as_err *err
 			return pkvm_err(r, pos, err, "the snapshot has no pinned host-memory history (%s): record it with "
 				"torch.cuda.memory._record_memory_history(record_pinned_host_memory=True) (PyTorch 2.14+)",
 				m->host_traces ? "its 'host_traces' is empty" : "no 'host_traces'");
-		/* the device segments are not the host allocator's: none kept */
+		/* the device segments are not the host allocator's: none kept, nor their private pools */
 		for (size_t i = 0; i < m->nsegments; i++)
 			free(m->segments[i].blocks);
 		m->nsegments = 0;
+		m->private_segments = 0;
 		m->device_index = 0;
 		m->ndevices = 1;
 		return 0;
