@@ -113,6 +113,24 @@ is "$peak_29" "0 1342177280" "version:2.9: '>:8' starts after it, 1100 MiB -> 12
 run "$A" replay -p pytorch --no-timing -c "version:2.5,max_non_split_rounding_mb:40" "$TMP/r.trace"
 ok $(( (st == 64 ? 0 : 1) + $(contains "$errout" "Unrecognized key 'max_non_split_rounding_mb' in allocator config: not a key in PyTorch 2.5 (version:2.5); it came with 2.6"; echo $?) )) \
 	"version:2.5 refuses max_non_split_rounding_mb, exit 64"
+# throw_on_cudamalloc_oom (2.12+; tests/t_versions.c has the rule's cases): 15 requests of 1 MiB, two
+# to a 2 MiB segment; fraction 0.0001 of the H200's 150109880320 bytes bounds 7 segments
+{ printf '#allocsim-trace 1\n'; i=1; while [ $i -le 15 ]; do printf 'a %d 1048576 0\n' $i; i=$((i + 1)); done; } > "$TMP/t.trace"
+run "$A" replay -p pytorch --no-timing -c "throw_on_cudamalloc_oom:True,per_process_memory_fraction:0.0001" --stats "$TMP/ts.csv" "$TMP/t.trace"
+is "$st|$(col "$out" num_ooms)|$(col "$out" peak_reserved_bytes)|$(grep -E '^(num_oom_rejections|num_ooms|num_alloc_retries),' "$TMP/ts.csv" | tr '\n' ' ')" \
+	"0|1|14680064|num_alloc_retries,0 num_oom_rejections,1 num_ooms,0 " \
+	"throw_on_cudamalloc_oom: the 8th segment is rejected (num_oom_rejections 1, no retry; the row counts the failed request)"
+contains "$errout" "warning: per_process_memory_fraction in -c is not this run's limit (PyTorch sets its limit from it at start): give --fraction F or --capacity; without one, throw_on_cudamalloc_oom rejects"
+ok $? "a fraction in -c without a capacity warns"
+run "$A" replay -p pytorch --no-timing -c "throw_on_cudamalloc_oom:True,per_process_memory_fraction:0.0001" --fraction 0.0001 --device-total 150109880320 --stats "$TMP/ts.csv" "$TMP/t.trace"
+is "$st|$(col "$out" capacity_bytes)|$(grep -E '^(num_oom_rejections|num_ooms|num_alloc_retries),' "$TMP/ts.csv" | tr '\n' ' ')|$(printf '%s' "$errout" | grep -c 'not this run')" \
+	"0|15010988|num_alloc_retries,1 num_oom_rejections,0 num_ooms,1 |0" \
+	"with --fraction F (PyTorch's limit from the key) the fraction check fails first: an ordinary OOM after a retry, no rejection"
+run "$A" replay -p pytorch --no-timing --stats "$TMP/ts.csv" "$TMP/t.trace"
+is "$(grep -c '^num_oom_rejections' "$TMP/ts.csv")" 0 "without the key --stats has no num_oom_rejections (2.11's keys)"
+run "$A" replay -p pytorch --no-timing -c "throw_on_cudamalloc_oom:True,version:2.11" "$TMP/t.trace"
+ok $(( (st == 64 ? 0 : 1) + $(contains "$errout" "Unrecognized key 'throw_on_cudamalloc_oom' in allocator config: not a key in PyTorch 2.11 (version:2.11); it came with 2.12"; echo $?) )) \
+	"version:2.11 refuses throw_on_cudamalloc_oom, exit 64"
 # fit and advise run a snapshot's release too (as_run prepares every run's settings through the policy)
 run "$A" fit param max_split_size_mb "$F/fields-2.1.pickle.gz" --capacity 1G --values 20
 ok $(( (st == 64 ? 0 : 1) + $(contains "$errout" "max_split_size_mb: 20 is too small: more than 20 up to PyTorch 2.8 (version:2.1)"; echo $?) )) \
