@@ -20,7 +20,8 @@
    fields-writer.pickle.gz: that whole layout, with an oom entry, an annotate entry and an entry with
    internal_metadata. fields-host.pickle.gz: the same with a pinned host history: host_segments as the
    writer builds them (device -1, one block each) and host_traces entries (traceEntryToDict, as a
-   device's), for `replay --device host -p pytorch-pinned`.
+   device's), for `replay --device host -p pytorch-pinned`; fields-host-keys.pickle.gz: the same recorded
+   with pinned_max_round_threshold_mb:1 (which pytorch-pinned does not apply: replay warns).
    fields-overflow.pickle.gz: a 2.12 field set plus the ring-buffer flags trace_alloc_overflowed and
    trace_alloc_max_entries, which the memory visualizer reads (torch/utils/viz/process_alloc_data.js
    ad7e69ae) but the writer above does not write; its ring (3 entries) lost its first entry, the
@@ -146,6 +147,11 @@ for ad, sz in ((hb, 1024), (hb + 0x1000, 8192)):
                                   "blocks": [{"address": ad, "size": sz, "requested_size": sz, "state": "inactive",
                                               "frames": []}]})
 write("fields-host.pickle.gz", host, 5)
+# the same recorded with 2.13's pinned threshold set (exact-size blocks above 1 MiB in PyTorch; the
+# replayed 2.11 host cache rounds them: replay --device host warns)
+host["allocator_settings"]["PYTORCH_CUDA_ALLOC_CONF"] = "pinned_max_round_threshold_mb:1"
+host["allocator_settings"]["max_round_threshold"] = 1 << 20
+write("fields-host-keys.pickle.gz", host, 5)
 
 # a 2.12 snapshot whose history ring (3 entries) overflowed: its oldest entry, the segment_alloc, was
 # overwritten, and allocator_settings says so (nothing else in the history shows it)

@@ -75,6 +75,10 @@ is "$(printf '%s\n' "$out" | grep '^host_history')" "host_history: 11 entries (p
 run "$A" replay --no-timing --device host -p pytorch-pinned "$F/fields-host.pickle.gz"
 is "$st|$(col "$out" policy)|$(col "$out" allocs)|$(col "$out" frees)|$(col "$out" peak_requested_bytes)|$(col "$out" peak_reserved_bytes)|$(col "$out" num_device_alloc)" \
 	"0|pytorch-pinned|3|3|6000|9216|2" "replay --device host -p pytorch-pinned replays host_traces (2 blocks, 9216 bytes)"
+run "$A" replay --no-timing --device host -p pytorch-pinned "$F/fields-host-keys.pickle.gz"
+is "$st|$(col "$out" peak_reserved_bytes)" "0|9216" "a host history recorded with pinned_max_round_threshold_mb replays (2.11's rounding)"
+contains "$errout" "the recording set pinned host keys of PyTorch 2.12+ (pinned_max_round_threshold_mb:1) that the replayed host cache (2.11's) does not apply"
+ok $? "... and says that the recording's pinned key is not applied"
 run "$A" replay --no-timing --device host "$F/fields-host.pickle.gz"
 contains "$errout" "warning: --device host: the history is PyTorch's pinned host cache's (CachingHostAllocator), replayed here with the pytorch policy"; ok $? "--device host with another policy warns"
 run "$A" replay --no-timing --device host -p pytorch-pinned "$F/fields-writer.pickle.gz"

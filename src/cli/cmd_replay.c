@@ -510,6 +510,11 @@ int cmd_replay(int argc, char **argv)
 	if (!capacity_set && meta->capacity)
 		capacity = meta->capacity;
 	unsigned warn = as_policy_prepare(ops, meta, capacity, &conf); /* the policy's settings on this trace */
+	if (ro.has_device && ro.device == AS_DEVICE_HOST && meta->settings &&
+	    (strstr(meta->settings, "pinned_max_round_threshold_mb") || strstr(meta->settings, "pinned_max_cached_size_mb") ||
+	     strstr(meta->settings, "pinned_free_catch_all")))
+		fprintf(stderr, "%s: warning: %s: the recording set pinned host keys of PyTorch 2.12+ (%s) that the replayed "
+			"host cache (2.11's) does not apply: its blocks may differ (doc/policies.md)\n", as_progname, path, meta->settings);
 	if (use_cuda == 1) {
 		as_device *gpu = as_cuda_device_new((int)ordinal, capacity, &err);
 		if (!gpu)
