@@ -135,6 +135,15 @@ is "$(grep -c '^num_oom_rejections' "$TMP/ts.csv")" 0 "without the key --stats h
 run "$A" replay -p pytorch --no-timing -c "throw_on_cudamalloc_oom:True,version:2.11" "$TMP/t.trace"
 ok $(( (st == 64 ? 0 : 1) + $(contains "$errout" "Unrecognized key 'throw_on_cudamalloc_oom' in allocator config: not a key in PyTorch 2.11 (version:2.11); it came with 2.12"; echo $?) )) \
 	"version:2.11 refuses throw_on_cudamalloc_oom, exit 64"
+# reserved_bytes_by_private_pools (printed with an explicit version:2.12+): on a 2.11 recording of CUDA
+# graphs, the end state's private segments (segment_pool_id (0, 1): 35651584 bytes; pool (0, 2) freed)
+g="$srcdir/traces/captured/graph_own__default.pickle.gz"
+run "$A" replay --no-timing -c version:2.14 --stats "$TMP/gs.csv" "$g"
+is "$st|$(grep -E '^reserved_bytes_by_private_pools\.[12]\.all\.(current|peak),' "$TMP/gs.csv" | tr '\n' ' ')" \
+	"0|reserved_bytes_by_private_pools.1.all.current,35651584 reserved_bytes_by_private_pools.1.all.peak,123731968 reserved_bytes_by_private_pools.2.all.current,0 reserved_bytes_by_private_pools.2.all.peak,33554432 " \
+	"graph_own: each private pool's reserved bytes; pool 1's current is the end state's segments of pool (0, 1)"
+run "$A" replay --no-timing --stats "$TMP/gs.csv" "$g"
+is "$(grep -c '^reserved_bytes_by_private_pools' "$TMP/gs.csv")" 0 "... not printed without version:2.12+ (2.11's keys)"
 # fit and advise run a snapshot's release too (as_run prepares every run's settings through the policy)
 run "$A" fit param max_split_size_mb "$F/fields-2.1.pickle.gz" --capacity 1G --values 20
 ok $(( (st == 64 ? 0 : 1) + $(contains "$errout" "max_split_size_mb: 20 is too small: more than 20 up to PyTorch 2.8 (version:2.1)"; echo $?) )) \
