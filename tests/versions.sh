@@ -144,6 +144,37 @@ is "$st|$(grep -E '^reserved_bytes_by_private_pools\.[12]\.all\.(current|peak),'
 	"graph_own: each private pool's reserved bytes; pool 1's current is the end state's segments of pool (0, 1)"
 run "$A" replay --no-timing --stats "$TMP/gs.csv" "$g"
 is "$(grep -c '^reserved_bytes_by_private_pools' "$TMP/gs.csv")" 0 "... not printed without version:2.12+ (2.11's keys)"
+# ... and on every captured 2.11 recording with private pools at its end, under its own settings and
+# limit (meta.json), the pools' reserved bytes add up to the end state's private segments
+bad=""
+while IFS='|' read -r t c fr endb; do
+	set -- ; [ -n "$fr" ] && set -- --fraction "$fr" --device-total 150109880320
+	"$A" replay --no-timing -c "${c:+$c,}version:2.14" "$@" --stats "$TMP/ps.csv" "$srcdir/traces/captured/$t.pickle.gz" > /dev/null 2>&1 || { bad="$bad $t(exit)"; continue; }
+	sum=$(awk -F, '/^reserved_bytes_by_private_pools\.[0-9]+\.all\.current,/ { s += $2 } END { printf "%d", s }' "$TMP/ps.csv")
+	[ "$sum" = "$endb" ] || bad="$bad $t($sum!=$endb)"
+done <<'ROWS'
+compile_ro__default|||117440512
+compile_ro__exp|expandable_segments:True||125829120
+compile_ro__ms128|max_split_size_mb:128||117440512
+compile_ro__p110_default||0.009068|71303168
+compile_ro__p110_exp|expandable_segments:True|0.009068|83886080
+graph_own__default|||35651584
+graph_own__exp|expandable_segments:True||65011712
+graph_own__ms128|max_split_size_mb:128||35651584
+graph_own__p110_default||0.009401|123731968
+graph_own__p110_exp|expandable_segments:True|0.009401|148897792
+graph_shared__default|||35651584
+graph_shared__exp|expandable_segments:True||65011712
+graph_shared__ms128|max_split_size_mb:128||35651584
+graph_shared__p110_default||0.009401|123731968
+graph_shared__p110_exp|expandable_segments:True|0.009401|65011712
+mempool_flags__default|||69206016
+mempool_flags__exp|expandable_segments:True||88080384
+mempool_flags__ms128|max_split_size_mb:128||69206016
+mempool_flags__p110_default||0.006722|69206016
+mempool_flags__p110_exp|expandable_segments:True|0.006722|88080384
+ROWS
+is "${bad:-none}" none "20 graph/MemPool recordings: the private pools' reserved bytes at the end = the end state's private segments"
 # fit and advise run a snapshot's release too (as_run prepares every run's settings through the policy)
 run "$A" fit param max_split_size_mb "$F/fields-2.1.pickle.gz" --capacity 1G --values 20
 ok $(( (st == 64 ? 0 : 1) + $(contains "$errout" "max_split_size_mb: 20 is too small: more than 20 up to PyTorch 2.8 (version:2.1)"; echo $?) )) \
