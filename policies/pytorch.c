@@ -1398,18 +1398,20 @@ static int pt_query(as_policy *pol, int what, void *arg)
 		as_q_stats *q = arg;
 		if (p->lean)
 			return AS_Q_UNKNOWN;
-		/* reserved_bytes_by_private_pools, of each private pool that reserved memory */
-		const pt_stat *res[64];
-		uint32_t ids[64];
+		/* reserved_bytes_by_private_pools, of each private pool that reserved memory (a stat of newer
+		 * releases than 2.11, whose recordings have none: only under an explicit version:2.12 or newer,
+		 * so that a run's memory_stats() keys stay 2.11's by default) */
+		const pt_stat **res = xmalloc((p->npriv + 1) * sizeof(*res));
+		uint32_t *ids = xmalloc((p->npriv + 1) * sizeof(*ids));
 		size_t nres = 0;
-		/* (a stat of newer releases than 2.11, whose recordings have none: only under an explicit
-		 * version:2.12 or newer, so that a run's memory_stats() keys stay 2.11's by default) */
-		for (size_t i = 0; i < p->npriv && nres < 64 && p->c.version_given && p->c.version >= 12; i++)
+		for (size_t i = 0; i < p->npriv && p->c.version_given && p->c.version >= 12; i++)
 			if (p->priv[i] && p->priv[i]->reserved[PT_ALL].allocated) {
 				res[nres] = p->priv[i]->reserved;
 				ids[nres++] = (uint32_t)(i + 1);
 			}
 		pt_stats_emit_pools(&p->st, res, ids, nres, q->cb, q->ctx);
+		free(res);
+		free(ids);
 		return 0;
 	}
 	case AS_Q_SEGMENTS: {
