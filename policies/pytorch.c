@@ -28,6 +28,7 @@ typedef struct pblock {
 	uint64_t gc_base;                 /* pool's get_free_block count when inserted */
 	uint8_t allocated, mapped, pending;
 	uint8_t untouched;                /* a whole segment never mapped: in pool->untouched */
+	uint8_t picked;                   /* in a pick list (a fallback stage's select): gone for the next select */
 	union {                           /* a block is in one set at most: */
 		as_fitnode fit;           /* pool->blocks (free and mapped) */
 		RB_ENTRY(pblock) rb;      /* pool->unmapped or pool->untouched */
@@ -121,6 +122,19 @@ struct expseg {
 	expseg *next;
 };
 
+/* A fallback stage's choice (its select; pick_apply does it): a whole segment to release (cudaFree)
+ * or an expandable segment's free block whose whole pages to unmap, with the bytes that go back. */
+typedef struct pick {
+	pblock *b;
+	uint64_t bytes;
+	int unmap;
+} pick;
+
+typedef struct picks {
+	pick *v;
+	size_t n, cap;
+} picks;
+
 typedef struct ptpol {
 	as_policy base;
 	pt_conf c;
@@ -149,6 +163,7 @@ typedef struct ptpol {
 	pblock *spare;                   /* freed blocks, reused (linked by all_next) */
 	void **slabs;                    /* blocks come from slabs of PT_SLAB: no malloc per block */
 	size_t nslabs;
+	picks pk;                        /* the fallback stages' picks, reused (pick_apply empties it) */
 } ptpol;
 
 #define PT_SLAB 256
@@ -171,9 +186,8 @@ static inline int at_limit(ptpol *p, uint64_t x)
 
 /* What bs_nfind(pool, stream, max_split_size) found, as answers of at_limit: it (when on the
  * stream) is at or above the limit, the block before it (when on the stream) below. */
-static void note_limit_search(ptpol *p, ppool *pool, uint64_t stream, pblock *it)
+static void note_limit_search(ptpol *p, uint64_t stream, pblock *it, pblock *before)
 {
-	pblock *before = it ? bs_prev(pool, it) : bs_max(pool);
 	if (it && it->stream == stream)
 		(void)at_limit(p, it->size);
 	if (before && before->stream == stream)
@@ -652,29 +666,89 @@ static void unmap_block(ptpol *p, pblock *b)
 	as_dev_unmap(p->dev, begin, es->page, (size_t)((end - begin) / es->page), &es->handles[seg_left(es, begin)], b->stream);
 }
 
-static void release_blocks(ptpol *p, ppool *pool)
+/* ---- the fallback stages -------------------------------------------------------------------
+ * Each stage of a malloc that finds no free block (garbage collection, the oversize release, the
+ * flush of a pool's cache, the MemPool fallback) is a select, which says which blocks the stage
+ * takes and changes nothing (but the comparisons with max_split_size it notes: at_limit), and an
+ * apply (pick_apply for the releases). pt_malloc runs select then apply, stage after stage; predict
+ * (reconciliation's question: what would this request release?) runs the selects alone, each
+ * passing over the blocks the stages before it picked, as the real run no longer has them. */
+
+static void pick_add(picks *r, pblock *b, uint64_t bytes, int unmap)
 {
-	pblock **to_unmap = NULL;
-	size_t n = 0, cap = 0;
-	pblock *b = bs_min(pool), *next;
-	for (; b; b = next) {
-		next = bs_next(pool, b);
-		if (b->es) {
-			if (n == cap) {
-				cap = cap ? cap * 2 : 16;
-				to_unmap = xrealloc(to_unmap, cap * sizeof(*to_unmap));
-			}
-			to_unmap[n++] = b;
-		} else if (!b->prev && !b->next) {
+	AS_GROW(r->v, r->n, r->cap, 16);
+	r->v[r->n++] = (pick){ b, bytes, unmap };
+	b->picked = 1;
+}
+
+/* Forgets the picks without doing them (predict). */
+static void pick_clear(picks *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		r->v[i].b->picked = 0;
+	r->n = 0;
+}
+
+/* Does the picks in order: a whole segment is released (cudaFree), an expandable block's whole
+ * pages unmapped (and its segment released once nothing of it is mapped), as release_blocks did. */
+static void pick_apply(ptpol *p, picks *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		pblock *b = r->v[i].b;
+		b->picked = 0;
+		if (!r->v[i].unmap) {
 			release_block(p, b);
+			continue;
 		}
+		unmap_block(p, b);
+		if (!b->prev && !b->next && !b->mapped)
+			release_expandable_segment(p, b);
 	}
-	for (size_t i = 0; i < n; i++) {
-		unmap_block(p, to_unmap[i]);
-		if (!to_unmap[i]->prev && !to_unmap[i]->next && !to_unmap[i]->mapped)
-			release_expandable_segment(p, to_unmap[i]);
+	r->n = 0;
+}
+
+/* A pool's free blocks in order, passing over those a stage before picked. */
+static pblock *live_next(ppool *pool, pblock *b)
+{
+	do
+		b = bs_next(pool, b);
+	while (b && b->picked);
+	return b;
+}
+static pblock *live_prev(ppool *pool, pblock *b)
+{
+	do
+		b = bs_prev(pool, b);
+	while (b && b->picked);
+	return b;
+}
+static pblock *live_min(ppool *pool)
+{
+	pblock *b = bs_min(pool);
+	return b && b->picked ? live_next(pool, b) : b;
+}
+static pblock *live_max(ppool *pool)
+{
+	pblock *b = bs_max(pool);
+	return b && b->picked ? live_prev(pool, b) : b;
+}
+
+/* release_blocks' choice for one pool: its whole free segments (not expandable, not split) in the
+ * pool's order, then the whole pages of each free block of an expandable segment. */
+static void flush_select_pool(ppool *pool, picks *r)
+{
+	pblock *b;
+	for (b = live_min(pool); b; b = live_next(pool, b))
+		if (!b->es && !b->prev && !b->next)
+			pick_add(r, b, b->size, 0);
+	for (b = live_min(pool); b; b = live_next(pool, b)) {
+		if (!b->es)
+			continue;
+		uint64_t lo = b->es->base + seg_right(b->es, b->ptr) * b->es->page;
+		uint64_t hi = b->es->base + seg_left(b->es, b->ptr + b->size) * b->es->page;
+		if (hi > lo)
+			pick_add(r, b, hi - lo, 1);
 	}
-	free(to_unmap);
 }
 
 /* The pools of the default pool or of a private pool. */
@@ -712,8 +786,6 @@ static privpool *private_pool(ptpol *p, uint32_t pool)
 	return p->priv[i];
 }
 
-static void release_blocks(ptpol *p, ppool *pool);
-
 /* releasePool (use count 0); with empty, then emptyCache(the pool's id) as a MemPool's destructor
  * does: that pool's free segments, small then large, and nothing else's. */
 static void pt_pool_release(as_policy *pol, uint32_t pool, int empty)
@@ -725,94 +797,131 @@ static void pt_pool_release(as_policy *pol, uint32_t pool, int empty)
 	p->priv[i]->released = 1;
 	if (empty) {
 		p->st.num_sync_all_streams++;
-		release_blocks(p, &p->priv[i]->small);
-		release_blocks(p, &p->priv[i]->large);
+		flush_select_pool(&p->priv[i]->small, &p->pk);
+		flush_select_pool(&p->priv[i]->large, &p->pk);
+		pick_apply(p, &p->pk);
 	}
+}
+
+/* release_cached_blocks' choice: the default pool's large then small blocks, then those of each
+ * pool the program let go of (use count 0), small before large. */
+static void flush_select(ptpol *p, picks *r)
+{
+	flush_select_pool(&p->large, r);
+	flush_select_pool(&p->small, r);
+	for (size_t i = 0; i < p->npriv; i++)
+		if (p->priv[i] && p->priv[i]->released) {
+			flush_select_pool(&p->priv[i]->small, r);
+			flush_select_pool(&p->priv[i]->large, r);
+		}
 }
 
 static void release_cached_blocks(ptpol *p)
 {
 	/* synchronize_and_free_events: the engine completes the pending frees the trace shows
-	 * completing here; otherwise they complete when the trace says so. */
+	 * completing here; otherwise they complete when the trace says so. (Before the select: the
+	 * blocks freed there are released too.) */
 	if (p->flush_hook) {
 		void (*hook)(void *) = p->flush_hook;
 		p->flush_hook = NULL;
 		hook(p->flush_ctx);
 	}
 	p->st.num_sync_all_streams++;
-	release_blocks(p, &p->large);
-	release_blocks(p, &p->small);
-	/* then the pools the program let go of (use count 0), small before large */
-	for (size_t i = 0; i < p->npriv; i++)
-		if (p->priv[i] && p->priv[i]->released) {
-			release_blocks(p, &p->priv[i]->small);
-			release_blocks(p, &p->priv[i]->large);
-		}
+	flush_select(p, &p->pk);
+	pick_apply(p, &p->pk);
 }
 
-static int release_available_cached_blocks(ptpol *p, ppool *pool, uint64_t stream, uint64_t s)
+/* release_available_cached_blocks' choice (max_split_size set): the smallest block of the stream at
+ * or above the request's size (or, for a request under the limit, the limit), else the stream's
+ * oversize blocks from the largest down until they add up to that size. Returns whether they do;
+ * *bytes is what was picked. */
+static int oversize_select(ptpol *p, ppool *pool, uint64_t stream, uint64_t s, picks *r, uint64_t *bytes)
 {
 	uint64_t ms = p->c.max_split_size;
+	*bytes = 0;
 	if (ms == PT_NO_LIMIT)
 		return 0;
 	int by_limit = !at_limit(p, s); /* the key is the limit itself */
 	uint64_t k = by_limit ? ms : s; /* the search key: (stream, k, 0) */
 	pblock *it = bs_nfind(pool, stream, k);
+	while (it && it->picked)
+		it = bs_next(pool, it);
+	pblock *cur = it ? live_prev(pool, it) : live_max(pool);
 	if (by_limit)
-		note_limit_search(p, pool, stream, it);
+		note_limit_search(p, stream, it, cur);
 	if (!it || it->stream != stream || it->es) {
-		pblock *cur = it ? bs_prev(pool, it) : bs_max(pool);
 		if (!cur)
 			return 0;
 		uint64_t released = 0;
 		while (cur && (by_limit ? !at_limit(p, released) : released < k) && at_limit(p, cur->size) &&
 		       cur->stream == stream) {
-			pblock *prev = bs_prev(pool, cur);
+			pblock *prev = live_prev(pool, cur);
 			if (!cur->es) {
 				released += cur->size;
-				release_block(p, cur);
+				pick_add(r, cur, cur->size, 0);
 			}
 			cur = prev;
 		}
+		*bytes = released;
 		return by_limit ? at_limit(p, released) : released >= k;
 	}
-	release_block(p, it);
+	*bytes = it->size;
+	pick_add(r, it, it->size, 0);
 	return 1;
 }
 
-static void garbage_collect(ptpol *p)
+static int release_available_cached_blocks(ptpol *p, ppool *pool, uint64_t stream, uint64_t s)
+{
+	uint64_t bytes;
+	int done = oversize_select(p, pool, stream, s, &p->pk, &bytes);
+	pick_apply(p, &p->pk);
+	return done;
+}
+
+/* garbage_collect's choice (garbage_collection_threshold set, above it): the large pool's whole
+ * segments at least as old as the mean age (in get_free_block calls), rounds of it until the
+ * bytes over the threshold are picked or a round picks none. Returns the bytes picked. */
+static uint64_t gc_select(ptpol *p, picks *r)
 {
 	uint64_t thr = (uint64_t)(p->c.gc_threshold * (double)p->dev->capacity);
 	if (p->total_allocated <= thr)
-		return;
+		return 0;
 	uint64_t target = p->total_allocated - thr, reclaimed = 0;
 	uint64_t total_age = 0;
 	int64_t count = 0;
+	ppool *pool = &p->large;
 	pblock *b, *next;
-	BS_FOREACH(b, &p->large) {
+	for (b = live_min(pool); b; b = live_next(pool, b)) {
 		if (!is_split(b)) {
-			total_age += p->large.gc_calls - b->gc_base;
+			total_age += pool->gc_calls - b->gc_base;
 			count++;
 		}
 	}
 	if (!count)
-		return;
+		return 0;
 	int freed = 1;
 	while (reclaimed < target && freed && count > 0) {
 		double thr_age = (double)total_age / (double)count;
 		freed = 0;
-		for (b = bs_min(&p->large); b; b = next) {
-			next = bs_next(&p->large, b);
-			uint64_t age = p->large.gc_calls - b->gc_base;
+		for (b = live_min(pool); b; b = next) {
+			next = live_next(pool, b);
+			uint64_t age = pool->gc_calls - b->gc_base;
 			if (!is_split(b) && !b->es && (double)age >= thr_age) {
 				freed = 1;
 				reclaimed += b->size;
 				total_age -= age;
 				count--;
-				release_block(p, b);
+				pick_add(r, b, b->size, 0);
 			}
 		}
 	}
+	return reclaimed;
+}
+
+static void garbage_collect(ptpol *p)
+{
+	gc_select(p, &p->pk);
+	pick_apply(p, &p->pk);
 }
 
 /* throw_on_cudamalloc_oom (2.12+), after the fraction check in alloc_block, before the device is
@@ -932,27 +1041,42 @@ static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, ui
 	return b;
 }
 
-/* try_mempool_fallback: an ordinary request that found no new device memory takes a cached block
+/* try_mempool_fallback's choice: an ordinary request that found no new device memory takes a cached block
  * of a MemPool made with use_on_oom=True (in the order the pools came), never a new segment there.
  * Its lookup runs with expandable segments inactive (AllocParams(..., false)), so get_free_block
  * passes over blocks of expandable segments: under expandable_segments:True such a pool serves
  * nothing (mempool_flags__p110_exp on the H200 ran out of memory with 280 MiB free in it). */
-static pblock *mempool_fallback(ptpol *p, uint64_t s, uint64_t stream)
+static pblock *mempool_select(ptpol *p, uint64_t s, uint64_t stream, size_t *upto)
 {
 	for (size_t i = 0; i < p->npriv; i++) {
 		privpool *pp = p->priv[i];
 		if (!pp || !pp->use_on_oom)
 			continue;
 		ppool *pool = s <= PT_SMALL_SIZE ? &pp->small : &pp->large;
-		if (gc_enabled(p))
-			pool->gc_calls++;
 		pblock *b = bs_nfind(pool, stream, s);
 		while (b && b->stream == stream && b->es)
 			b = bs_next(pool, b);
-		if (b && b->stream == stream && !oversize_refuses(p, b, s))
+		if (b && b->stream == stream && !oversize_refuses(p, b, s)) {
+			*upto = i + 1;
 			return b;
+		}
 	}
+	*upto = p->npriv;
 	return NULL;
+}
+
+/* mempool_select's side effect: each pool it looked in (those below *upto) counted a
+ * get_free_block call, the age garbage collection reads. (The block found is then allocated as
+ * any cached block: alloc_found_block.) */
+static void mempool_apply(ptpol *p, uint64_t s, size_t upto)
+{
+	if (!gc_enabled(p))
+		return;
+	for (size_t i = 0; i < upto; i++) {
+		privpool *pp = p->priv[i];
+		if (pp && pp->use_on_oom)
+			(s <= PT_SMALL_SIZE ? &pp->small : &pp->large)->gc_calls++;
+	}
 }
 
 /* ---- policy interface ------------------------------------------------------------------- */
@@ -984,8 +1108,12 @@ static int pt_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 		b = alloc_block(p, pool, stream, s, alloc_size, 0);
 		if (!b && p->rejected) /* malloc: a rejection skips the retry chain; no num_ooms, no oom entry */
 			return 1;
-		if (!b && !AS_POOL_INDEX(rq->pool) && (b = mempool_fallback(p, s, stream)))
-			in_pool = 1;
+		if (!b && !AS_POOL_INDEX(rq->pool)) {
+			size_t upto;
+			b = mempool_select(p, s, stream, &upto);
+			mempool_apply(p, s, upto);
+			in_pool = b != NULL;
+		}
 		if (!b && release_available_cached_blocks(p, pool, stream, s))
 			b = alloc_block(p, pool, stream, s, alloc_size, 0);
 		/* no flush while a capture or a MemPool routes requests (captures_underway is not empty):
@@ -1032,167 +1160,60 @@ static void pt_free(as_policy *pol, void *h)
 	free_block((ptpol *)pol, b);
 }
 
-/* Is a cached block usable (get_free_block without its side effects)? */
-static int would_hit(ptpol *p, ppool *pool, uint64_t stream, uint64_t s)
+/* What the fallback chain would do for this request, without doing it: the selects of pt_malloc's
+ * stages in its order, into r (each select passing over what the ones before it picked). Returns
+ * the stage reached: 0 served from the cache, a new segment or a MemPool's cached block without
+ * releasing, 1 released by GC or the oversize release, 2 the full flush. r's blocks stay picked:
+ * the caller clears them (pick_clear). */
+static int predict(ptpol *p, uint64_t n, uint64_t stream, picks *r)
 {
-	return lookup(p, pool, stream, s) != NULL;
-}
-
-typedef struct pred {
-	uint64_t *v;
-	size_t n, cap;
-	const pblock **gone; /* blocks the prediction has already released */
-	size_t ngone, capgone;
-} pred;
-
-static void pred_add(pred *r, const pblock *b, uint64_t size)
-{
-	if (r->n == r->cap) {
-		r->cap = r->cap ? r->cap * 2 : 16;
-		r->v = xrealloc(r->v, r->cap * sizeof(*r->v));
-	}
-	r->v[r->n++] = size;
-	if (r->ngone == r->capgone) {
-		r->capgone = r->capgone ? r->capgone * 2 : 16;
-		r->gone = xrealloc(r->gone, r->capgone * sizeof(*r->gone));
-	}
-	r->gone[r->ngone++] = b;
-}
-
-static int pred_gone(const pred *r, const pblock *b)
-{
-	for (size_t i = 0; i < r->ngone; i++)
-		if (r->gone[i] == b)
-			return 1;
-	return 0;
-}
-
-/* garbage_collect without side effects: what it would release, in order. */
-static uint64_t predict_gc(ptpol *p, pred *r)
-{
-	uint64_t thr = (uint64_t)(p->c.gc_threshold * (double)p->dev->capacity);
-	if (p->total_allocated <= thr)
-		return 0;
-	uint64_t target = p->total_allocated - thr, reclaimed = 0, total_age = 0;
-	int64_t count = 0;
-	pblock *b;
-	BS_FOREACH(b, &p->large) {
-		if (!is_split(b)) {
-			total_age += p->large.gc_calls - b->gc_base;
-			count++;
-		}
-	}
-	if (!count)
-		return 0;
-	int freed = 1;
-	while (reclaimed < target && freed && count > 0) {
-		double thr_age = (double)total_age / (double)count;
-		freed = 0;
-		BS_FOREACH(b, &p->large) {
-			uint64_t age = p->large.gc_calls - b->gc_base;
-			if (!is_split(b) && !b->es && !pred_gone(r, b) && (double)age >= thr_age) {
-				freed = 1;
-				reclaimed += b->size;
-				total_age -= age;
-				count--;
-				pred_add(r, b, b->size);
-			}
-		}
-	}
-	return reclaimed;
-}
-
-/* What the fallback chain would release for this request, without doing it. Returns the stage
- * reached: 0 served from the cache or a new segment without releasing, 1 released by GC or the
- * oversize release, 2 the full flush. */
-static int predict(ptpol *p, uint64_t n, uint64_t stream, pred *r)
-{
-	int stage = 0;
 	uint64_t s = pt_round_size(&p->c, n);
 	ppool *pool = s <= PT_SMALL_SIZE ? &p->small : &p->large;
 	uint64_t alloc_size = pt_allocation_size(&p->c, s), cap = p->dev->capacity;
-	if (!would_hit(p, pool, stream, s)) {
-		uint64_t total = p->total_allocated;
-		if (gc_enabled(p))
-			total -= predict_gc(p, r);
-		int fits = !cap || total + alloc_size <= cap;
-		if (!fits && p->c.max_split_size != PT_NO_LIMIT) {
-			/* the oversize release, as release_available_cached_blocks walks the pool */
-			uint64_t ms = p->c.max_split_size, released = 0;
-			int by_limit = !at_limit(p, s);
-			uint64_t k = by_limit ? ms : s;
-			pblock *it = bs_nfind(pool, stream, k);
-			if (by_limit)
-				note_limit_search(p, pool, stream, it);
-			while (it && pred_gone(r, it))
-				it = bs_next(pool, it);
-			int done = 0;
-			if (!it || it->stream != stream || it->es) {
-				pblock *cur = it ? bs_prev(pool, it) : bs_max(pool);
-				while (cur && (by_limit ? !at_limit(p, released) : released < k) && at_limit(p, cur->size) &&
-				       cur->stream == stream) {
-					if (!cur->es && !pred_gone(r, cur)) {
-						released += cur->size;
-						pred_add(r, cur, cur->size);
-					}
-					cur = bs_prev(pool, cur);
-				}
-				done = by_limit ? at_limit(p, released) : released >= k;
-			} else {
-				released = it->size;
-				pred_add(r, it, it->size);
-				done = 1;
-			}
-			total -= released;
-			/* (throw_on_cudamalloc_oom never rejects this retry: oversize blocks are whole segments, 2 MiB
-			 * multiples of at least the key, so the release freed at least alloc_size, and every segment
-			 * made passed the bound; a rejection of the first try returns before any release) */
-			fits = done && total + alloc_size <= cap;
-		}
-		if (r->n)
-			stage = 1;
-		if (!fits) {
-			stage = 2;
-			/* the flush: whole free segments of the large then the small pool, then unmaps */
-			ppool *pools[2] = { &p->large, &p->small };
-			for (int k = 0; k < 2; k++) {
-				pblock *b;
-				BS_FOREACH(b, pools[k])
-					if (!b->es && !b->prev && !b->next && !pred_gone(r, b))
-						pred_add(r, b, b->size);
-				BS_FOREACH(b, pools[k]) {
-					if (!b->es)
-						continue;
-					uint64_t lo = b->es->base + seg_right(b->es, b->ptr) * b->es->page;
-					uint64_t hi = b->es->base + seg_left(b->es, b->ptr + b->size) * b->es->page;
-					if (hi > lo)
-						pred_add(r, b, hi - lo);
-				}
-			}
-		}
+	if (lookup(p, pool, stream, s))
+		return 0;
+	uint64_t total = p->total_allocated, bytes;
+	if (gc_enabled(p))
+		total -= gc_select(p, r);
+	int fits = !cap || total + alloc_size <= cap;
+	size_t upto;
+	if (!fits && mempool_select(p, s, stream, &upto))
+		return r->n ? 1 : 0;
+	if (!fits) {
+		int done = oversize_select(p, pool, stream, s, r, &bytes);
+		total -= bytes;
+		/* (throw_on_cudamalloc_oom never rejects this retry: oversize blocks are whole segments, 2 MiB
+		 * multiples of at least the key, so the release freed at least alloc_size, and every segment
+		 * made passed the bound; a rejection of the first try returns before any release, and before
+		 * the MemPool fallback: the capacity passed there, so predict found it fits) */
+		fits = done && total + alloc_size <= cap;
 	}
-	return stage;
+	if (fits)
+		return r->n ? 1 : 0;
+	flush_select(p, r);
+	return 2;
 }
 
 static int pt_explains_release(ptpol *pol, uint64_t n, uint64_t stream, const uint64_t *sizes, size_t nsizes)
 {
-	pred r = { 0 };
+	picks r = { 0 };
 	predict(pol, n, stream, &r);
-	int same = r.n == nsizes && (!nsizes || !memcmp(r.v, sizes, nsizes * sizeof(*sizes)));
+	int same = r.n == nsizes;
+	for (size_t i = 0; same && i < nsizes; i++)
+		same = r.v[i].bytes == sizes[i];
+	pick_clear(&r);
 	free(r.v);
-	free(r.gone);
 	return same;
 }
 
 static int pt_needs_flush(ptpol *pol, uint64_t n, uint64_t stream)
 {
-	pred r = { 0 };
+	picks r = { 0 };
 	int stage = predict(pol, n, stream, &r);
+	pick_clear(&r);
 	free(r.v);
-	free(r.gone);
 	return stage == 2;
 }
-
 
 static void pt_empty_cache(as_policy *pol)
 {
@@ -1490,6 +1511,7 @@ static void pt_destroy(as_policy *pol)
 		free(p->priv[i]);
 	free(p->priv);
 	free(p->scratch);
+	free(p->pk.v);
 	free(p);
 }
 

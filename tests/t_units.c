@@ -356,6 +356,191 @@ static void test_same_run(void)
 	}
 }
 
+/* The pytorch policy's prediction (AS_Q_EXPLAINS_RELEASE, AS_Q_NEEDS_FLUSH: what reconciliation asks
+ * before a request) is its action: the selects of the fallback stages the malloc then applies. */
+typedef struct released {
+	uint64_t v[1024];
+	size_t n;
+} released;
+
+static void note_release(void *ctx, int op, uint64_t addr, uint64_t size, uint64_t stream)
+{
+	released *r = ctx;
+	(void)addr;
+	(void)stream;
+	if ((op == DEV_OP_FREE || op == DEV_OP_UNMAP) && r->n < 1024)
+		r->v[r->n++] = size;
+}
+
+static int ask_release(as_engine *e, const as_event *ev, const uint64_t *sizes, size_t n)
+{
+	as_request rq = as_event_request(ev);
+	as_q_release q = { .rq = &rq, .sizes = sizes, .n = n, .answer = -1 };
+	return as_policy_query(e->pol, AS_Q_EXPLAINS_RELEASE, &q) == 0 ? q.answer : -1;
+}
+
+static int ask_flush(as_engine *e, const as_event *ev)
+{
+	as_request rq = as_event_request(ev);
+	as_q_flush q = { .rq = &rq, .answer = -1 };
+	return as_policy_query(e->pol, AS_Q_NEEDS_FLUSH, &q) == 0 ? q.answer : -1;
+}
+
+#define ONOOM_POOL (1u | AS_POOL_ONOOM)
+
+/* A MemPool(use_on_oom=True) holds a cached 40 MiB block; the default pool a cached 30 MiB one. A 35
+ * MiB request past the 100 MiB capacity is served from the MemPool's block (try_mempool_fallback),
+ * before any release: the prediction says so, where a prediction without the MemPool stage said the
+ * flush would release the 30 MiB segment. */
+static void test_predict_mempool(void)
+{
+	as_err err = { 0, "" };
+	as_device *dev = as_sim_device_new(100 * MiB, ADDR_MODEL);
+	as_engine e;
+	if (as_engine_init(&e, as_policy_find("pytorch"), "", dev, &err)) {
+		ok(0, "predict (MemPool): engine (%s)", err.msg);
+		return;
+	}
+	e.check = 1;
+	released rel = { .n = 0 };
+	dev->observer = note_release;
+	dev->observer_ctx = &rel;
+	as_event s[] = {
+		{ .type = EV_ALLOC, .id = 1, .slot = 1, .size = 40 * MiB, .pool = ONOOM_POOL, .time_us = -1 },
+		{ .type = EV_FREE, .id = 1, .slot = 1, .time_us = -1 },
+		{ .type = EV_ALLOC, .id = 2, .slot = 2, .size = 30 * MiB, .time_us = -1 },
+		{ .type = EV_FREE, .id = 2, .slot = 2, .time_us = -1 },
+	};
+	int good = 1;
+	for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
+		good &= as_engine_step(&e, &s[i], &err) == 0;
+	ok(good && dev->num_alloc == 2 && dev->reserved == 70 * MiB, "predict (MemPool): 40 MiB cached in the MemPool, 30 MiB in the default pool");
+	as_event big = { .type = EV_ALLOC, .id = 3, .slot = 3, .size = 35 * MiB, .time_us = -1 };
+	uint64_t thirty = 30 * MiB;
+	is_int(ask_flush(&e, &big), 0, "predict (MemPool): the 35 MiB request does not reach the flush");
+	is_int(ask_release(&e, &big, NULL, 0), 1, "predict (MemPool): it releases nothing");
+	is_int(ask_release(&e, &big, &thirty, 1), 0, "predict (MemPool): not the default pool's 30 MiB segment");
+	ok(as_engine_step(&e, &big, &err) == 0, "predict (MemPool): the request is served");
+	is_u64(e.s.num_ooms, 0, "predict (MemPool): no out-of-memory");
+	is_u64(e.ctr.alloc_retries + dev->num_free + rel.n, 0, "predict (MemPool): no flush, no release (as predicted)");
+	is_u64(dev->num_alloc, 2, "predict (MemPool): no new segment: the MemPool's 40 MiB block serves it");
+	/* the MemPool's block is taken now: a second 35 MiB request reaches the flush, which releases the
+	 * 30 MiB segment, and still does not fit (70 + 36 MiB > 100) */
+	as_event again = { .type = EV_ALLOC, .id = 4, .slot = 4, .size = 35 * MiB, .time_us = -1 };
+	is_int(ask_flush(&e, &again), 1, "predict (MemPool): a second 35 MiB request reaches the flush");
+	is_int(ask_release(&e, &again, &thirty, 1), 1, "predict (MemPool): which releases the 30 MiB segment");
+	ok(as_engine_step(&e, &again, &err) == 0 && e.ctr.alloc_retries == 1 && rel.n == 1 && rel.v[0] == 30 * MiB,
+		"predict (MemPool): and so it does (1 retry, one 30 MiB cudaFree)");
+	as_engine_finish(&e);
+	as_engine_free(&e);
+	as_device_destroy(dev);
+}
+
+/* Random workloads under a capacity, with a use_on_oom MemPool taking a tenth of the requests: at
+ * every default-pool allocation the prediction (asked first, with the releases the request then
+ * made) equals what the malloc did: the same device releases in the same order, and a flush exactly
+ * where predicted. Asking changes nothing: the replay's numbers are those of a replay not asked. */
+static void test_predict_random(const char *conf, uint64_t cap)
+{
+	as_summary sum[2];
+	size_t nalloc = 0, nrel = 0, nflush = 0, npart = 0, wrong_rel = 0, wrong_flush = 0, nquery = 0;
+	/* pass 0: the releases each allocation made (at0[k] in all0); pass 1: the same events, each
+	 * allocation asked first */
+	static size_t at0[6001];
+	uint64_t *all0 = NULL;
+	size_t nall0 = 0, capall0 = 0;
+	at0[0] = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+		gsl_rng_set(rng, 7);
+		as_err err = { 0, "" };
+		as_device *dev = as_sim_device_new(cap, ADDR_MODEL);
+		as_engine e;
+		if (as_engine_init(&e, as_policy_find("pytorch"), conf, dev, &err)) {
+			ok(0, "predict %s: engine (%s)", conf, err.msg);
+			gsl_rng_free(rng);
+			return;
+		}
+		e.check = 1;
+		released rel = { .n = 0 };
+		dev->observer = note_release;
+		dev->observer_ctx = &rel;
+		uint64_t live[256] = { 0 }, next = 1;
+		size_t k = 0;
+		for (int i = 0; i < 12000 && k < 6000; i++) {
+			int slot = (int)gsl_rng_uniform_int(rng, 256);
+			as_event ev = { .time_us = -1, .stream = gsl_rng_uniform_int(rng, 2), .slot = (uint32_t)slot };
+			if (live[slot]) {
+				ev.type = EV_FREE;
+				ev.id = live[slot];
+				live[slot] = 0;
+			} else if (gsl_rng_uniform(rng) < 0.002) {
+				ev.type = EV_EMPTY_CACHE;
+			} else {
+				ev.type = EV_ALLOC;
+				ev.id = next++;
+				double u = gsl_rng_uniform(rng);
+				ev.size = u < 0.5 ? 1 + gsl_rng_uniform_int(rng, 1 << 20) : u < 0.9 ? 1 + gsl_rng_uniform_int(rng, 30 << 20)
+					: 1 + gsl_rng_uniform_int(rng, 200 << 20);
+				if (gsl_rng_uniform(rng) < 0.1)
+					ev.pool = ONOOM_POOL;
+			}
+			int is_alloc = ev.type == EV_ALLOC;
+			if (is_alloc && pass == 1 && !ev.pool) {
+				nquery++;
+				int fl = ask_flush(&e, &ev);
+				int ex = ask_release(&e, &ev, all0 + at0[k], at0[k + 1] - at0[k]);
+				uint64_t retries = e.ctr.alloc_retries;
+				rel.n = 0;
+				if (as_engine_step(&e, &ev, &err)) {
+					printf("# %s\n", err.msg);
+					break;
+				}
+				int flushed = e.ctr.alloc_retries != retries;
+				wrong_flush += fl != flushed;
+				wrong_rel += ex != 1;
+				nflush += flushed;
+				nrel += rel.n > 0;
+				npart += rel.n > 0 && !flushed;
+			} else {
+				rel.n = 0;
+				if (as_engine_step(&e, &ev, &err)) {
+					printf("# %s\n", err.msg);
+					break;
+				}
+			}
+			if (is_alloc) {
+				for (size_t j = 0; pass == 0 && j < rel.n; j++) {
+					AS_GROW(all0, nall0, capall0, 1024);
+					all0[nall0++] = rel.v[j];
+				}
+				if (pass == 0)
+					at0[k + 1] = nall0;
+				k++;
+				live[slot] = ev.id; /* an out-of-memory request too: the trace frees it */
+			}
+		}
+		nalloc = k;
+		as_engine_finish(&e);
+		sum[pass] = e.s;
+		as_engine_free(&e);
+		as_device_destroy(dev);
+		gsl_rng_free(rng);
+	}
+	free(all0);
+	/* the stages ran: the flush, and with a limit or a threshold the release before it */
+	int partial = strstr(conf, "max_split") || strstr(conf, "garbage");
+	ok(nquery > 1000 && nflush > 10 && nrel > 10 && (partial ? npart > 10 : npart == 0),
+		"predict %s: %zu allocations, %zu asked: %zu flushed, %zu released memory (%zu without the flush)", conf, nalloc, nquery,
+		nflush, nrel, npart);
+	is_u64(wrong_rel, 0, "predict %s: the predicted releases are the releases made, in order, at every allocation asked", conf);
+	is_u64(wrong_flush, 0, "predict %s: the flush predicted where and only where it ran", conf);
+	ok(sum[0].peak_reserved_bytes == sum[1].peak_reserved_bytes && sum[0].num_device_free == sum[1].num_device_free &&
+		sum[0].num_ooms == sum[1].num_ooms && sum[0].num_alloc_retries == sum[1].num_alloc_retries,
+		"predict %s: asking changed nothing (peak reserved %" PRIu64 ", %" PRIu64 " cudaFree, %" PRIu64 " OOMs either way)", conf,
+		sum[1].peak_reserved_bytes, sum[1].num_device_free, sum[1].num_ooms);
+}
+
 /* Random workloads under --check for every policy: invariants hold and accounting balances. */
 static void test_random(const char *policy, const char *conf)
 {
@@ -819,6 +1004,11 @@ int main(void)
 	test_rounding();
 	test_pytorch_examples();
 	test_same_run();
+	test_predict_mempool();
+	test_predict_random("", 2048 * MiB);
+	test_predict_random("max_split_size_mb:40", 2048 * MiB);
+	test_predict_random("garbage_collection_threshold:0.6,max_split_size_mb:40", 2048 * MiB);
+	test_predict_random("garbage_collection_threshold:0.5", 2048 * MiB);
 	test_random("pytorch", "");
 	test_random("pytorch", "max_split_size_mb:40");
 	test_random("pytorch", "expandable_segments:True");
