@@ -215,6 +215,30 @@ static inline __attribute__((always_inline)) void waste_share(ptpol *p, const pb
 #define waste_in(p, b) waste_share(p, b, 1)
 #define waste_out(p, b) waste_share(p, b, (uint64_t)-1) /* unsigned: subtracting what was added */
 
+/* The hot path's shares as one change each (the same sums as waste_out, the change, waste_in):
+ * a free cached block b allocated for a request of n bytes rounded to r; an allocated block let go
+ * of (its rounding and unsplit or oversize bytes leave); a pending free completed. */
+static inline __attribute__((always_inline)) void waste_take(ptpol *p, const pblock *b, uint64_t r, uint64_t n)
+{
+	as_waste *w = &p->w;
+	w->free_cached -= b->size;
+	w->rounding += r - n;
+	if (at_limit(p, b->size))
+		w->oversize += b->size - r;
+	else
+		w->unsplit += b->size - r;
+}
+static inline __attribute__((always_inline)) void waste_let_go(ptpol *p, const pblock *b)
+{
+	as_waste *w = &p->w;
+	uint64_t r = b->rounded;
+	w->rounding -= r - b->requested;
+	if (at_limit(p, b->size))
+		w->oversize -= b->size - r;
+	else
+		w->unsplit -= b->size - r;
+}
+
 static void waste_walk(ptpol *p, as_waste *w);
 
 /* ---- block bookkeeping ---------------------------------------------------------------- */
@@ -241,7 +265,8 @@ static void all_unlink(ptpol *p, pblock *b)
 		b->all_next->all_prev = b->all_prev;
 }
 
-static pblock *block_new(ptpol *p, ppool *pool, uint64_t stream, uint64_t ptr, uint64_t size)
+/* A new free mapped block whose share of the waste its caller counts (block_new counts it). */
+static pblock *block_get(ptpol *p, ppool *pool, uint64_t stream, uint64_t ptr, uint64_t size)
 {
 	if (!p->spare) {
 		pblock *slab = xmalloc(PT_SLAB * sizeof(*slab));
@@ -256,16 +281,28 @@ static pblock *block_new(ptpol *p, ppool *pool, uint64_t stream, uint64_t ptr, u
 	p->spare = b->all_next;
 	*b = (pblock){ .ptr = ptr, .size = size, .stream = stream, .pool = pool, .mapped = 1 };
 	all_link(p, b);
+	return b;
+}
+
+static pblock *block_new(ptpol *p, ppool *pool, uint64_t stream, uint64_t ptr, uint64_t size)
+{
+	pblock *b = block_get(p, pool, stream, ptr, size);
 	waste_in(p, b);
 	return b;
+}
+
+/* Returns a block to the spares, its share of the waste left to the caller (block_delete takes it out). */
+static void block_put(ptpol *p, pblock *b)
+{
+	all_unlink(p, b);
+	b->all_next = p->spare;
+	p->spare = b;
 }
 
 static void block_delete(ptpol *p, pblock *b)
 {
 	waste_out(p, b);
-	all_unlink(p, b);
-	b->all_next = p->spare;
-	p->spare = b;
+	block_put(p, b);
 }
 
 static int is_split(const pblock *b)
@@ -361,7 +398,8 @@ static inline int mergeable(const pblock *dst, const pblock *src)
 }
 
 /* free_block's merges (try_merge with the previous then the next block, then the insert of the
- * result), with the same set and sums as the result: the merged block is one of the free
+ * result), with the same set and sums as the result (the waste's too: the merged bytes were free
+ * cached and stay so, b counted already): the merged block is one of the free
  * neighbours, already in pool->blocks, not b; its key only grows (a larger size), so it keeps its
  * place in the set when the order allows (bs_rekey), instead of a removal and an insert.
  * Which block object stands for the merged range is invisible (handles of free blocks are never
@@ -386,21 +424,19 @@ static pblock *merge_free(ptpol *p, pblock *b, int64_t *nblocks, int64_t *nbytes
 	}
 	if (mp && mn)
 		bs_remove(pool, nx);
-	waste_out(p, m);
 	bs_rekey(pool, m, ptr, size);
 	m->prev = prev;
 	m->next = next;
 	m->requested = b->requested;
 	m->rounded = b->rounded;
-	waste_in(p, m);
 	if (prev)
 		prev->next = m;
 	if (next)
 		next->prev = m;
 	m->gc_base = pool->gc_calls;
-	block_delete(p, b);
+	block_put(p, b);
 	if (mp && mn)
-		block_delete(p, nx);
+		block_put(p, nx);
 	return m;
 }
 
@@ -410,9 +446,10 @@ static void free_block(ptpol *p, pblock *b)
 	ppool *pool = b->pool;
 	int64_t nblocks = 0, nbytes = 0;
 	pblock *cand[2] = { b->prev, b->next };
-	waste_out(p, b);
+	/* (a pending block is mapped) */
+	p->w.pending_free -= b->size - b->requested;
+	p->w.free_cached += b->size;
 	b->pending = 0;
-	waste_in(p, b);
 	if (mergeable(b, cand[0]) || mergeable(b, cand[1])) {
 		b = merge_free(p, b, &nblocks, &nbytes);
 	} else {
@@ -992,15 +1029,16 @@ static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, ui
 	if (in_pool && !split)
 		bs_remove(pool, b);
 	if (split) {
+		/* the waste: the free cached bytes still count the whole block; waste_take below takes
+		 * b's s bytes out of them, the remainder's stay */
 		pblock *rem = b;
-		b = block_new(p, pool, stream, rem->ptr, s);
+		b = block_get(p, pool, stream, rem->ptr, s);
 		b->es = rem->es;
 		b->prev = rem->prev;
 		if (b->prev)
 			b->prev->next = b;
 		b->next = rem;
 		rem->prev = b;
-		waste_out(p, rem);
 		if (in_pool) {
 			/* PyTorch takes the block out and inserts the remainder: the same set as the new
 			 * key in place where the order allows (bs_rekey). The age is reset, as an insert. */
@@ -1011,7 +1049,6 @@ static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, ui
 			rem->size -= s;
 			insert_into_blocks(pool, rem);
 		}
-		waste_in(p, rem);
 		if (!p->lean && !b->es) {
 			if (already_split) {
 				pt_dec2(p->st.inactive_split_bytes, sm, (int64_t)b->size);
@@ -1024,11 +1061,10 @@ static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, ui
 		pt_dec2(p->st.inactive_split_bytes, sm, (int64_t)b->size);
 		pt_dec2(p->st.inactive_split, sm, 1);
 	}
-	waste_out(p, b);
+	waste_take(p, b, s, n); /* (an allocated block is mapped) */
 	b->allocated = 1;
 	b->requested = n;
 	b->rounded = s; /* pt_round_size(n) */
-	waste_in(p, b);
 	if (p->lean)
 		return b;
 	pt_inc2(p->st.allocation, sm, 1);
@@ -1140,10 +1176,10 @@ static void pt_free_requested(as_policy *pol, void *h)
 	ptpol *p = (ptpol *)pol;
 	pblock *b = h;
 	int sm = b->pool->is_small;
-	waste_out(p, b);
+	waste_let_go(p, b);
+	p->w.pending_free += b->size - b->requested;
 	b->allocated = 0;
 	b->pending = 1;
-	waste_in(p, b);
 	if (p->lean)
 		return;
 	pt_dec2(p->st.allocation, sm, 1);
