@@ -147,6 +147,7 @@ typedef struct ptpol {
 	uint64_t max_compared;           /* the largest size compared with max_split_size (AS_Q_SAME_RUN) */
 	uint64_t ms_lo, ms_hi;           /* every limit in (ms_lo, ms_hi] answers each comparison with
 	                                  * max_split_size this replay made alike (at_limit) */
+	int plain_round;                 /* no roundup_power2_divisions: round_size is 512-byte steps */
 	int lean;                        /* AS_Q_LEAN: memory_stats() is not asked for; the per-request
 	                                  * counters (alloc_found_block, free_block, pt_free_requested) are
 	                                  * not kept (a tenth of a replay's time); the segment ones are */
@@ -176,6 +177,8 @@ typedef struct ptpol {
  * answer is noted as the range of limits that would have given it. */
 static inline int at_limit(ptpol *p, uint64_t x)
 {
+	if (p->c.max_split_size == PT_NO_LIMIT)
+		return 0; /* (no size reaches it; and pt_same_run reads no range without a limit) */
 	if (x >= p->c.max_split_size) {
 		p->ms_hi = x < p->ms_hi ? x : p->ms_hi;
 		return 1;
@@ -241,6 +244,15 @@ static inline __attribute__((always_inline)) void waste_let_go(ptpol *p, const p
 
 static void waste_walk(ptpol *p, as_waste *w);
 
+/* round_size with its common case inline (no roundup_power2_divisions: 512-byte steps, as
+ * pt_round_size computes it then). */
+static inline uint64_t round_req(const ptpol *p, uint64_t n)
+{
+	if (p->plain_round)
+		return n < PT_MIN_BLOCK ? PT_MIN_BLOCK : (n + PT_MIN_BLOCK - 1) / PT_MIN_BLOCK * PT_MIN_BLOCK;
+	return pt_round_size(&p->c, n);
+}
+
 /* ---- block bookkeeping ---------------------------------------------------------------- */
 
 /* p->all holds every block but the untouched segments' (pool->untouched): those have no
@@ -279,7 +291,17 @@ static pblock *block_get(ptpol *p, ppool *pool, uint64_t stream, uint64_t ptr, u
 	}
 	pblock *b = p->spare;
 	p->spare = b->all_next;
-	*b = (pblock){ .ptr = ptr, .size = size, .stream = stream, .pool = pool, .mapped = 1 };
+	/* every field but the set links (fit, rb: set on insertion) and all_* (all_link) */
+	b->ptr = ptr;
+	b->size = size;
+	b->stream = stream;
+	b->requested = b->rounded = 0;
+	b->prev = b->next = NULL;
+	b->pool = pool;
+	b->es = NULL;
+	b->gc_base = 0;
+	b->allocated = b->pending = b->untouched = b->picked = 0;
+	b->mapped = 1;
 	all_link(p, b);
 	return b;
 }
@@ -1121,7 +1143,7 @@ static int pt_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 {
 	uint64_t n = rq->size, stream = rq->stream;
 	ptpol *p = (ptpol *)pol;
-	uint64_t s = pt_round_size(&p->c, n);
+	uint64_t s = round_req(p, n);
 	ppool *pool;
 	if (__builtin_expect(AS_POOL_INDEX(rq->pool) != 0, 0)) {
 		privpool *pp = private_pool(p, rq->pool);
@@ -1563,6 +1585,10 @@ static int pt_create(as_policy **out, const char *config, as_device *dev, as_cou
 	p->dev = dev;
 	p->ctr = ctr;
 	p->ms_hi = UINT64_MAX;
+	p->plain_round = 1;
+	for (int i = 0; i < 16; i++)
+		if (p->c.divisions[i] > 1)
+			p->plain_round = 0;
 	dev->capacity_by_policy = 1; /* alloc_block's fraction check, as PyTorch's */
 	pool_init(&p->large, &p->small, p->c.expandable);
 	p->device_total = dev->total_memory ? dev->total_memory : AS_H200_TOTAL_MEMORY; /* sizes the VA reservation */

@@ -31,7 +31,15 @@ int pt_conf_parse(pt_conf *c, const char *s, as_err *err);
 #define PT_VERSION_NEWEST 11              /* 2.11, the release checked against real runs (its behaviour is replayed) */
 #define PT_VERSION_MAX 14                 /* version:2.N goes up to 2.14, whose keys are read (default) */
 uint64_t pt_round_size(const pt_conf *c, uint64_t n);
-uint64_t pt_allocation_size(const pt_conf *c, uint64_t s);
+/* get_allocation_size: a new segment's size for a request rounded to s (inline: every malloc asks). */
+static inline uint64_t pt_allocation_size(const pt_conf *c, uint64_t s)
+{
+	if (s <= PT_SMALL_SIZE)
+		return PT_SMALL_BUF;
+	if (s < PT_MIN_LARGE)
+		return c->large_segment_size;
+	return (s + PT_ROUND_LARGE - 1) / PT_ROUND_LARGE * PT_ROUND_LARGE;
+}
 
 /* Statistics with PyTorch's names (memory_stats); one list for arrays and one for single stats. */
 #define PT_STAT_ARRAYS(X) \

@@ -322,11 +322,3 @@ uint64_t pt_round_size(const pt_conf *c, uint64_t n)
 	return (n + PT_MIN_BLOCK - 1) / PT_MIN_BLOCK * PT_MIN_BLOCK;
 }
 
-uint64_t pt_allocation_size(const pt_conf *c, uint64_t s)
-{
-	if (s <= PT_SMALL_SIZE)
-		return PT_SMALL_BUF;
-	if (s < PT_MIN_LARGE)
-		return c->large_segment_size;
-	return (s + PT_ROUND_LARGE - 1) / PT_ROUND_LARGE * PT_ROUND_LARGE;
-}
