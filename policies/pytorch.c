@@ -462,16 +462,13 @@ static pblock *merge_free(ptpol *p, pblock *b, int64_t *nblocks, int64_t *nbytes
 	return m;
 }
 
+/* free_block, for a block no longer pending (its waste share already free cached: pt_free). */
 static void free_block(ptpol *p, pblock *b)
 {
 	uint64_t orig = b->size, req = b->requested;
 	ppool *pool = b->pool;
 	int64_t nblocks = 0, nbytes = 0;
 	pblock *cand[2] = { b->prev, b->next };
-	/* (a pending block is mapped) */
-	p->w.pending_free -= b->size - b->requested;
-	p->w.free_cached += b->size;
-	b->pending = 0;
 	if (mergeable(b, cand[0]) || mergeable(b, cand[1])) {
 		b = merge_free(p, b, &nblocks, &nbytes);
 	} else {
@@ -1193,29 +1190,42 @@ static int pt_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 	return 0;
 }
 
-static void pt_free_requested(as_policy *pol, void *h)
+/* An allocated block let go of (free_requested's part of a free): its waste and statistics. */
+static inline __attribute__((always_inline)) void let_go(ptpol *p, pblock *b)
 {
-	ptpol *p = (ptpol *)pol;
-	pblock *b = h;
-	int sm = b->pool->is_small;
 	waste_let_go(p, b);
-	p->w.pending_free += b->size - b->requested;
 	b->allocated = 0;
-	b->pending = 1;
 	if (p->lean)
 		return;
+	int sm = b->pool->is_small;
 	pt_dec2(p->st.allocation, sm, 1);
 	pt_dec2(p->st.allocated_bytes, sm, (int64_t)b->size);
 	if (at_limit(p, b->size))
 		pt_dec(&p->st.oversize_allocations, 1);
 }
 
+static void pt_free_requested(as_policy *pol, void *h)
+{
+	ptpol *p = (ptpol *)pol;
+	pblock *b = h;
+	let_go(p, b);
+	p->w.pending_free += b->size - b->requested;
+	b->pending = 1;
+}
+
+/* A free: free_requested (unless the request came earlier), then free_block. (Pending in
+ * between: its waste share goes in and out of pending_free, which a direct free skips.) */
 static void pt_free(as_policy *pol, void *h)
 {
+	ptpol *p = (ptpol *)pol;
 	pblock *b = h;
 	if (b->allocated)
-		pt_free_requested(pol, h);
-	free_block((ptpol *)pol, b);
+		let_go(p, b);
+	else
+		p->w.pending_free -= b->size - b->requested;
+	p->w.free_cached += b->size; /* (a pending or allocated block is mapped) */
+	b->pending = 0;
+	free_block(p, b);
 }
 
 /* What the fallback chain would do for this request, without doing it: the selects of pt_malloc's

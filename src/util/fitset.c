@@ -201,7 +201,15 @@ static inline void class_link(as_fitset *s, as_fitstream *st, as_fitnode *n, uin
 		st->chunk[w] = ch;
 	}
 	st->top |= 1ULL << w;
-	ch->bits |= 1ULL << (c & 63);
+	uint64_t bit = 1ULL << (c & 63);
+	if (!(ch->bits & bit)) {
+		/* an empty class (most are: 64 a power of two): n is its tree, black, as an insert leaves it */
+		ch->bits |= bit;
+		RB_SET(n, NULL, rb);
+		RB_COLOR(n, rb) = RB_BLACK;
+		RB_ROOT(&ch->t[c & 63]) = n;
+		return;
+	}
 	tree_insert(&ch->t[c & 63], n);
 }
 
@@ -212,7 +220,10 @@ static inline void class_unlink(as_fitstream *st, as_fitnode *n, uint32_t c)
 	uint32_t w = c >> 6;
 	as_fitchunk *ch = st->chunk[w];
 	struct as_fittree *t = &ch->t[c & 63];
-	RB_REMOVE(as_fittree, t, n);
+	if (RB_ROOT(t) == n && !RB_LEFT(n, rb) && !RB_RIGHT(n, rb))
+		RB_ROOT(t) = NULL; /* alone in its class */
+	else
+		RB_REMOVE(as_fittree, t, n);
 	if (!RB_ROOT(t)) {
 		ch->bits &= ~(1ULL << (c & 63));
 		if (!ch->bits)
