@@ -361,7 +361,7 @@ static inline int oversize_refuses(ptpol *p, const pblock *b, uint64_t s)
 
 /* The block get_free_block would take, without taking it: the first block at or after
  * (stream, s, 0) on the same stream, with the expandable descent and the oversize rules. */
-static pblock *lookup(ptpol *p, ppool *pool, uint64_t stream, uint64_t s)
+static inline __attribute__((always_inline)) pblock *lookup(ptpol *p, ppool *pool, uint64_t stream, uint64_t s)
 {
 	pblock *it = bs_nfind(pool, stream, s);
 	if (!it || it->stream != stream)

@@ -116,7 +116,11 @@ static as_fitnode *first_from(as_fitstream *st, uint32_t c)
 		w = (uint32_t)__builtin_ctzll(t);
 		m = st->chunk[w]->bits;
 	}
-	return RB_MIN(as_fittree, &st->chunk[w]->t[__builtin_ctzll(m)]);
+	/* the class's smallest: its tree's leftmost node (the tree holds one: its bit is set) */
+	as_fitnode *n = RB_ROOT(&st->chunk[w]->t[__builtin_ctzll(m)]);
+	while (RB_LEFT(n, rb))
+		n = RB_LEFT(n, rb);
+	return n;
 }
 
 /* The largest member of the last class at or before c that holds one. */
@@ -131,7 +135,10 @@ static as_fitnode *last_upto(as_fitstream *st, uint32_t c)
 		w = 63u - (uint32_t)__builtin_clzll(t);
 		m = st->chunk[w]->bits;
 	}
-	return RB_MAX(as_fittree, &st->chunk[w]->t[63 - __builtin_clzll(m)]);
+	as_fitnode *n = RB_ROOT(&st->chunk[w]->t[63 - __builtin_clzll(m)]);
+	while (RB_RIGHT(n, rb))
+		n = RB_RIGHT(n, rb);
+	return n;
 }
 
 /* ---- the set -------------------------------------------------------------------------------- */
