@@ -746,7 +746,8 @@ static void pick_clear(picks *r)
 }
 
 /* Does the picks in order: a whole segment is released (cudaFree), an expandable block's whole
- * pages unmapped (and its segment released once nothing of it is mapped), as release_blocks did. */
+ * pages unmapped (and its segment released once nothing of it is mapped), as PyTorch's
+ * release_blocks does. */
 static void pick_apply(ptpol *p, picks *r)
 {
 	for (size_t i = 0; i < r->n; i++) {
@@ -1096,8 +1097,8 @@ static pblock *alloc_found_block(ptpol *p, pblock *b, uint64_t s, uint64_t n, ui
 	return b;
 }
 
-/* try_mempool_fallback's choice: an ordinary request that found no new device memory takes a cached block
- * of a MemPool made with use_on_oom=True (in the order the pools came), never a new segment there.
+/* try_mempool_fallback's choice: an ordinary request that found no new device memory takes a cached
+ * block of a MemPool made with use_on_oom=True (in the order the pools came), never a new segment there.
  * Its lookup runs with expandable segments inactive (AllocParams(..., false)), so get_free_block
  * passes over blocks of expandable segments: under expandable_segments:True such a pool serves
  * nothing (mempool_flags__p110_exp on the H200 ran out of memory with 280 MiB free in it). */
