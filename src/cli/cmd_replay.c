@@ -5,10 +5,9 @@
 #include "policies/policy.h"
 #include "engine/run.h"
 #include "readers/evbuf.h"
-#include "readers/spool.h"
 #include "engine/reconcile.h"
 #include "engine/lifetimes.h"
-#include "readers/binfmt.h"
+#include "readers/source.h"
 #include <errno.h>
 #include <sys/stat.h>
 #include <getopt.h>
@@ -186,43 +185,6 @@ int cli_resolve_config(const char *path, const as_meta *m, const char *config, c
 		return as_fail(err, AS_EXIT_DATAERR, "%s: the trace records no allocator settings; pass -c explicitly", path);
 	*out = xstrdup(m->settings ? m->settings : "");
 	return 0;
-}
-
-/* --cache: the binary form of a trace, kept beside it as TRACE.asbin and used while it was made
- * from the trace as it is now (same size and modification time); otherwise (re)written. */
-static int use_cache(const char *path, as_evbuf *b, as_err *err)
-{
-	struct stat st;
-	if (!strcmp(path, "-"))
-		return as_fail(err, AS_EXIT_USAGE, "--cache needs a file, not standard input");
-	if (stat(path, &st))
-		return as_fail(err, AS_EXIT_NOINPUT, "cannot open '%s': %s", path, strerror(errno));
-	char *cpath = xmalloc(strlen(path) + sizeof AS_BIN_EXT);
-	sprintf(cpath, "%s%s", path, AS_BIN_EXT);
-	int rc = -1;
-	as_err cerr = { 0, "" };
-	int m = access(cpath, F_OK) ? 1 : as_binfmt_map(b, cpath, &cerr);
-	if (m == 0 && as_binfmt_cache_ok(b, &st)) {
-		free(cpath);
-		return 0;
-	}
-	if (m == 0)
-		as_evbuf_free(b);
-	else if (m == 1 && !access(cpath, F_OK)) {
-		as_fail(err, AS_EXIT_USAGE, "--cache: '%s' exists and is not an allocsim binary trace; not overwritten", cpath);
-		goto out;
-	} else if (m < 0)
-		fprintf(stderr, "%s: warning: rewriting the cache: %s\n", as_progname, cerr.msg);
-	if (as_evbuf_load(b, path, NULL, err))
-		goto out;
-	if (as_binfmt_write(b, cpath, &st, err)) {
-		as_evbuf_free(b);
-		goto out;
-	}
-	rc = 0;
-out:
-	free(cpath);
-	return rc;
 }
 
 typedef struct seg_out {
@@ -436,7 +398,6 @@ int cmd_replay(int argc, char **argv)
 
 	as_err err = { 0, "" };
 	char *conf = NULL;
-	as_reader *r = NULL;
 	as_device *dev = NULL;
 	as_engine e;
 	int engine_ok = 0, rc = 0;
@@ -451,58 +412,20 @@ int cmd_replay(int argc, char **argv)
 	as_lifetimes_init(&lt);
 	memset(&e, 0, sizeof e);
 
-	as_evbuf buf;
-	as_spool sp;
-	int have_buf = 0, have_bs = 0, have_sp = 0;
-	memset(&buf, 0, sizeof buf);
-	as_binstream bs;
+	as_source src;
+	memset(&src, 0, sizeof src);
 	cli_catch_signals(); /* from here: an output FIFO's open waits for its reader */
 	if (open_outputs(ofs, opaths, sizeof opaths / sizeof opaths[0], path, &err))
 		goto done;
 	if (summary && out && as_outfile_open(&po, "-", &err))
 		goto done;
-	/* The input is read once (standard input and FIFOs too: the reader spools them). A binary
-	 * trace is read in chunks, each record checked before it is replayed (binfmt.h says why it is
-	 * not mapped), unless an offline policy's first pass or --segments' second pass needs it whole:
-	 * then it is mapped in place, as --cache's file beside the trace is. Which settings were
-	 * recorded decides how ambiguous empty_cache() inferences resolve (and -c recorded needs them):
-	 * a snapshot stores them at its end, so it is decoded first, into a temporary file read back
-	 * in chunks (spool.h: memory stays flat however long the snapshot), or into memory where
-	 * --segments' second pass or an offline policy's plan needs it whole; other traces stream. */
-	int mapped;
-	if (!segments && !(ops->flags & AS_CAP_PLAN)) {
-		mapped = as_binfmt_stream_open(&bs, path, &err);
-		have_bs = mapped == 0;
-	} else {
-		mapped = as_binfmt_map(&buf, path, &err);
-	}
-	if (mapped < 0)
+	/* how the trace is read (readers/source.c): --segments' second pass needs the events whole, an
+	 * offline policy plans over them where they are decoded whole anyway */
+	as_source_opts sopt = { .ro = &ro, .flags = (segments ? AS_SRC_WHOLE : 0) | ((ops->flags & AS_CAP_PLAN) ? AS_SRC_KEEP : 0) |
+		(cache ? AS_SRC_CACHE : 0) };
+	if (as_source_open(&src, path, &sopt, &err))
 		goto done;
-	if (mapped == 0) {
-		have_buf = !have_bs;
-		if (ro.has_device && ro.device != 0) {
-			as_fail(&err, AS_EXIT_DATAERR, "%s: a binary trace holds one device (0), not device %d", path, ro.device);
-			goto done;
-		}
-	} else if (cache) {
-		if (use_cache(path, &buf, &err))
-			goto done;
-		have_buf = 1;
-	} else {
-		if (as_reader_open(&r, path, &ro, &err))
-			goto done;
-		int snapshot = !r->meta.has_settings && !strcmp(r->meta.format, "pytorch");
-		if (segments || (snapshot && (ops->flags & AS_CAP_PLAN))) { /* (an offline policy plans over it, in memory) */
-			if (as_evbuf_from_reader(&buf, r, 0, &err))
-				goto done;
-			have_buf = 1;
-		} else if (snapshot) {
-			if (as_spool_from_reader(&sp, r, &err))
-				goto done;
-			have_sp = 1;
-		}
-	}
-	const as_meta *meta = have_bs ? &bs.meta : have_buf ? &buf.meta : have_sp ? &sp.meta : &r->meta;
+	const as_meta *meta = as_source_meta(&src);
 	if (cli_resolve_config(path, meta, config ? config : "", &conf, &err))
 		goto done;
 	if (cli_fraction_capacity(path, meta, fraction, dev_total, &capacity, &capacity_set, &err))
@@ -540,7 +463,7 @@ int cmd_replay(int argc, char **argv)
 	engine_ok = 1;
 	/* the metadata is complete here: the recorded settings are known */
 	as_reconcile_for_trace(&e, meta, path, conf);
-	if (have_buf ? as_plan_from_events(&e, &lt, &buf, &err) : as_plan_from_trace(&e, &lt, path, &err))
+	if (src.b ? as_plan_from_events(&e, &lt, src.b, &err) : as_plan_from_trace(&e, &lt, path, &err))
 		goto done; /* an offline policy takes the whole trace first (from memory when decoded) */
 	e.check = check;
 	if (!stats && !summary && !check)
@@ -561,7 +484,6 @@ int cmd_replay(int argc, char **argv)
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	as_event ev;
-	as_source src = { .r = r, .b = have_buf ? &buf : NULL, .bs = have_bs ? &bs : NULL, .sp = have_sp ? &sp : NULL };
 	while ((rc = as_source_next(&src, &ev, &err)) > 0) {
 		if (cli_interrupted) {
 			as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; every device allocation was released, nothing was written");
@@ -572,7 +494,7 @@ int cmd_replay(int argc, char **argv)
 		if (as_engine_step(&e, &ev, &err))
 			break;
 		if (stop_at_oom && e.s.num_ooms) {
-			if (have_bs && as_binstream_check_rest(&bs, &err))
+			if (as_source_check_rest(&src, &err))
 				rc = -1; /* the rest of a binary trace is validated all the same */
 			break;
 		}
@@ -592,13 +514,13 @@ int cmd_replay(int argc, char **argv)
 		cli_warn_unnamed_pools(path, meta);
 	if (meta->trace_overflowed)
 		fprintf(stderr, "%s: warning: %s: the snapshot's history ring overflowed (trace_alloc_overflowed; it keeps %" PRIu64
-			" entries): the recorded history begins mid-run\n", as_progname, r ? r->in.path : path, meta->trace_max_entries);
+			" entries): the recorded history begins mid-run\n", as_progname, as_source_name(&src, path), meta->trace_max_entries);
 	if (meta->history_truncated)
 		fprintf(stderr, "%s: warning: %s: the recorded history is truncated (%" PRIu64 " frees of allocations made "
-			"before it began were skipped); results cover the recorded part only\n", as_progname, r ? r->in.path : path,
+			"before it began were skipped); results cover the recorded part only\n", as_progname, as_source_name(&src, path),
 			meta->unmatched_frees);
 
-	if (segments && write_segments(path, &buf, ops, conf, capacity, addr_mode, free_at, as_reconcile_resolved(&e), e.peak_event, gf.fp, &err))
+	if (segments && write_segments(path, src.b, ops, conf, capacity, addr_mode, free_at, as_reconcile_resolved(&e), e.peak_event, gf.fp, &err))
 		goto done;
 	if (stats) {
 		fputs("key,value\n", sf.fp);
@@ -628,12 +550,7 @@ done:
 	as_device_destroy(dev);
 	as_lat_model_free(&model);
 	as_lifetimes_free(&lt);
-	as_reader_close(r);
-	as_evbuf_free(&buf);
-	if (have_sp)
-		as_spool_free(&sp);
-	if (have_bs)
-		as_binstream_close(&bs);
+	as_source_close(&src);
 	free(conf);
 	if (err.code)
 		return cli_report(&err);

@@ -3,7 +3,7 @@
 #include "engine/reconcile.h"
 #include "engine/engine.h"
 #include "engine/run.h"
-#include "readers/spool.h"
+#include "readers/source.h"
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -236,7 +236,6 @@ int cmd_validate(int argc, char **argv)
 	const char *path = argv[optind];
 	as_err err = { 0, "" };
 	char *conf = NULL;
-	as_reader *r = NULL;
 	as_device *dev = NULL;
 	as_engine e;
 	int engine_ok = 0, rc;
@@ -245,28 +244,25 @@ int cmd_validate(int argc, char **argv)
 	memset(&e, 0, sizeof e);
 
 	cli_catch_signals();
-	as_spool buf; /* the input is read once, into a temporary file: a snapshot's settings come at its end */
-	int have_buf = 0;
-	if (as_reader_open(&r, path, &ro, &err))
+	/* the input is read once, into a temporary file: a snapshot's settings come at its end */
+	as_source src;
+	as_source_opts sopt = { .ro = &ro, .flags = AS_SRC_SPOOL,
+		.no_binary = "a binary trace keeps no end-state segments; validate the snapshot it was made from" };
+	memset(&src, 0, sizeof src);
+	if (as_source_open(&src, path, &sopt, &err))
 		goto done;
-	if (!strcmp(r->ops->name, "binary")) {
-		as_fail(&err, AS_EXIT_USAGE, "%s: a binary trace keeps no end-state segments; validate the snapshot it was made from", path);
+	const as_meta *meta = as_source_meta(&src);
+	if (cli_resolve_config(path, meta, config ? config : "recorded", &conf, &err))
 		goto done;
-	}
-	if (as_spool_from_reader(&buf, r, &err))
-		goto done;
-	have_buf = 1;
-	if (cli_resolve_config(path, &buf.meta, config ? config : "recorded", &conf, &err))
-		goto done;
-	if (strcmp(buf.meta.format, "pytorch") && strcmp(buf.meta.format, "native")) {
+	if (strcmp(meta->format, "pytorch") && strcmp(meta->format, "native")) {
 		as_fail(&err, AS_EXIT_USAGE, "%s: validate needs a trace with recorded device calls (a PyTorch snapshot)", path);
 		goto done;
 	}
-	if (cli_fraction_capacity(path, &buf.meta, fraction, dev_total, &capacity, &capacity_set, &err))
+	if (cli_fraction_capacity(path, meta, fraction, dev_total, &capacity, &capacity_set, &err))
 		goto done;
-	recorded_ooms = buf.recorded_ooms;
+	recorded_ooms = as_source_recorded_ooms(&src);
 	const as_policy_ops *ops = as_policy_find("pytorch");
-	unsigned warn = as_policy_prepare(ops, &buf.meta, capacity, &conf); /* the policy's settings on this trace */
+	unsigned warn = as_policy_prepare(ops, meta, capacity, &conf); /* the policy's settings on this trace */
 	dev = as_sim_device_new(capacity, addr_mode);
 	dev->observer = observe;
 	dev->observer_ctx = &v;
@@ -274,9 +270,8 @@ int cmd_validate(int argc, char **argv)
 		goto done;
 	cli_warn_gc(warn); /* (after the settings parsed) */
 	engine_ok = 1;
-	as_reconcile_for_trace(&e, &buf.meta, path, conf);
+	as_reconcile_for_trace(&e, meta, path, conf);
 	as_event ev;
-	as_source src = { .sp = &buf };
 	while (!v.diverged && !cli_interrupted && (rc = as_source_next(&src, &ev, &err)) > 0) {
 		v.cur_index = ev.index;
 		if (ev.type >= EV_SEG_ALLOC && ev.type <= EV_SEG_UNMAP)
@@ -304,26 +299,24 @@ int cmd_validate(int argc, char **argv)
 			snprintf(v.msg, sizeof v.msg, "diverged at the end of the trace: the simulation did %s of %" PRIu64
 				" bytes that PyTorch did not", op_names[v.sim.v[v.sim.head].kind], v.sim.v[v.sim.head].size);
 	}
-	if (!v.diverged && !buf.meta.history_truncated && compare_end_state(&buf.meta, e.pol, v.msg, sizeof v.msg))
+	if (!v.diverged && !meta->history_truncated && compare_end_state(meta, e.pol, v.msg, sizeof v.msg))
 		v.diverged = 1;
 	if (v.diverged) {
 		if (recorded_ooms && (warn & AS_WARN_RECORDED_OOMS))
-			cli_warn_recorded_ooms(path, recorded_ooms, &buf.meta);
+			cli_warn_recorded_ooms(path, recorded_ooms, meta);
 		if (warn & AS_WARN_UNNAMED_POOLS)
-			cli_warn_unnamed_pools(path, &buf.meta);
-		printf("%s: %s%s\n", path, v.msg, buf.meta.history_truncated ?
+			cli_warn_unnamed_pools(path, meta);
+		printf("%s: %s%s\n", path, v.msg, meta->history_truncated ?
 			" (the recorded history is truncated: segments PyTorch obtained before it began are not in the trace)" : "");
 	} else {
 		printf("%s: exact (%" PRIu64 " device calls, %zu end-state segments%s)\n", path, v.ncompared,
-			buf.meta.nsegments, buf.meta.history_truncated ? "; history truncated, end state not compared" : "");
+			meta->nsegments, meta->history_truncated ? "; history truncated, end state not compared" : "");
 	}
 done:
 	if (engine_ok)
 		as_engine_free(&e);
 	as_device_destroy(dev);
-	as_reader_close(r);
-	if (have_buf)
-		as_spool_free(&buf);
+	as_source_close(&src);
 	free(conf);
 	free(v.sim.v);
 	free(v.rec.v);

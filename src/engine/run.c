@@ -2,6 +2,7 @@
 #include "engine/run.h"
 #include "engine/reconcile.h"
 #include "engine/lifetimes.h"
+#include "readers/source.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,16 +13,15 @@ char *as_recorded_settings(const as_meta *m)
 
 int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 {
-	as_reader *r = NULL;
 	as_engine e;
 	int rc = -1;
 	as_source src = { .b = o->events };
 	if (!o->events) {
-		if (as_reader_open(&r, o->path, o->reader, err))
+		as_source_opts so = { .ro = o->reader };
+		if (as_source_open(&src, o->path, &so, err))
 			return -1;
-		src.r = r;
 	}
-	const as_meta *meta = o->events ? &o->events->meta : &r->meta;
+	const as_meta *meta = as_source_meta(&src);
 	uint64_t cap = o->capacity ? o->capacity : meta->capacity;
 	as_device *dev = as_sim_device_new(cap, o->addr_mode);
 	dev->model = o->model;
@@ -65,7 +65,7 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 	}
 	as_device_destroy(dev);
 	as_lifetimes_free(&lt);
-	as_reader_close(r);
+	as_source_close(&src);
 	free(conf);
 	return rc;
 }

@@ -116,6 +116,7 @@ typedef struct as_source {
 	size_t i;
 	as_binstream *bs;
 	as_spool *sp;
+	int owned;           /* opened by as_source_open (readers/source.h): as_source_close releases it */
 } as_source;
 
 static inline int as_source_next(as_source *s, as_event *ev, as_err *err)
