@@ -269,6 +269,76 @@ static void stat_line(void *ctx, const char *key, int64_t v)
 	fprintf(((stat_out *)ctx)->f, "%s,%" PRId64 "\n", key, v);
 }
 
+/* replay's outputs around the replay loop (engine/run.h) */
+typedef struct replay_sink {
+	const char *path, *policy, *conf;
+	const as_meta *meta;
+	as_source *src;
+	const as_policy_ops *ops;
+	uint64_t capacity, every, recorded_ooms;
+	int addr_mode, free_at, check, no_timing, table, table_flush;
+	unsigned warn;
+	FILE *timeline, *latency, *stats, *segments, *summary, *devlog;
+} replay_sink;
+
+static int replay_start(void *ctx, as_engine *e, as_err *err)
+{
+	replay_sink *r = ctx;
+	(void)err;
+	cli_warn_gc(r->warn); /* (after the settings parsed) */
+	e->host_timing = !r->no_timing;
+	e->check = r->check;
+	e->every = r->every;
+	if (r->timeline) {
+		e->timeline = r->timeline;
+		fputs("event,type,time_us,requested_bytes,allocated_bytes,reserved_bytes\n", r->timeline);
+	}
+	if (r->latency) {
+		e->latency = r->latency;
+		fputs("event,op,bytes,ns,device_us,timing\n", r->latency);
+	}
+	if (r->devlog) {
+		e->dev->log = r->devlog;
+		as_dev_log_header(r->devlog);
+	}
+	return 0;
+}
+
+static int replay_row(void *ctx, as_engine *e, const as_summary *s, as_err *err)
+{
+	replay_sink *r = ctx;
+	const as_meta *meta = r->meta;
+	if (r->recorded_ooms && (r->warn & AS_WARN_RECORDED_OOMS)) /* (other policies take limits in -c) */
+		cli_warn_recorded_ooms(r->path, r->recorded_ooms, meta);
+	if (r->warn & AS_WARN_UNNAMED_POOLS)
+		cli_warn_unnamed_pools(r->path, meta);
+	if (meta->trace_overflowed)
+		fprintf(stderr, "%s: warning: %s: the snapshot's history ring overflowed (trace_alloc_overflowed; it keeps %" PRIu64
+			" entries): the recorded history begins mid-run\n", as_progname, as_source_name(r->src, r->path), meta->trace_max_entries);
+	if (meta->history_truncated)
+		fprintf(stderr, "%s: warning: %s: the recorded history is truncated (%" PRIu64 " frees of allocations made "
+			"before it began were skipped); results cover the recorded part only\n", as_progname, as_source_name(r->src, r->path),
+			meta->unmatched_frees);
+	if (r->segments && write_segments(r->path, r->src->b, r->ops, r->conf, r->capacity, r->addr_mode, r->free_at,
+		as_reconcile_resolved(e), e->peak_event, r->segments, err))
+		return -1;
+	if (r->stats) {
+		fputs("key,value\n", r->stats);
+		stat_out so_ctx = { r->stats };
+		as_q_stats q = { stat_line, &so_ctx };
+		as_policy_query(e->pol, AS_Q_STATS, &q);
+		as_summary_stats(r->stats, s);
+	}
+	as_summary_header(r->summary);
+	as_summary_row(r->summary, r->path, r->policy, r->conf, r->capacity, s);
+	if (r->table) {
+		if (r->table_flush)
+			fflush(stdout);
+		as_policy_query(e->pol, AS_Q_SUMMARY, stdout);
+	}
+	return 0;
+}
+
 int cmd_replay(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -290,7 +360,7 @@ int cmd_replay(int argc, char **argv)
 	const char *latency = NULL, *model_path = NULL, *devlog = NULL;
 	int use_cuda = 0; /* 1: the GPU, 2: the shuffled driver */
 	uint64_t ordinal = 0;
-	uint64_t capacity = 0, every = 1, dev_total = 0, recorded_ooms = 0;
+	uint64_t capacity = 0, every = 1, dev_total = 0;
 	double fraction = 0;
 	int cache = 0, capacity_set = 0, summary = 0, check = 0, addr_mode = ADDR_AUTO, no_timing = 0, stop_at_oom = 0, c;
 	int free_at = AS_FREE_AT_POLICY;
@@ -399,8 +469,7 @@ int cmd_replay(int argc, char **argv)
 	as_err err = { 0, "" };
 	char *conf = NULL;
 	as_device *dev = NULL;
-	as_engine e;
-	int engine_ok = 0, rc = 0;
+	replay_sink rs;
 	as_outfile tl = { 0 }, so = { 0 }, sf = { 0 }, lf = { 0 }, df = { 0 }, gf = { 0 }, po = { 0 };
 	/* the summary (stdout without -o), the other files, and stdout again for --summary after -o */
 	as_outfile *const ofs[] = { &so, &tl, &sf, &gf, &lf, &df, &po };
@@ -408,9 +477,6 @@ int cmd_replay(int argc, char **argv)
 	const size_t nofs = sizeof ofs / sizeof ofs[0];
 	as_lat_model model = { 0 };
 	int have_model = 0;
-	as_lifetimes lt;
-	as_lifetimes_init(&lt);
-	memset(&e, 0, sizeof e);
 
 	as_source src;
 	memset(&src, 0, sizeof src);
@@ -455,101 +521,27 @@ int cmd_replay(int argc, char **argv)
 		if (have_model)
 			dev->model = &model;
 	}
-	if (as_engine_init(&e, ops, conf, dev, &err))
-		goto done;
-	as_engine_free_at(&e, free_at);
-	cli_warn_gc(warn); /* (after the settings parsed) */
-	e.host_timing = !no_timing;
-	engine_ok = 1;
-	/* the metadata is complete here: the recorded settings are known */
-	as_reconcile_for_trace(&e, meta, path, conf);
-	if (src.b ? as_plan_from_events(&e, &lt, src.b, &err) : as_plan_from_trace(&e, &lt, path, &err))
-		goto done; /* an offline policy takes the whole trace first (from memory when decoded) */
-	e.check = check;
-	if (!stats && !summary && !check)
-		as_policy_query(e.pol, AS_Q_LEAN, NULL); /* nothing will ask for memory_stats() */
-	e.every = every;
-	if (timeline) {
-		e.timeline = tl.fp;
-		fputs("event,type,time_us,requested_bytes,allocated_bytes,reserved_bytes\n", tl.fp);
-	}
-	if (latency) {
-		e.latency = lf.fp;
-		fputs("event,op,bytes,ns,device_us,timing\n", lf.fp);
-	}
-	if (devlog) {
-		dev->log = df.fp;
-		as_dev_log_header(df.fp);
-	}
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	as_event ev;
-	while ((rc = as_source_next(&src, &ev, &err)) > 0) {
-		if (cli_interrupted) {
-			as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; every device allocation was released, nothing was written");
-			break;
-		}
-		if (ev.type == EV_ALLOC && (ev.flags & EVF_OOM))
-			recorded_ooms++;
-		if (as_engine_step(&e, &ev, &err))
-			break;
-		if (stop_at_oom && e.s.num_ooms) {
-			if (as_source_check_rest(&src, &err))
-				rc = -1; /* the rest of a binary trace is validated all the same */
-			break;
-		}
-	}
-	if (cli_interrupted && err.code != AS_EXIT_INTERRUPTED) { /* a read the signal cut short */
-		as_err_clear(&err);
-		as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; every device allocation was released, nothing was written");
-	}
-	if (err.code)
-		goto done;
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	as_engine_finish(&e);
-	e.s.wall_seconds = no_timing ? 0.0 : (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-	if (recorded_ooms && (warn & AS_WARN_RECORDED_OOMS)) /* (other policies take limits in -c) */
-		cli_warn_recorded_ooms(path, recorded_ooms, meta);
-	if (warn & AS_WARN_UNNAMED_POOLS)
-		cli_warn_unnamed_pools(path, meta);
-	if (meta->trace_overflowed)
-		fprintf(stderr, "%s: warning: %s: the snapshot's history ring overflowed (trace_alloc_overflowed; it keeps %" PRIu64
-			" entries): the recorded history begins mid-run\n", as_progname, as_source_name(&src, path), meta->trace_max_entries);
-	if (meta->history_truncated)
-		fprintf(stderr, "%s: warning: %s: the recorded history is truncated (%" PRIu64 " frees of allocations made "
-			"before it began were skipped); results cover the recorded part only\n", as_progname, as_source_name(&src, path),
-			meta->unmatched_frees);
-
-	if (segments && write_segments(path, src.b, ops, conf, capacity, addr_mode, free_at, as_reconcile_resolved(&e), e.peak_event, gf.fp, &err))
-		goto done;
-	if (stats) {
-		fputs("key,value\n", sf.fp);
-		stat_out so_ctx = { sf.fp };
-		as_q_stats q = { stat_line, &so_ctx };
-		as_policy_query(e.pol, AS_Q_STATS, &q);
-		as_summary_stats(sf.fp, &e.s);
-	}
-	as_summary_header(so.fp);
-	as_summary_row(so.fp, path, policy, conf, capacity, &e.s);
-	if (summary) {
-		if (!out)
-			fflush(stdout);
-		as_policy_query(e.pol, AS_Q_SUMMARY, stdout);
-	}
+	rs = (replay_sink){ .path = path, .policy = policy, .meta = meta, .src = &src, .ops = ops, .conf = conf, .capacity = capacity,
+		.addr_mode = addr_mode, .free_at = free_at, .warn = warn, .check = check, .no_timing = no_timing, .every = every,
+		.timeline = timeline ? tl.fp : NULL, .latency = latency ? lf.fp : NULL, .stats = stats ? sf.fp : NULL,
+		.segments = segments ? gf.fp : NULL, .summary = so.fp, .devlog = devlog ? df.fp : NULL, .table = summary, .table_flush = summary && !out };
+	as_run_sink sink = { replay_start, NULL, NULL, replay_row, &rs };
+	as_run_opts run = { .path = path, .source = &src, .ops = ops, .config = conf, .capacity = capacity, .addr_mode = addr_mode,
+		.stop_at_oom = stop_at_oom, .free_at = free_at, .device = dev, .prepared = 1, .full_stats = stats || summary || check,
+		.wall = !no_timing, .sink = &sink, .recorded_ooms = &rs.recorded_ooms };
+	as_summary s;
+	as_run(&run, &s, &err);
 done:
-	if (err.code && cli_interrupted && err.code != AS_EXIT_INTERRUPTED) {
-		/* a read cut short by the signal (a pipe, a FIFO) is no data error */
+	if (err.code && cli_interrupted) {
+		/* a read cut short by the signal (a pipe, a FIFO) is no data error; nothing is left on the device */
 		as_err_clear(&err);
 		as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; every device allocation was released, nothing was written");
 	}
 	if (dev)
 		dev->log = NULL;
 	as_outfiles_close(ofs, nofs, !err.code, &err);
-	if (engine_ok)
-		as_engine_free(&e);
 	as_device_destroy(dev);
 	as_lat_model_free(&model);
-	as_lifetimes_free(&lt);
 	as_source_close(&src);
 	free(conf);
 	if (err.code)

@@ -57,6 +57,9 @@ typedef struct vstate {
 	int diverged;
 	char msg[512];
 	uint64_t ncompared;
+	uint64_t ooms;        /* the replay's out-of-memory errors before the current event */
+	unsigned warn;        /* as_policy_prepare's */
+	const as_meta *meta;
 } vstate;
 
 static void observe(void *ctx, int kind, uint64_t addr, uint64_t size, uint64_t stream)
@@ -185,6 +188,52 @@ static int compare_end_state(const as_meta *m, as_policy *pol, char *msg, size_t
 	return bad;
 }
 
+/* validate's side of the replay loop (engine/run.h): the recorded device calls queued before each
+ * event, the simulation's compared after it; at the end, what is left and the end state. */
+static int validate_start(void *ctx, as_engine *e, as_err *err)
+{
+	(void)e; (void)err;
+	cli_warn_gc(((vstate *)ctx)->warn); /* (after the settings parsed) */
+	return 0;
+}
+
+static void validate_before(void *ctx, as_engine *e, const as_event *ev)
+{
+	vstate *v = ctx;
+	v->cur_index = ev->index;
+	if (ev->type >= EV_SEG_ALLOC && ev->type <= EV_SEG_UNMAP)
+		opq_push(&v->rec, ev->type - EV_SEG_ALLOC, ev->size, ev->index);
+	v->ooms = e->s.num_ooms;
+}
+
+static int validate_event(void *ctx, as_engine *e, const as_event *ev)
+{
+	vstate *v = ctx;
+	if (!ev) {
+		if (!v->diverged && (v->rec.len || v->sim.len)) {
+			v->diverged = 1;
+			if (v->rec.len)
+				snprintf(v->msg, sizeof v->msg, "diverged at trace entry %" PRIu64 ": PyTorch did %s of %" PRIu64
+					" bytes, the simulation did no further device call", v->rec.v[v->rec.head].index,
+					op_names[v->rec.v[v->rec.head].kind], v->rec.v[v->rec.head].size);
+			else
+				snprintf(v->msg, sizeof v->msg, "diverged at the end of the trace: the simulation did %s of %" PRIu64
+					" bytes that PyTorch did not", op_names[v->sim.v[v->sim.head].kind], v->sim.v[v->sim.head].size);
+		}
+		if (!v->diverged && !v->meta->history_truncated && compare_end_state(v->meta, e->pol, v->msg, sizeof v->msg))
+			v->diverged = 1;
+		return 0;
+	}
+	compare(v);
+	if (!v->diverged && ev->type == EV_ALLOC && (e->s.num_ooms > v->ooms) != !!(ev->flags & EVF_OOM)) {
+		v->diverged = 1;
+		snprintf(v->msg, sizeof v->msg, "diverged at trace entry %" PRIu64 ": PyTorch %s the request of %" PRIu64
+			" bytes, the simulation %s it", ev->index, (ev->flags & EVF_OOM) ? "failed (OOM)" : "served",
+			ev->size, (ev->flags & EVF_OOM) ? "served" : "failed (OOM)");
+	}
+	return v->diverged;
+}
+
 int cmd_validate(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -237,11 +286,8 @@ int cmd_validate(int argc, char **argv)
 	as_err err = { 0, "" };
 	char *conf = NULL;
 	as_device *dev = NULL;
-	as_engine e;
-	int engine_ok = 0, rc;
 	vstate v;
 	memset(&v, 0, sizeof v);
-	memset(&e, 0, sizeof e);
 
 	cli_catch_signals();
 	/* the input is read once, into a temporary file: a snapshot's settings come at its end */
@@ -262,45 +308,18 @@ int cmd_validate(int argc, char **argv)
 		goto done;
 	recorded_ooms = as_source_recorded_ooms(&src);
 	const as_policy_ops *ops = as_policy_find("pytorch");
-	unsigned warn = as_policy_prepare(ops, meta, capacity, &conf); /* the policy's settings on this trace */
+	v.warn = as_policy_prepare(ops, meta, capacity, &conf); /* the policy's settings on this trace */
+	v.meta = meta;
 	dev = as_sim_device_new(capacity, addr_mode);
 	dev->observer = observe;
 	dev->observer_ctx = &v;
-	if (as_engine_init(&e, ops, conf, dev, &err))
+	as_run_sink sink = { validate_start, validate_before, validate_event, NULL, &v };
+	as_run_opts run = { .path = path, .source = &src, .ops = ops, .config = conf, .capacity = capacity, .addr_mode = addr_mode,
+		.device = dev, .prepared = 1, .full_stats = 1, .sink = &sink };
+	as_summary s;
+	if (as_run(&run, &s, &err))
 		goto done;
-	cli_warn_gc(warn); /* (after the settings parsed) */
-	engine_ok = 1;
-	as_reconcile_for_trace(&e, meta, path, conf);
-	as_event ev;
-	while (!v.diverged && !cli_interrupted && (rc = as_source_next(&src, &ev, &err)) > 0) {
-		v.cur_index = ev.index;
-		if (ev.type >= EV_SEG_ALLOC && ev.type <= EV_SEG_UNMAP)
-			opq_push(&v.rec, ev.type - EV_SEG_ALLOC, ev.size, ev.index);
-		uint64_t ooms = e.s.num_ooms;
-		if (as_engine_step(&e, &ev, &err))
-			goto done;
-		compare(&v);
-		if (!v.diverged && ev.type == EV_ALLOC && (e.s.num_ooms > ooms) != !!(ev.flags & EVF_OOM)) {
-			v.diverged = 1;
-			snprintf(v.msg, sizeof v.msg, "diverged at trace entry %" PRIu64 ": PyTorch %s the request of %" PRIu64
-				" bytes, the simulation %s it", ev.index, (ev.flags & EVF_OOM) ? "failed (OOM)" : "served",
-				ev.size, (ev.flags & EVF_OOM) ? "served" : "failed (OOM)");
-		}
-	}
-	if (as_check_interrupted(&err) || err.code)
-		goto done;
-	if (!v.diverged && (v.rec.len || v.sim.len)) {
-		v.diverged = 1;
-		if (v.rec.len)
-			snprintf(v.msg, sizeof v.msg, "diverged at trace entry %" PRIu64 ": PyTorch did %s of %" PRIu64
-				" bytes, the simulation did no further device call", v.rec.v[v.rec.head].index,
-				op_names[v.rec.v[v.rec.head].kind], v.rec.v[v.rec.head].size);
-		else
-			snprintf(v.msg, sizeof v.msg, "diverged at the end of the trace: the simulation did %s of %" PRIu64
-				" bytes that PyTorch did not", op_names[v.sim.v[v.sim.head].kind], v.sim.v[v.sim.head].size);
-	}
-	if (!v.diverged && !meta->history_truncated && compare_end_state(meta, e.pol, v.msg, sizeof v.msg))
-		v.diverged = 1;
+	unsigned warn = v.warn;
 	if (v.diverged) {
 		if (recorded_ooms && (warn & AS_WARN_RECORDED_OOMS))
 			cli_warn_recorded_ooms(path, recorded_ooms, meta);
@@ -313,8 +332,6 @@ int cmd_validate(int argc, char **argv)
 			meta->nsegments, meta->history_truncated ? "; history truncated, end state not compared" : "");
 	}
 done:
-	if (engine_ok)
-		as_engine_free(&e);
 	as_device_destroy(dev);
 	as_source_close(&src);
 	free(conf);

@@ -3,7 +3,7 @@
  * 'allocsim transfer' measured (traces/h200-transfer.csv) and a replay of the trace with the
  * pytorch-pinned policy (PyTorch's pinned host cache). Modelled, not measured: doc/policies.md. */
 #include "cli/cli.h"
-#include "engine/engine.h"
+#include "engine/run.h"
 #include "util/idmap.h"
 #include <errno.h>
 #include <inttypes.h>
@@ -127,63 +127,60 @@ static void on_call(void *ctx, int op, uint64_t addr, uint64_t size, uint64_t st
 		c->frees++, c->free_us += tx_time(&c->sv[S_FREEHOST], size);
 }
 
+/* The same buffers in pageable memory, and every pinned buffer's one copy, seen before each event
+ * reaches the pinned cache's replay (engine/run.h). */
+typedef struct tx_host {
+	const series *cp, *cg;   /* the copy's time from pinned and from pageable memory */
+	uint64_t copies, bytes, page_cur, page_peak;
+	double pinned_us, pageable_us;
+	idmap live;              /* id -> requested bytes + 1 */
+} tx_host;
+
+static void tx_event(void *ctx, as_engine *e, const as_event *ev)
+{
+	tx_host *h = ctx;
+	(void)e;
+	if (ev->type == EV_ALLOC && !(ev->flags & EVF_OOM)) { /* every pinned buffer is copied once */
+		h->copies++;
+		h->bytes += ev->size;
+		h->pinned_us += tx_time(h->cp, ev->size);
+		h->pageable_us += tx_time(h->cg, ev->size);
+		idmap_put(&h->live, ev->id, (void *)(uintptr_t)(ev->size + 1));
+		h->page_cur += ev->size;
+		if (h->page_cur > h->page_peak)
+			h->page_peak = h->page_cur;
+	} else if (ev->type == EV_FREE_REQ || ev->type == EV_FREE) {
+		/* a pageable buffer goes when the program frees it: a copy from pageable memory has read
+		 * it by the time cudaMemcpy returns */
+		void *v = idmap_del(&h->live, ev->id);
+		if (v)
+			h->page_cur -= (uint64_t)(uintptr_t)v - 1;
+	}
+}
+
 int cli_transfer_weigh(const char *table, const char *trace, const char *conf, int d2h, const char *out)
 {
 	as_err err = { 0, "" };
 	series sv[S_N];
 	if (tx_load(table, sv, &err))
 		return cli_report(&err);
-	as_reader *r;
-	if (as_reader_open(&r, trace, NULL, &err))
-		return cli_report(&err);
 	as_device *dev = as_sim_device_new(0, ADDR_MODEL);
 	tx_cost cost = { sv, 0, 0, 0, 0 };
 	dev->observer = on_call;
 	dev->observer_ctx = &cost;
-	as_engine e;
-	if (as_engine_init(&e, as_policy_find("pytorch-pinned"), conf, dev, &err)) {
-		as_reader_close(r);
-		as_device_destroy(dev);
-		return cli_report(&err);
-	}
-	const series *cp = &sv[d2h ? S_PIN_D2H : S_PIN_H2D], *cg = &sv[d2h ? S_PAGE_D2H : S_PAGE_H2D];
-	uint64_t copies = 0, bytes = 0, page_cur = 0, page_peak = 0;
-	double pinned_us = 0, pageable_us = 0;
-	idmap live; /* id -> requested bytes + 1: the same buffers in pageable memory */
-	idmap_init(&live);
-	as_event ev;
-	int rc;
-	while ((rc = as_reader_next(r, &ev, &err)) == 1) {
-		if (ev.type == EV_ALLOC && !(ev.flags & EVF_OOM)) { /* every pinned buffer is copied once */
-			copies++;
-			bytes += ev.size;
-			pinned_us += tx_time(cp, ev.size);
-			pageable_us += tx_time(cg, ev.size);
-			idmap_put(&live, ev.id, (void *)(uintptr_t)(ev.size + 1));
-			page_cur += ev.size;
-			if (page_cur > page_peak)
-				page_peak = page_cur;
-		} else if (ev.type == EV_FREE_REQ || ev.type == EV_FREE) {
-			/* a pageable buffer goes when the program frees it: a copy from pageable memory has read
-			 * it by the time cudaMemcpy returns */
-			void *v = idmap_del(&live, ev.id);
-			if (v)
-				page_cur -= (uint64_t)(uintptr_t)v - 1;
-		}
-		if (as_engine_step(&e, &ev, &err) || as_check_interrupted(&err)) {
-			rc = -1;
-			break;
-		}
-	}
-	if (rc == 0)
-		as_engine_finish(&e);
-	as_summary s = e.s;
-	idmap_free(&live);
-	as_engine_free(&e);
-	as_reader_close(r);
+	tx_host h = { &sv[d2h ? S_PIN_D2H : S_PIN_H2D], &sv[d2h ? S_PAGE_D2H : S_PAGE_H2D], 0, 0, 0, 0, 0, 0, { 0 } };
+	idmap_init(&h.live);
+	as_run_sink sink = { .before = tx_event, .ctx = &h };
+	as_run_opts run = { .path = trace, .ops = as_policy_find("pytorch-pinned"), .config = conf, .addr_mode = ADDR_MODEL,
+		.device = dev, .prepared = 1, .no_stage = 1, .full_stats = 1, .sink = &sink };
+	as_summary s;
+	int rc = as_run(&run, &s, &err);
+	idmap_free(&h.live);
 	as_device_destroy(dev);
 	if (rc)
 		return cli_report(&err);
+	uint64_t copies = h.copies, bytes = h.bytes, page_cur = h.page_cur, page_peak = h.page_peak;
+	double pinned_us = h.pinned_us, pageable_us = h.pageable_us;
 	if (s.num_ooms)
 		fprintf(stderr, "allocsim: warning: %" PRIu64 " pinned allocations failed in the replay\n", s.num_ooms);
 	as_outfile of;

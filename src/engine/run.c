@@ -5,67 +5,121 @@
 #include "readers/source.h"
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 char *as_recorded_settings(const as_meta *m)
 {
 	return m->has_settings ? xstrdup(m->settings ? m->settings : "") : NULL;
 }
 
+static double seconds_since(const struct timespec *t0)
+{
+	struct timespec t1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
 int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 {
 	as_engine e;
 	int rc = -1;
-	as_source src = { .b = o->events };
-	if (!o->events) {
+	as_source own = { .b = o->events }, *src = o->source ? o->source : &own;
+	if (!o->source && !o->events) {
 		as_source_opts so = { .ro = o->reader };
-		if (as_source_open(&src, o->path, &so, err))
+		if (as_source_open(&own, o->path, &so, err))
 			return -1;
 	}
-	const as_meta *meta = as_source_meta(&src);
-	uint64_t cap = o->capacity ? o->capacity : meta->capacity;
-	as_device *dev = as_sim_device_new(cap, o->addr_mode);
-	dev->model = o->model;
+	const as_meta *meta = as_source_meta(src);
+	const as_run_sink *sk = o->sink;
+	uint64_t cap = o->device || o->capacity ? o->capacity : meta->capacity;
+	as_device *dev = o->device;
+	if (!dev) {
+		dev = as_sim_device_new(cap, o->addr_mode);
+		dev->model = o->model;
+	}
 	as_lifetimes lt;
 	as_lifetimes_init(&lt);
 	/* the policy's settings on this trace, as every command takes them (a no-op on settings already
 	 * prepared: sweep's and compare's rows show them; fit and advise run them) */
 	char *conf = xstrdup(o->config);
-	as_policy_prepare(o->ops, meta, cap, &conf);
+	if (!o->prepared)
+		as_policy_prepare(o->ops, meta, cap, &conf);
 	int ok = as_engine_init(&e, o->ops, conf, dev, err) == 0;
 	if (ok)
 		as_engine_free_at(&e, o->free_at);
-	if (ok && (o->events ? as_plan_from_events(&e, &lt, o->events, err) : as_plan_from_trace(&e, &lt, o->path, err))) {
+	if (ok && sk && sk->start && sk->start(sk->ctx, &e, err)) {
+		as_engine_free(&e);
+		ok = 0;
+	}
+	if (ok && (src->b ? as_plan_from_events(&e, &lt, src->b, err) : as_plan_from_trace(&e, &lt, o->path, err))) {
 		as_engine_free(&e);
 		ok = 0;
 	}
 	if (ok) {
-		as_policy_query(e.pol, AS_Q_LEAN, NULL); /* a run's summary needs no memory_stats() */
-		as_reconcile_attach(&e, o->recorded ? as_policy_recorded(o->ops, o->recorded, conf) : o->resolve_maybe);
+		if (!o->full_stats)
+			as_policy_query(e.pol, AS_Q_LEAN, NULL); /* a run's summary needs no memory_stats() */
+		if (o->source && !o->recorded && !o->no_stage) /* the metadata is complete: the recorded settings are known */
+			as_reconcile_for_trace(&e, meta, o->path, conf);
+		else if (!o->no_stage)
+			as_reconcile_attach(&e, o->recorded ? as_policy_recorded(o->ops, o->recorded, conf) : o->resolve_maybe);
+		struct timespec t0;
+		if (o->wall)
+			clock_gettime(CLOCK_MONOTONIC, &t0);
 		as_event ev;
 		int st;
-		while ((st = as_source_next(&src, &ev, err)) > 0) {
-			if (cli_interrupted || as_engine_step(&e, &ev, err))
+		void (*before)(void *, as_engine *, const as_event *) = sk ? sk->before : NULL;
+		int (*after_ev)(void *, as_engine *, const as_event *) = sk ? sk->event : NULL;
+		void *sctx = sk ? sk->ctx : NULL;
+		as_run_hook hook = o->hook;
+		int stop = o->stop_at_oom;
+		uint64_t rec_ooms = 0;
+		int plain = !before && !after_ev && !hook; /* (sweep's, fit's runs: two tests an event fewer) */
+		while ((st = as_source_next(src, &ev, err)) > 0) {
+			if (cli_interrupted)
 				break;
-			if (o->hook && ev.type < EV_SEG_ALLOC)
-				o->hook(&e, &ev, o->hook_ctx);
-			if (o->stop_at_oom && e.s.num_ooms)
+			rec_ooms += ev.type == EV_ALLOC && (ev.flags & EVF_OOM);
+			if (plain) {
+				if (as_engine_step(&e, &ev, err))
+					break;
+			} else {
+				if (before)
+					before(sctx, &e, &ev);
+				if (as_engine_step(&e, &ev, err))
+					break;
+				if (hook && ev.type < EV_SEG_ALLOC)
+					hook(&e, &ev, o->hook_ctx);
+				if (after_ev && after_ev(sctx, &e, &ev))
+					break;
+			}
+			if (stop && e.s.num_ooms) {
+				as_source_check_rest(src, err); /* the rest of a binary trace is validated all the same */
 				break;
+			}
 		}
+		if (o->recorded_ooms)
+			*o->recorded_ooms = rec_ooms;
 		as_check_interrupted(err);
 		if (!err->code) {
+			double wall = o->wall ? seconds_since(&t0) : 0.0;
 			if (o->hook)
 				o->hook(&e, NULL, o->hook_ctx);
+			if (sk && sk->event)
+				sk->event(sk->ctx, &e, NULL);
 			as_engine_finish(&e);
+			e.s.wall_seconds = wall;
 			*out = e.s;
 			rc = 0;
 			if (o->after)
 				o->after(e.pol, o->after_ctx);
+			if (sk && sk->row && sk->row(sk->ctx, &e, out, err))
+				rc = -1;
 		}
 		as_engine_free(&e);
 	}
-	as_device_destroy(dev);
+	if (!o->device)
+		as_device_destroy(dev);
 	as_lifetimes_free(&lt);
-	as_source_close(&src);
+	as_source_close(&own);
 	free(conf);
 	return rc;
 }

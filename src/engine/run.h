@@ -1,18 +1,37 @@
-/* run.h - one whole replay as a library call (sweep, fit). */
+/* run.h - one whole replay as a library call: the one replay loop (replay, validate, transfer, sweep,
+ * compare, fit, advise, predict). */
 #ifndef ALLOCSIM_RUN_H
 #define ALLOCSIM_RUN_H
 #include "engine/engine.h"
 #include "readers/evbuf.h"
+#include "readers/source.h"
 
 /* Called after every replayed event, and once with ev NULL at the end (as_run_opts.hook). */
 typedef void (*as_run_hook)(as_engine *e, const as_event *ev, void *ctx);
 
+/* A command's outputs around the one replay loop (replay, validate, transfer): every callback optional. */
+typedef struct as_run_sink {
+	/* after the engine is made (settings parsed), before an offline plan and the first event: the
+	 * engine's own outputs (as_engine_outputs), warnings about the settings; -1 (err set) ends it */
+	int (*start)(void *ctx, as_engine *e, as_err *err);
+	/* before each event reaches the engine */
+	void (*before)(void *ctx, as_engine *e, const as_event *ev);
+	/* after each event (every type); nonzero ends the replay there, as a result, not an error. Once
+	 * more with ev NULL after the last event, before the engine's finish (the policy's end state) */
+	int (*event)(void *ctx, as_engine *e, const as_event *ev);
+	/* after the whole replay, the summary complete; -1 (err set) fails the run */
+	int (*row)(void *ctx, as_engine *e, const as_summary *s, as_err *err);
+	void *ctx;
+} as_run_sink;
+
 typedef struct as_run_opts {
-	const char *path;       /* read with a streaming reader, unless events is set */
+	const char *path;       /* read through as_source_open, unless events or source is set */
 	const as_evbuf *events; /* the trace decoded once (shared read-only between threads) */
+	as_source *source;      /* an open source (readers/source.h), read and left open; its metadata is
+	                         * complete, and the recorded settings come from it (recorded unset) */
 	const as_policy_ops *ops;
 	const char *config;
-	uint64_t capacity;
+	uint64_t capacity;      /* 0: the trace's; with device set: as given */
 	int addr_mode;
 	int stop_at_oom;
 	int free_at;            /* AS_FREE_AT_* (engine.h): 0 the policy's default */
@@ -24,6 +43,13 @@ typedef struct as_run_opts {
 	const struct as_lat_model *model; /* optional: the device-call latency model (read-only, shared) */
 	void (*after)(as_policy *pol, void *ctx); /* optional: sees the policy after a whole replay */
 	void *after_ctx;
+	as_device *device;      /* optional: the caller's device (kept); else a simulated one of addr_mode and model */
+	int prepared;           /* config went through as_policy_prepare already (the caller printed its warnings) */
+	int no_stage;           /* no reconciliation stage: the trace is no recording allocator's (transfer) */
+	int full_stats;         /* the policy keeps every statistic (--stats, --summary, --check): no AS_Q_LEAN */
+	int wall;               /* the replay's wall time into wall_seconds */
+	const as_run_sink *sink; /* optional */
+	uint64_t *recorded_ooms; /* optional: the requests replayed that failed in the recording (EVF_OOM) */
 } as_run_opts;
 
 /* Replays a trace; fills *out (timing columns left 0). */
