@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #endif
 #include "engine/engine.h"
+#include "engine/engine_impl.h"
 #include "engine/reconcile.h"
 #include "engine/lifetimes.h"
 #include <inttypes.h>

@@ -4,6 +4,7 @@
  * interface's own mechanisms (the plan step of offline policies).
  */
 #include "engine/engine.h"
+#include "engine/engine_impl.h"
 #include "engine/lifetimes.h"
 #include "engine/reconcile.h"
 #include "engine/run.h"

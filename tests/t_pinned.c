@@ -8,6 +8,7 @@
 #include "util/common.h"
 #include "util/idmap.h"
 #include "engine/engine.h"
+#include "engine/engine_impl.h"
 #include <stdlib.h>
 #include <unistd.h>
 #include <glob.h>

@@ -6,6 +6,7 @@
 #include "polstat.h"
 #include "util/common.h"
 #include "engine/engine.h"
+#include "engine/engine_impl.h"
 #include <gsl/gsl_rng.h>
 #include <stdlib.h>
 

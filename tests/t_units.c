@@ -5,6 +5,7 @@
 #include "util/fitset.h"
 #include "device/device.h"
 #include "engine/engine.h"
+#include "engine/engine_impl.h"
 #include "device/pool_sim.h"
 #include "policies/pytorch.h"
 #include "policies/policy.h"

@@ -165,7 +165,7 @@ typedef struct oomhook {
 static void first_oom(as_engine *e, const as_event *ev, void *ctx)
 {
 	oomhook *h = ctx;
-	if (ev && e->s.num_ooms && h->entry < 0)
+	if (ev && as_engine_summary(e)->num_ooms && h->entry < 0)
 		h->entry = (int64_t)ev->index;
 }
 

@@ -220,9 +220,9 @@ static void seg_hook(as_engine *e, const as_event *ev, void *ctx)
 	if (!ev) {
 		sp->so.moment = "end";
 		sp->so.n = 0;
-		as_policy_query(e->pol, AS_Q_SEGMENTS, &q);
-	} else if (!sp->written && e->s.events == sp->peak_event + 1) {
-		as_policy_query(e->pol, AS_Q_SEGMENTS, &q);
+		as_policy_query(as_engine_policy(e), AS_Q_SEGMENTS, &q);
+	} else if (!sp->written && as_engine_summary(e)->events == sp->peak_event + 1) {
+		as_policy_query(as_engine_policy(e), AS_Q_SEGMENTS, &q);
 		sp->written = 1;
 	}
 }
@@ -286,19 +286,15 @@ static int replay_start(void *ctx, as_engine *e, as_err *err)
 	replay_sink *r = ctx;
 	(void)err;
 	cli_warn_gc(r->warn); /* (after the settings parsed) */
-	e->host_timing = !r->no_timing;
-	e->check = r->check;
-	e->every = r->every;
-	if (r->timeline) {
-		e->timeline = r->timeline;
+	as_engine_outputs eo = { .timeline = r->timeline, .every = r->every, .latency = r->latency, .check = r->check,
+		.host_timing = !r->no_timing };
+	as_engine_set_outputs(e, &eo);
+	if (r->timeline)
 		fputs("event,type,time_us,requested_bytes,allocated_bytes,reserved_bytes\n", r->timeline);
-	}
-	if (r->latency) {
-		e->latency = r->latency;
+	if (r->latency)
 		fputs("event,op,bytes,ns,device_us,timing\n", r->latency);
-	}
 	if (r->devlog) {
-		e->dev->log = r->devlog;
+		as_engine_device(e)->log = r->devlog;
 		as_dev_log_header(r->devlog);
 	}
 	return 0;
@@ -320,13 +316,13 @@ static int replay_row(void *ctx, as_engine *e, const as_summary *s, as_err *err)
 			"before it began were skipped); results cover the recorded part only\n", as_progname, as_source_name(r->src, r->path),
 			meta->unmatched_frees);
 	if (r->segments && write_segments(r->path, r->src->b, r->ops, r->conf, r->capacity, r->addr_mode, r->free_at,
-		as_reconcile_resolved(e), e->peak_event, r->segments, err))
+		as_reconcile_resolved(e), as_engine_peak_event(e), r->segments, err))
 		return -1;
 	if (r->stats) {
 		fputs("key,value\n", r->stats);
 		stat_out so_ctx = { r->stats };
 		as_q_stats q = { stat_line, &so_ctx };
-		as_policy_query(e->pol, AS_Q_STATS, &q);
+		as_policy_query(as_engine_policy(e), AS_Q_STATS, &q);
 		as_summary_stats(r->stats, s);
 	}
 	as_summary_header(r->summary);
@@ -334,7 +330,7 @@ static int replay_row(void *ctx, as_engine *e, const as_summary *s, as_err *err)
 	if (r->table) {
 		if (r->table_flush)
 			fflush(stdout);
-		as_policy_query(e->pol, AS_Q_SUMMARY, stdout);
+		as_policy_query(as_engine_policy(e), AS_Q_SUMMARY, stdout);
 	}
 	return 0;
 }

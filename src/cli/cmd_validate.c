@@ -203,7 +203,7 @@ static void validate_before(void *ctx, as_engine *e, const as_event *ev)
 	v->cur_index = ev->index;
 	if (ev->type >= EV_SEG_ALLOC && ev->type <= EV_SEG_UNMAP)
 		opq_push(&v->rec, ev->type - EV_SEG_ALLOC, ev->size, ev->index);
-	v->ooms = e->s.num_ooms;
+	v->ooms = as_engine_summary(e)->num_ooms;
 }
 
 static int validate_event(void *ctx, as_engine *e, const as_event *ev)
@@ -220,12 +220,12 @@ static int validate_event(void *ctx, as_engine *e, const as_event *ev)
 				snprintf(v->msg, sizeof v->msg, "diverged at the end of the trace: the simulation did %s of %" PRIu64
 					" bytes that PyTorch did not", op_names[v->sim.v[v->sim.head].kind], v->sim.v[v->sim.head].size);
 		}
-		if (!v->diverged && !v->meta->history_truncated && compare_end_state(v->meta, e->pol, v->msg, sizeof v->msg))
+		if (!v->diverged && !v->meta->history_truncated && compare_end_state(v->meta, as_engine_policy(e), v->msg, sizeof v->msg))
 			v->diverged = 1;
 		return 0;
 	}
 	compare(v);
-	if (!v->diverged && ev->type == EV_ALLOC && (e->s.num_ooms > v->ooms) != !!(ev->flags & EVF_OOM)) {
+	if (!v->diverged && ev->type == EV_ALLOC && (as_engine_summary(e)->num_ooms > v->ooms) != !!(ev->flags & EVF_OOM)) {
 		v->diverged = 1;
 		snprintf(v->msg, sizeof v->msg, "diverged at trace entry %" PRIu64 ": PyTorch %s the request of %" PRIu64
 			" bytes, the simulation %s it", ev->index, (ev->flags & EVF_OOM) ? "failed (OOM)" : "served",

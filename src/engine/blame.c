@@ -7,6 +7,7 @@
  * division goes to the lowest addresses, so the shares add up to the free bytes exactly. A mapped
  * range of an expandable segment is a segment here (its pages are unmapped as a range). */
 #include "engine/blame.h"
+#include "engine/engine_impl.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,5 +1,6 @@
 /* engine.c - the replay loop's accounting, identical for every policy. */
 #include "engine/engine.h"
+#include "engine/engine_impl.h"
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -351,4 +352,33 @@ void as_engine_free(as_engine *e)
 	if (e->pol)
 		e->pol->ops->destroy(e->pol);
 	e->pol = NULL;
+}
+
+as_policy *as_engine_policy(const as_engine *e)
+{
+	return e->pol;
+}
+
+as_device *as_engine_device(const as_engine *e)
+{
+	return e->dev;
+}
+
+const as_summary *as_engine_summary(const as_engine *e)
+{
+	return &e->s;
+}
+
+uint64_t as_engine_peak_event(const as_engine *e)
+{
+	return e->peak_event;
+}
+
+void as_engine_set_outputs(as_engine *e, const as_engine_outputs *o)
+{
+	e->timeline = o->timeline;
+	e->every = o->every ? o->every : 1;
+	e->latency = o->latency;
+	e->check = o->check;
+	e->host_timing = o->host_timing;
 }

@@ -15,51 +15,9 @@ typedef struct as_summary {
 	AS_COLUMNS(AS_COL_FIELD)
 } as_summary;
 
-typedef struct as_live {
-	void *handle;         /* NULL if the allocation failed */
-	uint64_t size, block_size;
-	uint64_t rounded;     /* size as the policy rounds it (lower_bound_bytes; asked once, at the malloc) */
-	uint32_t free_requested;
-	uint32_t used;        /* the slot holds a live allocation */
-	uint32_t freed_early; /* --free-at requested: the block went back to the policy at the free request */
-} as_live;
-
-/* A free a stage deferred (EVF_DEFER): its allocation, by the event's id, until as_engine_complete. */
-typedef struct as_deferred {
-	uint64_t id;
-	as_live l;
-} as_deferred;
-
-typedef struct as_engine {
-	as_policy *pol;
-	as_device *dev;
-	as_counters ctr;
-	as_live *slots;        /* indexed by as_event.slot (a flat array: no hashing, no allocation per event) */
-	size_t nslots;
-	as_deferred *deferred; /* deferred frees, in order (their slots may already be reused) */
-	size_t ndeferred, capdeferred;
-	as_summary s;
-	uint64_t requested, allocated;
-	uint64_t held;         /* live allocations (until their free completes), each rounded as the policy rounds (AS_Q_ROUND) */
-	int rounds;            /* the policy answers AS_Q_ROUND */
-	uint64_t round_granule; /* ... with a power-of-two granule: rounded here, without a query */
-	int check;
-	FILE *timeline;
-	uint64_t every;
-	as_reader *reader;     /* for error positions */
-	uint64_t npending;     /* frees requested and not yet completed */
-	int free_early;        /* a block returns to the policy at its free request (as_engine_free_at) */
-	struct as_stage *stage; /* optional: sees every event before the engine (reconcile.c) */
-	/* metric accumulators */
-	double jw1_sum;
-	uint64_t jw1_n, ext_n, last_reserved_peak;
-	double ext_sum;
-	uint64_t req_at_peak_res, alloc_at_peak_res, res_at_peak_req, req_at_peak_alloc;
-	uint64_t peak_event;   /* index of the event after which reserved bytes peaked */
-	as_quant lat_alloc, lat_free;
-	int host_timing;       /* include the host time of the policy itself (not deterministic) */
-	FILE *latency;         /* --latency: one row per malloc/free */
-} as_engine;
+/* The replay engine: opaque outside src/engine (its fields: engine_impl.h); what others read of it
+ * goes through the accessors below. */
+typedef struct as_engine as_engine;
 
 /*
  * A stage between the reader and the engine: with one set, as_engine_step hands it every event,
@@ -99,6 +57,24 @@ int as_engine_pending(as_engine *e, uint32_t slot);
 void as_engine_complete(as_engine *e, uint64_t id);
 void as_engine_finish(as_engine *e);
 void as_engine_free(as_engine *e);
+
+/* Accessors (the engine's state is its own). */
+as_policy *as_engine_policy(const as_engine *e);
+as_device *as_engine_device(const as_engine *e);
+/* The summary so far (complete after as_engine_finish). */
+const as_summary *as_engine_summary(const as_engine *e);
+/* The index of the event after which reserved bytes peaked. */
+uint64_t as_engine_peak_event(const as_engine *e);
+/* The engine's own outputs and checks, set before the first event (replay's --timeline, --every,
+ * --latency, --check and host timing); NULL files: none. */
+typedef struct as_engine_outputs {
+	FILE *timeline;        /* requested/allocated/reserved after every every-th event (header written by the caller) */
+	uint64_t every;        /* >= 1 */
+	FILE *latency;         /* one row per malloc/free */
+	int check;             /* the policy's invariants after every event */
+	int host_timing;       /* include the host time of the policy itself (not deterministic) */
+} as_engine_outputs;
+void as_engine_set_outputs(as_engine *e, const as_engine_outputs *o);
 
 /* Summary CSV (summary.c, from AS_COLUMNS). */
 /* A CSV field, quoted when it holds a comma, quote or line break (RFC 4180); NULL is empty. */

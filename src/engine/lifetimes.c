@@ -1,5 +1,6 @@
 /* lifetimes.c - allocation lifetimes from a first pass over the decoded events (lifetimes.h). */
 #include "engine/lifetimes.h"
+#include "engine/engine_impl.h"
 #include <stdlib.h>
 #include <string.h>
 

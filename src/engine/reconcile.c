@@ -13,6 +13,7 @@
  * as_engine_complete).
  */
 #include "engine/reconcile.h"
+#include "engine/engine_impl.h"
 #include <stdlib.h>
 #include <string.h>
 

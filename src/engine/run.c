@@ -1,5 +1,6 @@
 /* run.c - one whole replay as a library call. */
 #include "engine/run.h"
+#include "engine/engine_impl.h"
 #include "engine/reconcile.h"
 #include "engine/lifetimes.h"
 #include "readers/source.h"

@@ -1,6 +1,7 @@
 /* summary.c - the summary CSV, its --stats lines and its documentation table, all from AS_COLUMNS
  * (columns.h). */
 #include "engine/engine.h"
+#include "engine/engine_impl.h"
 #include <inttypes.h>
 #include <string.h>
 
