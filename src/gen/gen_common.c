@@ -442,12 +442,3 @@ void gen_fragment_end(gen_ctx *g, gen_frag *f)
 	f->kept = NULL;
 	f->nkept = 0;
 }
-
-const gen_model *gen_model_find(const char *name)
-{
-	static const gen_model *const all[] = { &gen_model_train, &gen_model_serve, &gen_model_iid, &gen_model_phase };
-	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-		if (!strcmp(all[i]->name, name))
-			return all[i];
-	return NULL;
-}
