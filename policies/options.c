@@ -4,18 +4,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The registered policies, for the message about a key of another policy: registry.c hands its table
+ * over when the program starts (this file, below every policy, does not look it up: no circle). */
+static const as_policy_ops *const *known;
+
+void as_conf_policies(const as_policy_ops *const *list)
+{
+	known = list;
+}
+
 /* An unknown key: the policy that takes it if another one does, else the closest key of this one's. */
 static void unknown_key(const char *key, const as_optdesc *tab, as_err *err)
 {
 	const char *self = NULL, *other = NULL, *names[64] = { 0 };
 	size_t n = 0;
-	for (size_t i = 0; as_policies[i]; i++) {
-		if (as_policies[i]->opts == tab)
-			self = as_policies[i]->name;
-		else if (as_policies[i]->opts && !other)
-			for (size_t j = 0; as_policies[i]->opts[j].name; j++)
-				if (!strcmp(as_policies[i]->opts[j].name, key))
-					other = as_policies[i]->name;
+	for (size_t i = 0; known && known[i]; i++) {
+		if (known[i]->opts == tab)
+			self = known[i]->name;
+		else if (known[i]->opts && !other)
+			for (size_t j = 0; known[i]->opts[j].name; j++)
+				if (!strcmp(known[i]->opts[j].name, key))
+					other = known[i]->name;
 	}
 	for (size_t i = 0; tab[i].name && n < 64; i++)
 		names[n++] = tab[i].name;

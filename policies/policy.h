@@ -240,6 +240,9 @@ int as_policy_recorded(const as_policy_ops *ops, const char *recorded, const cha
 /* The AS_CAP_* bit's name ("stats", "segments", ...), NULL past the last. */
 const char *as_cap_name(unsigned bit);
 
+/* The registered policies (registry.c hands its table over at start-up), for the message naming the
+ * policy that takes a key another policy was given. */
+void as_conf_policies(const as_policy_ops *const *list);
 /* options.c: "key:value,key:[a:b,c:d]" with PyTorch's tokenising rules (whitespace dropped). */
 int as_conf_parse(const char *s, const as_optdesc *tab, void *conf, as_err *err);
 /* base with "key:val" added to its top layer's settings (before the first ';' of a stack's). */

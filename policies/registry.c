@@ -31,19 +31,28 @@ const as_policy_ops *const as_policies[] = {
 	NULL,
 };
 
-const as_policy_ops *as_stack_find(const char *name);
+/* options.c names the policy that takes a key another was given: it gets the table from here. */
+__attribute__((constructor)) static void hand_over_table(void)
+{
+	as_conf_policies(as_policies);
+}
+
+const as_policy_ops *as_stack_find(const char *name, const as_policy_ops *(*find)(const char *name));
 int as_stack_is(const as_policy_ops *ops);
 int as_stack_create(const as_policy_ops *ops, as_policy **out, const char *config, as_device *dev, as_counters *ctr, as_err *err);
 
 /* A registered policy by name, or a stack of them ("A>B", stack.c). */
-const as_policy_ops *as_policy_find(const char *name)
+static const as_policy_ops *find_one(const char *name)
 {
-	if (strchr(name, '>'))
-		return as_stack_find(name);
 	for (size_t i = 0; as_policies[i]; i++)
 		if (!strcmp(as_policies[i]->name, name))
 			return as_policies[i];
 	return NULL;
+}
+
+const as_policy_ops *as_policy_find(const char *name)
+{
+	return strchr(name, '>') ? as_stack_find(name, find_one) : find_one(name);
 }
 
 void as_policy_unknown(const char *name, char *msg, size_t len)

@@ -269,9 +269,11 @@ static int st_query(as_policy *pol, int what, void *arg)
 	return rc;
 }
 
-/* "A>B>...": the stack's ops, made once per name; NULL if a layer is unknown or there are too many. */
-const as_policy_ops *as_stack_find(const char *name);
-const as_policy_ops *as_stack_find(const char *name)
+/* "A>B>...": the stack's ops, made once per name, each layer found by find (the registry's lookup of
+ * one name, passed in: this file does not call the registry that calls it); NULL if a layer is
+ * unknown or there are too many. */
+const as_policy_ops *as_stack_find(const char *name, const as_policy_ops *(*find)(const char *name));
+const as_policy_ops *as_stack_find(const char *name, const as_policy_ops *(*find)(const char *name))
 {
 	pthread_mutex_lock(&defs_lock);
 	stack_def *s;
@@ -285,7 +287,7 @@ const as_policy_ops *as_stack_find(const char *name)
 	char *copy = xstrdup(name), *save = NULL;
 	int bad = 0;
 	for (char *it = strtok_r(copy, ">", &save); it && !bad; it = strtok_r(NULL, ">", &save)) {
-		const as_policy_ops *o = as_policy_find(it);
+		const as_policy_ops *o = find(it);
 		if (!o || s->n == STACK_MAX)
 			bad = 1;
 		else
