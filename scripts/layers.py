@@ -6,7 +6,8 @@
 An arrow (a file that includes another, or calls or reads a symbol another defines) may run
 sideways within a folder or down to a lower floor, never up; device and readers, on one floor, do
 not use each other; and no files form a circle (in the include graph, or in the call graph, which
-nm gives from the built objects: who defines, who uses). Prints every violation and exits 1 if any.
+nm gives from the built objects: who defines, who uses). A header named *_impl.h (engine_impl.h: the
+engine's state) is private to its folder. Prints every violation and exits 1 if any.
 
 usage: layers.py [--src DIR] [--build DIR] [--nm NM] [-v]
   --src    the source tree (default .); --build the build tree holding the objects (default --src)
@@ -148,7 +149,9 @@ def check(kind, edges, why=None):
             if a is None or b is None or a == b:
                 continue
             via = ' (%s)' % why[(f, g)] if why else ''
-            if FLOORS[a] < FLOORS[b]:
+            if g.endswith('_impl.h'):
+                bad.append('%s: %s -> %s (a header private to %s)' % (kind, f, g, b))
+            elif FLOORS[a] < FLOORS[b]:
                 bad.append('%s: upward arrow %s -> %s%s (%s is below %s)' % (kind, f, g, via, a, b))
             elif frozenset((a, b)) in APART:
                 bad.append('%s: %s -> %s%s (%s and %s do not use each other)' % (kind, f, g, via, a, b))

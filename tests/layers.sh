@@ -22,13 +22,14 @@ is "$(printf '%s\n' "$out" | sed -n 's/.*, \([0-9]*\) violation(s)$/\1/p')" 0 "i
 
 # a tree with each fault once: the checker must find each (a checker that says nothing fails here)
 CC=${CC:-cc}
-mkdir -p "$TMP/t/src/util" "$TMP/t/src/engine" "$TMP/t/src/device" "$TMP/t/src/readers" "$TMP/t/policies"
+mkdir -p "$TMP/t/src/util" "$TMP/t/src/engine" "$TMP/t/src/device" "$TMP/t/src/readers" "$TMP/t/src/gen" "$TMP/t/policies"
+printf 'struct g { int x; };\n' >"$TMP/t/src/gen/g_impl.h"
 printf '#include "engine/e.h"\nint u(void) { return e(); }\n' >"$TMP/t/src/util/u.c"
 printf 'int e(void);\n' >"$TMP/t/src/engine/e.h"
 printf '#include "util/u.h"\nint e(void) { return u() + 1; }\n' >"$TMP/t/src/engine/e.c"
 printf 'int u(void);\n' >"$TMP/t/src/util/u.h"
 printf 'int r(void);\nint d(void) { return r(); }\n' >"$TMP/t/src/device/d.c"
-printf 'int r(void) { return 2; }\n' >"$TMP/t/src/readers/r.c"
+printf '#include "gen/g_impl.h"\nint r(void) { return 2; }\n' >"$TMP/t/src/readers/r.c"
 printf '#include "q.h"\nint q(void);\nint p(void) { return q(); }\n' >"$TMP/t/policies/p.h"
 printf '#include "p.h"\n' >"$TMP/t/policies/q.h"
 printf 'int q(void);\nint p(void) { return q(); }\n' >"$TMP/t/policies/p.c"
@@ -38,11 +39,12 @@ for f in src/util/u src/engine/e src/device/d src/readers/r policies/p policies/
 done
 run "$PY" "$L" --src "$TMP/t"
 is "$st" 1 "a tree with faults fails"
-is "$out" "layers: 10 files, 6 objects, 4 include arrows, 5 call arrows, 6 violation(s)
+is "$out" "layers: 11 files, 6 objects, 5 include arrows, 5 call arrows, 7 violation(s)
+include: src/readers/r.c -> src/gen/g_impl.h (a header private to src/gen)
 include: upward arrow src/util/u.c -> src/engine/e.h (src/util is below src/engine)
 include: circle between policies/p.h, policies/q.h
 call: src/device/d.c -> src/readers/r.c (r) (src/device and src/readers do not use each other)
 call: upward arrow src/util/u.c -> src/engine/e.c (e) (src/util is below src/engine)
 call: circle between policies/p.c, policies/q.c
-call: circle between src/engine/e.c, src/util/u.c" "each upward arrow, the device-readers arrow and each circle is named, with the symbol"
+call: circle between src/engine/e.c, src/util/u.c" "each upward arrow, the device-readers arrow, the private header and each circle is named, with the symbol"
 finish
