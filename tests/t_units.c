@@ -9,6 +9,9 @@
 #include "device/pool_sim.h"
 #include "policies/pytorch.h"
 #include "policies/policy.h"
+#include "readers/source.h"
+#include "engine/run.h"
+#include "readers/binfmt.h"
 #include <gsl/gsl_rng.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -990,8 +993,183 @@ static void test_conf_merge(void)
 	}
 }
 
+/* as_source_open: how each kind of trace is read for what the replay needs (readers/source.c), and
+ * that every way gives the same events. */
+static int source_kind(const as_source *s)
+{
+	return (s->bs ? 1 : 0) | (s->b ? 2 : 0) | (s->sp ? 4 : 0) | (s->r ? 8 : 0);
+}
+
+static uint64_t source_sum(as_source *s, uint64_t *n)
+{
+	as_event ev;
+	as_err err = { 0, "" };
+	uint64_t h = 0;
+	*n = 0;
+	while (as_source_next(s, &ev, &err) > 0) {
+		h = h * 1000003 + ev.type * 7919 + ev.size + ev.stream;
+		(*n)++;
+	}
+	return err.code ? 0 : h;
+}
+
+static void test_source(void)
+{
+	char dir[] = "/tmp/t_units_src.XXXXXX", nat[64], bin[64], snap[512];
+	if (!mkdtemp(dir)) {
+		ok(0, "a temporary directory for the source tests");
+		return;
+	}
+	snprintf(nat, sizeof nat, "%s/t.trace", dir);
+	snprintf(bin, sizeof bin, "%s/t.asbin", dir);
+	const char *top = getenv("srcdir");
+	snprintf(snap, sizeof snap, "%s/traces/captured/compile_ro__ms128.pickle.gz", top ? top : ".");
+	FILE *f = fopen(nat, "w");
+	fputs("#allocsim-trace 1\n#allocator_settings: max_split_size_mb:64\na 1 4096 0\na 2 1048576 7\nf 1\na 3 512 0 oom\nf 2\n", f);
+	fclose(f);
+	as_evbuf b;
+	as_err err = { 0, "" };
+	memset(&b, 0, sizeof b);
+	int rc = as_evbuf_load(&b, nat, NULL, &err) || as_binfmt_write(&b, bin, NULL, &err);
+	as_evbuf_free(&b);
+	ok(rc == 0, "a native trace and its binary form written (%s)", err.msg);
+	static const struct {
+		const char *what;
+		int file; /* 0 native, 1 binary, 2 snapshot */
+		unsigned flags;
+		int kind;
+	} c[] = {
+		{ "native text streams from its reader", 0, 0, 8 },
+		{ "native text, wanted whole: decoded into memory", 0, AS_SRC_WHOLE, 8 | 2 },
+		{ "native text, an offline plan: still streamed (its settings come first)", 0, AS_SRC_KEEP, 8 },
+		{ "native text for validate: spooled", 0, AS_SRC_SPOOL, 8 | 4 },
+		{ "a binary trace is read in chunks", 1, 0, 1 },
+		{ "a binary trace, wanted whole: mapped", 1, AS_SRC_WHOLE, 2 },
+		{ "a binary trace, an offline plan: mapped", 1, AS_SRC_KEEP, 2 },
+		{ "a snapshot is spooled (its settings come at its end)", 2, 0, 8 | 4 },
+		{ "a snapshot, an offline plan: decoded into memory", 2, AS_SRC_KEEP, 8 | 2 },
+		{ "a snapshot, wanted whole: decoded into memory", 2, AS_SRC_WHOLE, 8 | 2 },
+	};
+	uint64_t first_h = 0, first_n = 0;
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		as_source s;
+		as_source_opts o = { .flags = c[i].flags };
+		as_err_clear(&err);
+		const char *path = c[i].file == 0 ? nat : c[i].file == 1 ? bin : snap;
+		if (as_source_open(&s, path, &o, &err)) {
+			ok(0, "%s: %s", c[i].what, err.msg);
+			continue;
+		}
+		const as_meta *m = as_source_meta(&s);
+		int complete = c[i].file == 2 ? m->has_settings && m->settings && strstr(m->settings, "max_split_size_mb:128") != NULL : !strcmp(m->settings ? m->settings : "", "max_split_size_mb:64");
+		uint64_t n, h = source_sum(&s, &n);
+		ok(source_kind(&s) == c[i].kind && complete, "%s (kind %d, settings %s)", c[i].what, source_kind(&s),
+			m->has_settings ? "known" : "unknown");
+		if (c[i].file < 2) {
+			if (i == 0)
+				first_h = h, first_n = n;
+			ok(n == 5 && h == first_h && n == first_n, "%s: the same 5 events", c[i].what);
+		}
+		as_source_close(&s);
+	}
+	as_source s;
+	as_source_opts o = { .flags = AS_SRC_SPOOL, .no_binary = "not here" };
+	as_err_clear(&err);
+	rc = as_source_open(&s, bin, &o, &err);
+	ok(rc == -1 && err.code == AS_EXIT_USAGE && !strcmp(err.msg + strlen(bin), ": not here"),
+		"a binary trace refused where the command says why (%s)", err.msg);
+	as_reader_opts ro = { 0 };
+	as_reader_opts_device(&ro, "1");
+	o = (as_source_opts){ .ro = &ro };
+	as_err_clear(&err);
+	rc = as_source_open(&s, bin, &o, &err);
+	ok(rc == -1 && err.code == AS_EXIT_DATAERR && strstr(err.msg, "a binary trace holds one device (0), not device 1"),
+		"a binary trace has no device 1 (%s)", err.msg);
+	unlink(nat);
+	unlink(bin);
+	rmdir(dir);
+}
+
+/* as_run's sinks: start once before the first event, before and event around each event, a nonzero
+ * event ends the replay there (a result, not an error), the end call before row, row with the summary. */
+typedef struct sink_log {
+	int starts, befores, events, ends, rows, stop_after;
+	uint64_t row_events, end_events;
+	char order[64];
+	size_t len;
+} sink_log;
+
+static void sink_mark(sink_log *l, char c)
+{
+	if (l->len + 1 < sizeof l->order)
+		l->order[l->len++] = c;
+}
+
+static int sk_start(void *ctx, as_engine *e, as_err *err)
+{
+	(void)e; (void)err;
+	sink_mark(ctx, 'S');
+	((sink_log *)ctx)->starts++;
+	return 0;
+}
+
+static void sk_before(void *ctx, as_engine *e, const as_event *ev)
+{
+	(void)e; (void)ev;
+	sink_mark(ctx, 'b');
+	((sink_log *)ctx)->befores++;
+}
+
+static int sk_event(void *ctx, as_engine *e, const as_event *ev)
+{
+	sink_log *l = ctx;
+	if (!ev) {
+		sink_mark(l, 'E');
+		l->ends++;
+		l->end_events = as_engine_summary(e)->events;
+		return 0;
+	}
+	sink_mark(l, 'e');
+	return ++l->events == l->stop_after;
+}
+
+static int sk_row(void *ctx, as_engine *e, const as_summary *s, as_err *err)
+{
+	(void)e; (void)err;
+	sink_mark(ctx, 'R');
+	((sink_log *)ctx)->rows++;
+	((sink_log *)ctx)->row_events = s->events;
+	return 0;
+}
+
+static void test_run_sinks(void)
+{
+	as_evbuf b;
+	memset(&b, 0, sizeof b);
+	for (uint32_t i = 0; i < 4; i++) {
+		as_event ev = { .type = EV_ALLOC, .id = i + 1, .slot = i, .size = 1024 * (i + 1), .time_us = -1 };
+		as_evbuf_add(&b, &ev);
+	}
+	b.nslots = 4;
+	for (int stop = 0; stop <= 3; stop += 3) {
+		sink_log l = { .stop_after = stop };
+		as_run_sink sk = { sk_start, sk_before, sk_event, sk_row, &l };
+		as_run_opts o = { .events = &b, .ops = as_policy_find("passthrough"), .config = "", .addr_mode = ADDR_MODEL, .sink = &sk };
+		as_summary s;
+		as_err err = { 0, "" };
+		int rc = as_run(&o, &s, &err);
+		const char *want = stop ? "SbebebeER" : "SbebebebeER";
+		ok(rc == 0 && !strcmp(l.order, want) && l.row_events == (stop ? 3u : 4u) && l.end_events == l.row_events &&
+			s.events == l.row_events, "as_run's sinks, %s: %s (want %s), %" PRIu64 " events", stop ? "the event sink ends it at the third event" :
+			"a whole replay", l.order, want, s.events);
+	}
+	as_evbuf_free(&b);
+}
+
 int main(void)
 {
+	test_source();
+	test_run_sinks();
 	test_fitset();
 	test_fitset_largest();
 	test_phys();
