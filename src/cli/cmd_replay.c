@@ -4,20 +4,12 @@
 #include "engine/engine.h"
 #include "policies/policy.h"
 #include "engine/run.h"
-#include "readers/evbuf.h"
 #include "engine/reconcile.h"
-#include "engine/lifetimes.h"
 #include "readers/source.h"
-#include <errno.h>
-#include <sys/stat.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <math.h>
-#include <signal.h>
-#include <unistd.h>
 
 static const char replay_usage[] =
 	"usage: allocsim replay [options] TRACE\n"

@@ -1,6 +1,5 @@
 /* cmd_validate.c - allocsim validate: does the simulation make PyTorch's device calls? */
 #include "cli/cli.h"
-#include "engine/reconcile.h"
 #include "engine/engine.h"
 #include "engine/run.h"
 #include "readers/source.h"
