@@ -162,19 +162,21 @@ typedef struct oomhook {
 	int64_t entry;
 } oomhook;
 
-static void first_oom(as_engine *e, const as_event *ev, void *ctx)
+static int first_oom(void *ctx, as_engine *e, const as_event *ev)
 {
 	oomhook *h = ctx;
 	if (ev && as_engine_summary(e)->num_ooms && h->entry < 0)
 		h->entry = (int64_t)ev->index;
+	return 0;
 }
 
 static int run_one(const advise *a, const char *conf, uint64_t cap, int stop, as_summary *s, int64_t *oom_entry, as_err *err)
 {
 	oomhook h = { -1 };
+	as_run_sink sk = { .event = first_oom, .ctx = &h };
 	as_run_opts o = { .events = a->bufp, .ops = as_policy_find("pytorch"), .config = conf, .capacity = cap,
 		.addr_mode = ADDR_AUTO, .stop_at_oom = stop, .recorded = a->recorded, .model = a->model,
-		.hook = oom_entry ? first_oom : NULL, .hook_ctx = &h, .reader = a->ro };
+		.sink = oom_entry ? &sk : NULL, .reader = a->ro };
 	if (as_run(&o, s, err))
 		return -1;
 	if (oom_entry)

@@ -79,7 +79,7 @@ typedef struct seg_pass {
 	int written;
 } seg_pass;
 
-static void seg_hook(as_engine *e, const as_event *ev, void *ctx)
+static int seg_event(void *ctx, as_engine *e, const as_event *ev)
 {
 	seg_pass *sp = ctx;
 	as_q_segments q = { seg_rows, &sp->so };
@@ -91,6 +91,7 @@ static void seg_hook(as_engine *e, const as_event *ev, void *ctx)
 		as_policy_query(as_engine_policy(e), AS_Q_SEGMENTS, &q);
 		sp->written = 1;
 	}
+	return 0;
 }
 
 /* The segment map needs the state at the reserved peak, known only after a first pass: replay
@@ -100,8 +101,9 @@ static int write_segments(const char *path, const as_evbuf *events, const as_pol
 {
 	fputs("moment,segment,segment_address,segment_bytes,stream,pool,expandable,block_offset,block_bytes,state\n", f);
 	seg_pass sp = { { f, "peak", 0 }, peak_event, 0 };
+	as_run_sink sk = { .event = seg_event, .ctx = &sp };
 	as_run_opts o = { .path = path, .events = events, .ops = ops, .config = conf, .capacity = capacity, .addr_mode = addr_mode,
-		.free_at = free_at, .resolve_maybe = resolve_maybe > 0, .hook = seg_hook, .hook_ctx = &sp };
+		.free_at = free_at, .resolve_maybe = resolve_maybe > 0, .sink = &sk };
 	as_summary s;
 	return as_run(&o, &s, err);
 }

@@ -191,13 +191,15 @@ typedef struct share_ctx {
 	const as_summary *s;
 } share_ctx;
 
-/* After job j's replay (as_run_opts.after): the jobs not yet started with the same trace, policy,
+/* After job j's replay (its sink's row): the jobs not yet started with the same trace, policy,
  * capacity and reconciliation that the policy proves would replay identically (AS_Q_SAME_RUN) get
  * j's summary as their row instead of a replay of their own. The rows are the ones those replays
  * would write, so the output is the same bytes with or without this (--no-share) and for any -j;
  * only the work differs. Jobs of one trace and policy are contiguous in the grid. */
-static void share_run(as_policy *pol, void *ctx)
+static int share_run(void *ctx, as_engine *e, const as_summary *s, as_err *err)
 {
+	as_policy *pol = as_engine_policy(e);
+	(void)s; (void)err;
 	share_ctx *c = ctx;
 	sweep *sw = c->sw;
 	const job *a = c->j;
@@ -242,6 +244,7 @@ static void share_run(as_policy *pol, void *ctx)
 		}
 	}
 	free(cand);
+	return 0;
 }
 
 static void *worker(void *arg)
@@ -265,10 +268,9 @@ static void *worker(void *arg)
 		as_summary s;
 		as_err err = { 0, "" };
 		share_ctx sc = { sw, j, &s };
-		if (!sw->no_share && !sw->timing) { /* (a shared row would carry another run's time) */
-			o.after = share_run;
-			o.after_ctx = &sc;
-		}
+		as_run_sink sk = { .row = share_run, .ctx = &sc };
+		if (!sw->no_share && !sw->timing) /* (a shared row would carry another run's time) */
+			o.sink = &sk;
 		struct timespec t0, t1;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		int rc = as_run(&o, &s, &err);

@@ -69,12 +69,11 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 		as_event ev;
 		int st;
 		void (*before)(void *, as_engine *, const as_event *) = sk ? sk->before : NULL;
-		int (*after_ev)(void *, as_engine *, const as_event *) = sk ? sk->event : NULL;
+		int (*on_event)(void *, as_engine *, const as_event *) = sk ? sk->event : NULL;
 		void *sctx = sk ? sk->ctx : NULL;
-		as_run_hook hook = o->hook;
 		int stop = o->stop_at_oom;
 		uint64_t rec_ooms = 0;
-		int plain = !before && !after_ev && !hook; /* (sweep's, fit's runs: two tests an event fewer) */
+		int plain = !before && !on_event; /* (sweep's, fit's runs: two tests an event fewer) */
 		while ((st = as_source_next(src, &ev, err)) > 0) {
 			if (cli_interrupted)
 				break;
@@ -87,9 +86,7 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 					before(sctx, &e, &ev);
 				if (as_engine_step(&e, &ev, err))
 					break;
-				if (hook && ev.type < EV_SEG_ALLOC)
-					hook(&e, &ev, o->hook_ctx);
-				if (after_ev && after_ev(sctx, &e, &ev))
+				if (on_event && on_event(sctx, &e, &ev))
 					break;
 			}
 			if (stop && e.s.num_ooms) {
@@ -102,16 +99,12 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 		as_check_interrupted(err);
 		if (!err->code) {
 			double wall = o->wall ? seconds_since(&t0) : 0.0;
-			if (o->hook)
-				o->hook(&e, NULL, o->hook_ctx);
 			if (sk && sk->event)
 				sk->event(sk->ctx, &e, NULL);
 			as_engine_finish(&e);
 			e.s.wall_seconds = wall;
 			*out = e.s;
 			rc = 0;
-			if (o->after)
-				o->after(e.pol, o->after_ctx);
 			if (sk && sk->row && sk->row(sk->ctx, &e, out, err))
 				rc = -1;
 		}

@@ -6,9 +6,6 @@
 #include "readers/evbuf.h"
 #include "readers/source.h"
 
-/* Called after every replayed event, and once with ev NULL at the end (as_run_opts.hook). */
-typedef void (*as_run_hook)(as_engine *e, const as_event *ev, void *ctx);
-
 /* A command's outputs around the one replay loop (replay, validate, transfer): every callback optional. */
 typedef struct as_run_sink {
 	/* after the engine is made (settings parsed), before an offline plan and the first event: the
@@ -37,12 +34,8 @@ typedef struct as_run_opts {
 	int free_at;            /* AS_FREE_AT_* (engine.h): 0 the policy's default */
 	const char *recorded;   /* the trace's recorded settings, or NULL if none/unknown */
 	int resolve_maybe;      /* when recorded is NULL: whether the replay runs the recorded settings (reconcile.h) */
-	as_run_hook hook;       /* optional */
-	void *hook_ctx;
 	const as_reader_opts *reader; /* optional: which device of a snapshot (--device) */
 	const struct as_lat_model *model; /* optional: the device-call latency model (read-only, shared) */
-	void (*after)(as_policy *pol, void *ctx); /* optional: sees the policy after a whole replay */
-	void *after_ctx;
 	as_device *device;      /* optional: the caller's device (kept); else a simulated one of addr_mode and model */
 	int prepared;           /* config went through as_policy_prepare already (the caller printed its warnings) */
 	int no_stage;           /* no reconciliation stage: the trace is no recording allocator's (transfer) */
