@@ -104,13 +104,34 @@ done
 printf '#allocsim-trace 01\na 1 10 0\n' > "$TMP/ver.trace"
 run "$A" replay "$TMP/ver.trace"
 is "$st" 0 "native version 01 is 1"
-# --capacity 0 meant "no limit": now a usage error in every command that takes it
-for c in "replay" "validate" "fit param max_split_size_mb" "sweep --param max_split_size_mb=100"; do
+# --capacity 0 meant "no limit": now a usage error in every command that takes it, in the same words
+# (src/cli/devopts.c; advise and predict had their own until issue 36)
+for c in "replay" "validate" "fit param max_split_size_mb" "sweep --param max_split_size_mb=100" "advise" "predict" "compare"; do
 	run "$A" $c --capacity 0 -- "$TMP/zeros.trace"
 	[ "${c%% *}" = sweep ] && run "$A" $c --capacity 0 -t "$TMP/zeros.trace"
 	is "$st: $errout" "64: allocsim: error: ${c%% *}: --capacity: a capacity of 0 bytes holds nothing (leave the option out for the device's whole memory)
 Try 'allocsim ${c%% *} --help'." "${c%% *} --capacity 0 is refused"
 done
+# the other device options: one parser, the same words in every command (src/cli/devopts.c)
+for c in advise blame compare convert "fit capacity" info sweep validate; do
+	run "$A" $c --device 4096 -- "$TMP/zeros.trace"
+	is "$st: $errout" "64: allocsim: error: ${c%% *}: --device: '4096' is not a device number (0 .. 4095)
+Try 'allocsim ${c%% *} --help'." "${c%% *} --device 4096 is refused"
+done
+run "$A" replay --device 1025 "$TMP/zeros.trace"
+is "$st: $(printf '%s\n' "$errout" | head -n 1)" "64: allocsim: error: replay: --device: '1025' is not a device number (0 .. 1024) or host" "replay --device: the GPU ordinal's range, or host"
+# --device host (a 2.14+ snapshot's pinned host history) goes through the same parser: info counts the
+# host history's 3 allocations, not the device's 1
+run "$A" info --device host "$srcdir/traces/fixtures/versions/fields-host.pickle.gz"
+is "$st: $(printf '%s\n' "$out" | grep '^alloc_events')" "0: alloc_events: 3" "info --device host reads the host history"
+for c in advise replay validate; do
+	run "$A" $c --fraction 1.5 "$TMP/zeros.trace"
+	is "$st: $(printf '%s\n' "$errout" | head -n 1)" "64: allocsim: error: $c: --fraction: '1.5' is not a number in (0, 1]" "$c --fraction 1.5 is refused"
+	run "$A" $c --device-total 0 "$TMP/zeros.trace"
+	is "$st: $(printf '%s\n' "$errout" | head -n 1)" "64: allocsim: error: $c: --device-total: a capacity of 0 bytes holds nothing (leave the option out for the device's whole memory)" "$c --device-total 0 is refused"
+done
+run "$A" replay --backend gpu "$TMP/zeros.trace"
+is "$st: $(printf '%s\n' "$errout" | head -n 1)" "64: allocsim: error: replay: --backend: sim, cuda or shuffled, not 'gpu'" "replay --backend gpu is refused"
 run "$A" sweep --param capacity=0,1GiB -t "$TMP/zeros.trace"
 is "$st" 64 "sweep --param capacity=0 is refused"
 printf '#allocsim-trace 1\n#capacity: 0\na 1 10 0\n' > "$TMP/cap0.trace"

@@ -5,6 +5,7 @@
  * for each the smallest capacity it needs is found by bisection. The recommendation is the fitting
  * setting that needs the least memory. Output: a table (sizes in GiB), CSV or JSON. */
 #include "cli/cli.h"
+#include "cli/devopts.h"
 #include "cli/progress.h"
 #include "engine/run.h"
 #include "engine/blame.h"
@@ -742,44 +743,29 @@ static void aggregate(advise *agg, const advise *ranks, size_t nranks)
 int cmd_advise(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "capacity", required_argument, 0, 'C' }, { "fraction", required_argument, 0, 'F' },
-		{ "device-total", required_argument, 0, 'T' }, { "gpu", required_argument, 0, 'G' },
+		CLI_DEVOPT(CAPACITY), CLI_DEVOPT(FRACTION),
+		CLI_DEVOPT(DEVICE_TOTAL), CLI_DEVOPT(GPU),
 		{ "config", required_argument, 0, 'c' }, { "jobs", required_argument, 0, 'j' },
 		{ "format", required_argument, 0, 'f' }, { "output", required_argument, 0, 'o' },
 		{ "no-fit", no_argument, 0, 'N' }, { "latency-model", required_argument, 0, 'M' },
-		{ "device", required_argument, 0, 'D' }, { "help", no_argument, 0, 'h' },
+		CLI_DEVOPT(DEVICE), { "help", no_argument, 0, 'h' },
 		{ "oom-message", required_argument, 0, 'O' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
 	as_reader_opts ro = { .keep_sites = 1 };
-	const char *config = NULL, *format = "table", *out = NULL, *model_path = NULL, *gpu = NULL, *oomarg = NULL;
-	char capnote[256] = "";
+	const char *config = NULL, *format = "table", *out = NULL, *model_path = NULL, *oomarg = NULL;
+	cli_dev dv = { .ro = &ro };
 	as_oom_msg om;
-	uint64_t capacity = 0, total = 0, jobs = 0;
-	double fraction = 0;
-	int fit = 1, c;
-	char m[256];
+	uint64_t jobs = 0;
+	int fit = 1, c, dr;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "c:j:o:h", lo, NULL)) != -1) {
-		switch (c) {
-		case 'C':
-			if (as_parse_size_note(optarg, &capacity, capnote, sizeof capnote, m, sizeof m) || !capacity)
-				return cli_usage_error("advise", "--capacity: %s", capacity ? m : "a capacity of 0 bytes holds nothing");
-			if (capnote[0])
-				fprintf(stderr, "%s: note: %s\n", as_progname, capnote);
-			break;
-		case 'O': oomarg = optarg; break;
-		case 'T':
-			if (as_parse_capacity(optarg, &total, m, sizeof m))
-				return cli_usage_error("advise", "--device-total: %s", m);
-			break;
-		case 'F': {
-			char *end;
-			fraction = strtod(optarg, &end);
-			if (end == optarg || *end || !(fraction > 0 && fraction <= 1))
-				return cli_usage_error("advise", "--fraction: '%s' is not a number in (0, 1]", optarg);
-			break;
+		if ((dr = cli_devopt("advise", &dv, c, optarg)) >= 0) {
+			if (dr)
+				return dr;
+			continue;
 		}
-		case 'G': gpu = optarg; break;
+		switch (c) {
+		case 'O': oomarg = optarg; break;
 		case 'c': config = optarg; break;
 		case 'j':
 			if (as_parse_u64(optarg, &jobs) || !jobs || jobs > 1024)
@@ -793,15 +779,14 @@ int cmd_advise(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case 'N': fit = 0; break;
 		case 'M': model_path = optarg; break;
-		case 'D':
-			if (as_reader_opts_device(&ro, optarg))
-				return cli_usage_error("advise", "--device: '%s' is not a device number (0 .. 4095)", optarg);
-			break;
 		case 'h': fputs(advise_usage, stdout); return 0;
 		case 'V': cli_version(); return 0;
 		default: return cli_usage_error("advise", "invalid option");
 		}
 	}
+	const char *gpu = dv.gpu, *capnote = dv.capacity_note;
+	uint64_t capacity = dv.capacity, total = dv.total;
+	double fraction = dv.fraction;
 	if (gpu && !strcmp(gpu, "list")) {
 		printf("%-10s %9s  %s\n", "name", "GiB", "card");
 		for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++)

@@ -1,5 +1,6 @@
 /* cmd_blame.c - allocsim blame: who fenced the memory at the recording's peak (and its OOM). */
 #include "cli/cli.h"
+#include "cli/devopts.h"
 #include "engine/blame.h"
 #include "engine/engine.h"
 #include "readers/evbuf.h"
@@ -86,15 +87,21 @@ int cmd_blame(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "largest", no_argument, 0, 'L' }, { "top", required_argument, 0, 'n' },
 		{ "format", required_argument, 0, 'f' }, { "output", required_argument, 0, 'o' },
-		{ "device", required_argument, 0, 'D' }, { "help", no_argument, 0, 'h' },
+		CLI_DEVOPT(DEVICE), { "help", no_argument, 0, 'h' },
 		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
 	as_reader_opts ro = { .keep_sites = 1 };
 	const char *format = "csv", *out = NULL;
 	uint64_t top = 0;
-	int largest = 0, c;
+	cli_dev dv = { .ro = &ro };
+	int largest = 0, c, dr;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+		if ((dr = cli_devopt("blame", &dv, c, optarg)) >= 0) {
+			if (dr)
+				return dr;
+			continue;
+		}
 		switch (c) {
 		case 'L': largest = 1; break;
 		case 'n':
@@ -107,10 +114,6 @@ int cmd_blame(int argc, char **argv)
 			format = optarg;
 			break;
 		case 'o': out = optarg; break;
-		case 'D':
-			if (as_reader_opts_device(&ro, optarg))
-				return cli_usage_error("blame", "--device: '%s' is not a device number (0 .. 4095)", optarg);
-			break;
 		case 'h': fputs(blame_usage, stdout); return 0;
 		case 'V': cli_version(); return 0;
 		default: return cli_usage_error("blame", "invalid option");

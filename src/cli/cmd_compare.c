@@ -3,6 +3,7 @@
  * (as sweep does); rows come in a fixed order (trace by trace, policies in the order given) and the
  * output is byte-identical whatever -j is. */
 #include "cli/cli.h"
+#include "cli/devopts.h"
 #include "cli/batch.h"
 #include "cli/progress.h"
 #include "cli/journal.h"
@@ -230,9 +231,9 @@ static int compare_journal(compare *c, const as_outfile *of, int resume, as_err 
 int cmd_compare(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "policy", required_argument, 0, 'p' }, { "capacity", required_argument, 0, 'C' },
+		{ "policy", required_argument, 0, 'p' }, CLI_DEVOPT(CAPACITY),
 		{ "jobs", required_argument, 0, 'j' }, { "output", required_argument, 0, 'o' },
-		{ "latency-model", required_argument, 0, 'M' }, { "device", required_argument, 0, 'D' },
+		{ "latency-model", required_argument, 0, 'M' }, CLI_DEVOPT(DEVICE),
 		{ "timing", no_argument, 0, 'T' }, { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' },
 		{ "keep-going", no_argument, 0, 'k' }, { "resume", no_argument, 0, 'R' },
 		{ "free-at", required_argument, 0, OPT_FREE_AT },
@@ -244,18 +245,19 @@ int cmd_compare(int argc, char **argv)
 	size_t npol = 0;
 	const char *out = NULL, *model_path = NULL;
 	uint64_t jobs = 1;
-	int ch, rc = 0, resume = 0;
-	char m[256];
+	cli_dev dv = { .ro = &c.ro };
+	int ch, dr, rc = 0, resume = 0;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "p:j:o:hk", lo, NULL)) != -1) {
+		if ((dr = cli_devopt("compare", &dv, ch, optarg)) >= 0) {
+			if ((rc = dr))
+				goto args_out;
+			continue;
+		}
 		switch (ch) {
 		case 'p':
 			if ((rc = add_policies(optarg, &pols, &npol)))
 				goto args_out;
-			break;
-		case 'C':
-			if (as_parse_capacity(optarg, &c.capacity, m, sizeof m))
-				{ rc = cli_usage_error("compare", "--capacity: %s", m); goto args_out; }
 			break;
 		case 'j':
 			if (as_parse_u64(optarg, &jobs) || !jobs || jobs > 1024)
@@ -263,10 +265,6 @@ int cmd_compare(int argc, char **argv)
 			break;
 		case 'o': out = optarg; break;
 		case 'M': model_path = optarg; break;
-		case 'D':
-			if (as_reader_opts_device(&c.ro, optarg))
-				{ rc = cli_usage_error("compare", "--device: '%s' is not a device number (0 .. 4095)", optarg); goto args_out; }
-			break;
 		case 'T': c.timing = 1; break;
 		case 'k': c.keep_going = 1; break;
 		case 'R': resume = 1; break;
@@ -294,6 +292,7 @@ args_out:
 	}
 	c.traces = (const char **)(argv + optind);
 	c.ntraces = (size_t)(argc - optind);
+	c.capacity = dv.capacity;
 	as_err err = { 0, "" };
 	as_outfile of;
 	as_lat_model model;

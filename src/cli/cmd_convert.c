@@ -1,5 +1,6 @@
 /* cmd_convert.c - allocsim convert: any readable trace to the native format. */
 #include "cli/cli.h"
+#include "cli/devopts.h"
 #include "readers/evbuf.h"
 #include "readers/binfmt.h"
 #include "util/strtab.h"
@@ -53,20 +54,22 @@ static int convert_report(as_err *err)
 
 int cmd_convert(int argc, char **argv)
 {
-	static const struct option lo[] = { { "output", required_argument, 0, 'o' }, { "device", required_argument, 0, 'D' },
+	static const struct option lo[] = { { "output", required_argument, 0, 'o' }, CLI_DEVOPT(DEVICE),
 		{ "help", no_argument, 0, 'h' },
 		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
 	const char *out = NULL;
 	as_reader_opts ro = { 0 };
-	int c;
+	cli_dev dv = { .ro = &ro };
+	int c, dr;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+		if ((dr = cli_devopt("convert", &dv, c, optarg)) >= 0) {
+			if (dr)
+				return dr;
+			continue;
+		}
 		switch (c) {
 		case 'o': out = optarg; break;
-		case 'D':
-			if (as_reader_opts_device(&ro, optarg))
-				return cli_usage_error("convert", "--device: '%s' is not a device number (0 .. 4095)", optarg);
-			break;
 		case 'h': fputs(convert_usage, stdout); return 0;
 		case 'V': cli_version(); return 0;
 		default: return cli_usage_error("convert", "invalid option");

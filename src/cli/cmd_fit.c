@@ -1,5 +1,6 @@
 /* cmd_fit.c - allocsim fit: what-if searches over capacity and parameters. */
 #include "cli/cli.h"
+#include "cli/devopts.h"
 #include "cli/progress.h"
 #include "engine/run.h"
 #include <getopt.h>
@@ -227,27 +228,28 @@ int cmd_fit(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "policy", required_argument, 0, 'p' }, { "config", required_argument, 0, 'c' },
-		{ "capacity", required_argument, 0, 'C' }, { "exact", no_argument, 0, 'E' },
+		CLI_DEVOPT(CAPACITY), { "exact", no_argument, 0, 'E' },
 		{ "samples", required_argument, 0, 'N' }, { "values", required_argument, 0, 'v' },
-		{ "objective", required_argument, 0, 'b' }, { "device", required_argument, 0, 'D' },
+		{ "objective", required_argument, 0, 'b' }, CLI_DEVOPT(DEVICE),
 		{ "help", no_argument, 0, 'h' },
 		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
 	as_reader_opts ro = { 0 };
 	const char *policy = "pytorch", *config = "", *values = NULL, *objective = "peak_reserved";
-	uint64_t capacity = 0, samples = 8;
-	int exact = 0, c;
-	char m[256];
+	cli_dev dv = { .ro = &ro };
+	uint64_t samples = 8;
+	int exact = 0, c, dr;
 	optind = 1;
 	cli_catch_signals(); /* a replay under way stops at the next event: exit 130 */
 	while ((c = getopt_long(argc, argv, "p:c:h", lo, NULL)) != -1) {
+		if ((dr = cli_devopt("fit", &dv, c, optarg)) >= 0) {
+			if (dr)
+				return dr;
+			continue;
+		}
 		switch (c) {
 		case 'p': policy = optarg; break;
 		case 'c': config = optarg; break;
-		case 'C':
-			if (as_parse_capacity(optarg, &capacity, m, sizeof m))
-				return cli_usage_error("fit", "--capacity: %s", m);
-			break;
 		case 'E': exact = 1; break;
 		case 'N':
 			if (as_parse_u64(optarg, &samples) || samples > 1000)
@@ -255,10 +257,6 @@ int cmd_fit(int argc, char **argv)
 			break;
 		case 'v': values = optarg; break;
 		case 'b': objective = optarg; break;
-		case 'D':
-			if (as_reader_opts_device(&ro, optarg))
-				return cli_usage_error("fit", "--device: '%s' is not a device number (0 .. 4095)", optarg);
-			break;
 		case 'h': fputs(fit_usage, stdout); return 0;
 		case 'V': cli_version(); return 0;
 		default: return cli_usage_error("fit", "invalid option");
@@ -298,10 +296,10 @@ int cmd_fit(int argc, char **argv)
 	f.o.recorded = rec;
 	int rc;
 	if (is_param) {
-		if (!capacity)
+		if (!dv.capacity)
 			rc = cli_usage_error("fit", "fit param needs --capacity");
 		else {
-			f.o.capacity = capacity;
+			f.o.capacity = dv.capacity;
 			rc = fit_param(&f, argv[optind + 1], values, objective, config);
 		}
 	} else {

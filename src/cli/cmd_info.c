@@ -1,5 +1,6 @@
 /* cmd_info.c - allocsim info: what is in a trace. */
 #include "cli/cli.h"
+#include "cli/devopts.h"
 #include "util/idmap.h"
 #include "engine/engine.h"
 #include "cli/batch.h"
@@ -326,20 +327,21 @@ again:; /* (as_reader_again: every count from the read again) */
 
 int cmd_info(int argc, char **argv)
 {
-	static const struct option lo[] = { { "device", required_argument, 0, 'D' }, { "help", no_argument, 0, 'h' },
+	static const struct option lo[] = { CLI_DEVOPT(DEVICE), { "help", no_argument, 0, 'h' },
 		{ "format", required_argument, 0, 'F' }, { "keep-going", no_argument, 0, 'k' },
 		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
 	as_reader_opts ro = { .any_device = 1 };
-	int c, fmt = 0, keep_going = 0; /* fmt: text, json, csv */
+	cli_dev dv = { .ro = &ro };
+	int c, dr, fmt = 0, keep_going = 0; /* fmt: text, json, csv */
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "hk", lo, NULL)) != -1) {
-		if (c == 'k') {
-			keep_going = 1;
+		if ((dr = cli_devopt("info", &dv, c, optarg)) >= 0) {
+			if (dr)
+				return dr;
 			continue;
 		}
-		if (c == 'D') {
-			if (as_reader_opts_device(&ro, optarg))
-				return cli_usage_error("info", "--device: '%s' is not a device number (0 .. 4095)", optarg);
+		if (c == 'k') {
+			keep_going = 1;
 			continue;
 		}
 		if (c == 'F') {

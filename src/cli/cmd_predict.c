@@ -10,6 +10,7 @@
  * and the least capacity at which it runs without out-of-memory is found by bisection, to the byte.
  * When the high end does not fit, advise's grid of settings runs at the same capacity. */
 #include "cli/cli.h"
+#include "cli/devopts.h"
 #include "engine/run.h"
 #include <getopt.h>
 #include <inttypes.h>
@@ -107,24 +108,24 @@ static void gib(FILE *f, uint64_t v)
 int cmd_predict(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "gpu", required_argument, 0, 'G' }, { "capacity", required_argument, 0, 'C' },
+		CLI_DEVOPT(GPU), CLI_DEVOPT(CAPACITY),
 		{ "context", required_argument, 0, 'X' }, { "config", required_argument, 0, 'c' },
 		{ "format", required_argument, 0, 'F' }, { "no-advise", no_argument, 0, 'N' },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
-	const char *gpu = NULL, *capstr = NULL, *conf = "", *format = "table";
-	uint64_t capacity = 0, context = 0;
-	int context_set = 0, no_advise = 0, c;
+	const char *conf = "", *format = "table";
+	cli_dev dv = { 0 };
+	uint64_t context = 0;
+	int context_set = 0, no_advise = 0, c, dr;
 	char msg[256];
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":c:h", opts, NULL)) != -1) {
+		if ((dr = cli_devopt("predict", &dv, c, optarg)) >= 0) {
+			if (dr)
+				return dr;
+			continue;
+		}
 		switch (c) {
-		case 'G': gpu = optarg; break;
-		case 'C':
-			capstr = optarg;
-			if (as_parse_size(optarg, &capacity, msg, sizeof msg) || !capacity)
-				return cli_usage_error("predict", "--capacity: %s", capacity ? msg : "must be at least 1 byte");
-			break;
 		case 'X':
 			if (as_parse_size(optarg, &context, msg, sizeof msg))
 				return cli_usage_error("predict", "--context: %s", msg);
@@ -142,6 +143,8 @@ int cmd_predict(int argc, char **argv)
 		default: return cli_usage_error("predict", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
+	const char *gpu = dv.gpu, *capstr = dv.capacity_arg;
+	uint64_t capacity = dv.capacity;
 	if (optind != argc - 1)
 		return cli_usage_error("predict", optind >= argc ? "a TRACE is needed" : "one TRACE only");
 	if (!gpu == !capstr)

@@ -1,5 +1,6 @@
 /* cmd_sweep.c - allocsim sweep: traces x policies x parameter values, in parallel, in order. */
 #include "cli/cli.h"
+#include "cli/devopts.h"
 #include "engine/run.h"
 #include "cli/resume.h"
 #include "cli/shard.h"
@@ -526,28 +527,34 @@ int cmd_sweep(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "trace", required_argument, 0, 't' }, { "policy", required_argument, 0, 'p' },
 		{ "param", required_argument, 0, 'P' }, { "config", required_argument, 0, 'c' },
-		{ "capacity", required_argument, 0, 'C' }, { "jobs", required_argument, 0, 'j' },
+		CLI_DEVOPT(CAPACITY), { "jobs", required_argument, 0, 'j' },
 		{ "output", required_argument, 0, 'o' }, { "resume", no_argument, 0, 'R' },
 		{ "shard", required_argument, 0, 'S' }, { "timing", no_argument, 0, 'T' },
-		{ "stop-at-oom", no_argument, 0, 'O' }, { "device", required_argument, 0, 'D' },
+		{ "stop-at-oom", no_argument, 0, 'O' }, CLI_DEVOPT(DEVICE),
 		{ "no-share", no_argument, 0, 'N' },
 		{ "keep-going", no_argument, 0, 'k' }, { "quiet", no_argument, 0, 'q' }, /* (issue 32) */
 		{ "no-share", no_argument, 0, 'N' }, { "free-at", required_argument, 0, OPT_FREE_AT },
 		{ "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
 	as_reader_opts ro = { 0 };
+	cli_dev dv = { .ro = &ro };
 	const char **traces = NULL;
 	const as_policy_ops **pols = NULL;
 	param *params = NULL;
 	size_t ntr = 0, npol = 0, npar = 0;
 	const char *base = "", *out = NULL;
-	uint64_t capacity = 0, jobs = 1, shard_k = 1, shard_n = 1;
-	int resume = 0, timing = 0, stop_at_oom = 0, no_share = 0, free_at = AS_FREE_AT_POLICY, c, rc = 0;
+	uint64_t jobs = 1, shard_k = 1, shard_n = 1;
+	int resume = 0, timing = 0, stop_at_oom = 0, no_share = 0, free_at = AS_FREE_AT_POLICY, c, dr, rc = 0;
 	int keep_going = 0, quiet = 0, sharded = 0;
 	char m[256];
 	optind = 1;
 	cli_catch_signals(); /* every replay under way stops at its next event */
 	while ((c = getopt_long(argc, argv, "-t:p:c:j:o:hkq", lo, NULL)) != -1) {
+		if ((dr = cli_devopt("sweep", &dv, c, optarg)) >= 0) {
+			if ((rc = dr))
+				goto args_out;
+			continue;
+		}
 		switch (c) {
 		case 1: /* a trace following -t */
 		case 't':
@@ -581,10 +588,6 @@ int cmd_sweep(int argc, char **argv)
 			break;
 		}
 		case 'c': base = optarg; break;
-		case 'C':
-			if (as_parse_capacity(optarg, &capacity, m, sizeof m))
-				{ rc = cli_usage_error("sweep", "--capacity: %s", m); goto args_out; }
-			break;
 		case 'j':
 			if (as_parse_u64(optarg, &jobs) || !jobs || jobs > 1024)
 				{ rc = cli_usage_error("sweep", "-j: '%s' is not a number of workers (1..1024)", optarg); goto args_out; }
@@ -604,12 +607,6 @@ int cmd_sweep(int argc, char **argv)
 		case OPT_FREE_AT:
 			if ((free_at = as_free_at_parse(optarg)) < 0)
 				{ rc = cli_usage_error("sweep", "--free-at: requested or completed, not '%s'", optarg); goto args_out; }
-			break;
-		case 'D':
-			if (as_reader_opts_device(&ro, optarg)) {
-				rc = cli_usage_error("sweep", "--device: '%s' is not a device number (0 .. 4095)", optarg);
-				goto args_out;
-			}
 			break;
 		case 'h': fputs(sweep_usage, stdout); return 0;
 		case 'V': cli_version(); return 0;
@@ -699,7 +696,7 @@ args_out:
 				j->recorded = recorded[t];
 				j->events = &sw.bufs[t];
 				j->tindex = t;
-				j->capacity = capacity;
+				j->capacity = dv.capacity;
 				j->pvals = xcalloc(npar + 1, sizeof(char *));
 				size_t rest = cmb;
 				for (size_t k = npar; k-- > 0;) {
