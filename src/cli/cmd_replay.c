@@ -1,5 +1,6 @@
 /* cmd_replay.c - allocsim replay: one trace, one policy, one summary row. */
 #include "cli/cli.h"
+#include "cli/devopts.h"
 #include "util/oommsg.h"
 #include "engine/engine.h"
 #include "policies/policy.h"
@@ -207,48 +208,37 @@ int cmd_replay(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "policy", required_argument, 0, 'p' }, { "config", required_argument, 0, 'c' },
-		{ "capacity", required_argument, 0, 'C' }, { "output", required_argument, 0, 'o' },
+		CLI_DEVOPT(CAPACITY), { "output", required_argument, 0, 'o' },
 		{ "timeline", required_argument, 0, 'T' }, { "every", required_argument, 0, 'E' },
 		{ "stats", required_argument, 0, 'S' }, { "summary", no_argument, 0, 'Y' },
 		{ "check", no_argument, 0, 'K' }, { "addresses", required_argument, 0, 'A' },
 		{ "no-timing", no_argument, 0, 'N' }, { "stop-at-oom", no_argument, 0, 'O' },
-		{ "segments", required_argument, 0, 'G' }, { "backend", required_argument, 0, 'B' },
-		{ "device", required_argument, 0, 'D' }, { "latency", required_argument, 0, 'L' },
+		{ "segments", required_argument, 0, 'G' }, CLI_DEVOPT(BACKEND),
+		CLI_DEVOPT(DEVICE), { "latency", required_argument, 0, 'L' },
 		{ "latency-model", required_argument, 0, 'M' }, { "device-log", required_argument, 0, 'J' },
-		{ "cache", no_argument, 0, 'W' }, { "fraction", required_argument, 0, 'F' },
-		{ "device-total", required_argument, 0, 'U' }, { "oom-message", required_argument, 0, 'Q' },
+		{ "cache", no_argument, 0, 'W' }, CLI_DEVOPT(FRACTION),
+		CLI_DEVOPT(DEVICE_TOTAL), { "oom-message", required_argument, 0, 'Q' },
 		{ "free-at", required_argument, 0, OPT_FREE_AT },
 		{ "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
 	const char *policy = "pytorch", *config = NULL, *out = NULL, *timeline = NULL, *stats = NULL, *segments = NULL;
 	const char *latency = NULL, *model_path = NULL, *devlog = NULL;
-	int use_cuda = 0; /* 1: the GPU, 2: the shuffled driver */
-	uint64_t ordinal = 0;
-	uint64_t capacity = 0, every = 1, dev_total = 0;
-	double fraction = 0;
-	int cache = 0, capacity_set = 0, summary = 0, check = 0, addr_mode = ADDR_AUTO, no_timing = 0, stop_at_oom = 0, c;
+	uint64_t every = 1;
+	int cache = 0, summary = 0, check = 0, addr_mode = ADDR_AUTO, no_timing = 0, stop_at_oom = 0, c, dr;
 	int free_at = AS_FREE_AT_POLICY;
-	char m[256];
 	as_reader_opts ro = { 0 };
+	cli_dev dv = { .ro = &ro, .device_max = 1024, .device_host_named = 1 }; /* --device N is also the GPU's ordinal */
 	optind = 1;
 	cli_catch_signals();
 	while ((c = getopt_long(argc, argv, "p:c:o:h", lo, NULL)) != -1) {
+		if ((dr = cli_devopt("replay", &dv, c, optarg)) >= 0) {
+			if (dr)
+				return dr;
+			continue;
+		}
 		switch (c) {
 		case 'p': policy = optarg; break;
 		case 'c': config = optarg; break;
-		case 'C':
-			if (as_parse_capacity(optarg, &capacity, m, sizeof m))
-				return cli_usage_error("replay", "--capacity: %s", m);
-			capacity_set = 1;
-			break;
-		case 'F':
-			if (cli_parse_fraction(optarg, &fraction))
-				return cli_usage_error("replay", "--fraction: '%s' is not a number in (0, 1]", optarg);
-			break;
-		case 'U':
-			if (as_parse_capacity(optarg, &dev_total, m, sizeof m))
-				return cli_usage_error("replay", "--device-total: %s", m);
-			break;
 		case 'Q': { /* PyTorch's OOM message: its limit as the capacity (doc/advise.md, "Target memory") */
 			char why[300];
 			as_oom_msg om;
@@ -257,12 +247,12 @@ int cmd_replay(int argc, char **argv)
 			free(text);
 			if (bad)
 				return cli_usage_error("replay", "--oom-message: %s", why);
-			if (capacity_set)
+			if (dv.capacity_set)
 				return cli_usage_error("replay", "give --capacity or --oom-message, not both");
-			capacity = om.capacity;
-			capacity_set = 1;
+			dv.capacity = om.capacity;
+			dv.capacity_set = 1;
 			fprintf(stderr, "%s: note: --oom-message: capacity %" PRIu64 " bytes (%s, +-%" PRIu64 " bytes as PyTorch prints it)\n",
-				as_progname, capacity, om.capacity_from_allowed ? "its 'allowed' limit" : "allocated + reserved-unallocated + free",
+				as_progname, dv.capacity, om.capacity_from_allowed ? "its 'allowed' limit" : "allocated + reserved-unallocated + free",
 				om.capacity_ulp);
 			break;
 		}
@@ -285,19 +275,6 @@ int cmd_replay(int argc, char **argv)
 		case 'N': no_timing = 1; break;
 		case 'O': stop_at_oom = 1; break;
 		case 'G': segments = optarg; break;
-		case 'B':
-			if (!strcmp(optarg, "cuda")) use_cuda = 1;
-			else if (!strcmp(optarg, "shuffled")) use_cuda = 2;
-			else if (strcmp(optarg, "sim")) return cli_usage_error("replay", "--backend: sim, cuda or shuffled, not '%s'", optarg);
-			break;
-		case 'D':
-			if (!strcmp(optarg, "host")) { /* a snapshot's pinned host history (2.14+), for -p pytorch-pinned */
-				as_reader_opts_device(&ro, optarg);
-				break;
-			}
-			if (as_parse_u64(optarg, &ordinal) || ordinal > 1024 || as_reader_opts_device(&ro, optarg))
-				return cli_usage_error("replay", "--device: '%s' is not a device number (0 .. 1024) or host", optarg);
-			break;
 		case 'L': latency = optarg; break;
 		case 'M': model_path = optarg; break;
 		case 'J': devlog = optarg; break;
@@ -311,6 +288,9 @@ int cmd_replay(int argc, char **argv)
 		default: return cli_usage_error("replay", "invalid option");
 		}
 	}
+	uint64_t capacity = dv.capacity, dev_total = dv.total, ordinal = ro.device > 0 ? (uint64_t)ro.device : 0;
+	double fraction = dv.fraction;
+	int capacity_set = dv.capacity_set, use_cuda = dv.backend; /* 1: the GPU, 2: the shuffled driver */
 	if (cache && ro.has_device)
 		return cli_usage_error("replay", "--cache keeps the default device's events; not with --device");
 	if (optind != argc - 1)

@@ -1,5 +1,6 @@
 /* cmd_validate.c - allocsim validate: does the simulation make PyTorch's device calls? */
 #include "cli/cli.h"
+#include "cli/devopts.h"
 #include "engine/engine.h"
 #include "engine/run.h"
 #include "readers/source.h"
@@ -236,49 +237,39 @@ static int validate_event(void *ctx, as_engine *e, const as_event *ev)
 int cmd_validate(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "config", required_argument, 0, 'c' }, { "capacity", required_argument, 0, 'C' },
-		{ "fraction", required_argument, 0, 'F' }, { "device-total", required_argument, 0, 'U' },
-		{ "addresses", required_argument, 0, 'A' }, { "device", required_argument, 0, 'D' },
+		{ "config", required_argument, 0, 'c' }, CLI_DEVOPT(CAPACITY),
+		CLI_DEVOPT(FRACTION), CLI_DEVOPT(DEVICE_TOTAL),
+		{ "addresses", required_argument, 0, 'A' }, CLI_DEVOPT(DEVICE),
 		{ "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
 	as_reader_opts ro = { .want_segments = 1 };
 	const char *config = NULL;
-	uint64_t capacity = 0, dev_total = 0, recorded_ooms = 0;
-	double fraction = 0;
-	int addr_mode = ADDR_AUTO, c, capacity_set = 0;
-	char m[256];
+	uint64_t recorded_ooms = 0;
+	int addr_mode = ADDR_AUTO, c, dr;
+	cli_dev dv = { .ro = &ro };
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "c:h", lo, NULL)) != -1) {
+		if ((dr = cli_devopt("validate", &dv, c, optarg)) >= 0) {
+			if (dr)
+				return dr;
+			continue;
+		}
 		switch (c) {
 		case 'c': config = optarg; break;
-		case 'C':
-			if (as_parse_capacity(optarg, &capacity, m, sizeof m))
-				return cli_usage_error("validate", "--capacity: %s", m);
-			capacity_set = 1;
-			break;
-		case 'F':
-			if (cli_parse_fraction(optarg, &fraction))
-				return cli_usage_error("validate", "--fraction: '%s' is not a number in (0, 1]", optarg);
-			break;
-		case 'U':
-			if (as_parse_capacity(optarg, &dev_total, m, sizeof m))
-				return cli_usage_error("validate", "--device-total: %s", m);
-			break;
 		case 'A':
 			if (!strcmp(optarg, "auto")) addr_mode = ADDR_AUTO;
 			else if (!strcmp(optarg, "model")) addr_mode = ADDR_MODEL;
 			else if (!strcmp(optarg, "recorded")) addr_mode = ADDR_RECORDED;
 			else return cli_usage_error("validate", "--addresses: expected auto, model or recorded");
 			break;
-		case 'D':
-			if (as_reader_opts_device(&ro, optarg))
-				return cli_usage_error("validate", "--device: '%s' is not a device number (0 .. 4095)", optarg);
-			break;
 		case 'h': fputs(validate_usage, stdout); return 0;
 		case 'V': cli_version(); return 0;
 		default: return cli_usage_error("validate", "invalid option");
 		}
 	}
+	uint64_t capacity = dv.capacity, dev_total = dv.total;
+	double fraction = dv.fraction;
+	int capacity_set = dv.capacity_set;
 	if (optind != argc - 1)
 		return cli_usage_error("validate", "expected one SNAPSHOT");
 	const char *path = argv[optind];
