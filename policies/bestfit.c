@@ -131,8 +131,7 @@ static int bf_create(as_policy **out, const char *config, as_device *dev, as_cou
 {
 	extern const as_policy_ops as_policy_bestfit;
 	bestfit *p = xcalloc(1, sizeof(*p));
-	p->c = (bf_conf){ 512, 2ULL << 20, 2ULL << 20, 512, 1 };
-	if (as_conf_parse(config, bf_opts, &p->c, err)) {
+	if (as_conf_defaults(bf_opts, &p->c, err) || as_conf_parse(config, bf_opts, &p->c, err)) {
 		free(p);
 		return -1;
 	}

@@ -535,8 +535,7 @@ static int bfc_create(as_policy **out, const char *config, as_device *dev, as_co
 {
 	extern const as_policy_ops as_policy_bfc;
 	bfc *p = xcalloc(1, sizeof(*p));
-	p->c = (bfc_conf){ .mem_fraction = 0.75, .allow_growth = 1 }; /* empty_cache_releases off: JAX has no call that releases BFC regions */
-	if (as_conf_parse(config, bfc_opts, &p->c, err)) {
+	if (as_conf_defaults(bfc_opts, &p->c, err) || as_conf_parse(config, bfc_opts, &p->c, err)) {
 		free(p);
 		return -1;
 	}

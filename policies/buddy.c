@@ -174,9 +174,7 @@ static int bd_create(as_policy **out, const char *config, as_device *dev, as_cou
 {
 	extern const as_policy_ops as_policy_buddy;
 	buddy *p = xcalloc(1, sizeof(*p));
-	p->c.min_block = 512;
-	p->c.max_order = 21;
-	if (as_conf_parse(config, bd_opts, &p->c, err)) {
+	if (as_conf_defaults(bd_opts, &p->c, err) || as_conf_parse(config, bd_opts, &p->c, err)) {
 		free(p);
 		return -1;
 	}

@@ -43,8 +43,7 @@ static int ca_create(as_policy **out, const char *config, as_device *dev, as_cou
 {
 	extern const as_policy_ops as_policy_cuda_async;
 	cuda_async *p = xcalloc(1, sizeof(*p));
-	p->c.reuse = 1;
-	if (as_conf_parse(config, ca_opts, &p->c, err)) {
+	if (as_conf_defaults(ca_opts, &p->c, err) || as_conf_parse(config, ca_opts, &p->c, err)) {
 		free(p);
 		return -1;
 	}

@@ -283,7 +283,7 @@ static int cp_create(as_policy **out, const char *config, as_device *dev, as_cou
 {
 	extern const as_policy_ops as_policy_cupy;
 	cupy_pool *p = xcalloc(1, sizeof(*p));
-	if (as_conf_parse(config, cp_opts, &p->c, err)) {
+	if (as_conf_defaults(cp_opts, &p->c, err) || as_conf_parse(config, cp_opts, &p->c, err)) {
 		free(p);
 		return -1;
 	}

@@ -84,8 +84,7 @@ static int op_create(as_policy **out, const char *config, as_device *dev, as_cou
 	optimal *p = xcalloc(1, sizeof(*p));
 	p->base.ops = &as_policy_optimal;
 	p->dev = dev;
-	p->c = (opt_conf){ .align = 512, .search_max = 32, .nodes = 200000, .fit_max = 4096 };
-	if (as_conf_parse(config, opt_opts, &p->c, err)) {
+	if (as_conf_defaults(opt_opts, &p->c, err) || as_conf_parse(config, opt_opts, &p->c, err)) {
 		free(p);
 		return -1;
 	}

@@ -109,6 +109,18 @@ int as_conf_parse(const char *s, const as_optdesc *tab, void *conf, as_err *err)
 	return rc;
 }
 
+int as_conf_defaults(const as_optdesc *tab, void *conf, as_err *err)
+{
+	for (size_t i = 0; tab[i].name; i++)
+		if (tab[i].parse(conf, &tab[i], tab[i].def, err)) {
+			char why[sizeof err->msg];
+			snprintf(why, sizeof why, "%s", err->msg);
+			err->code = 0; /* as_fail keeps the first error: this one says whose bug it is */
+			return as_fail(err, AS_EXIT_SOFTWARE, "the default of option %s ('%s') does not parse: %.200s", tab[i].name, tab[i].def, why);
+		}
+	return 0;
+}
+
 int as_opt_parse_size(void *conf, const as_optdesc *d, const char *val, as_err *err)
 {
 	char m[256];

@@ -40,9 +40,8 @@ static int pt_create(as_policy **out, const char *config, as_device *dev, as_cou
 	extern const as_policy_ops as_policy_passthrough;
 	(void)ctr;
 	p->base.ops = &as_policy_passthrough;
-	p->conf.granule = 512;
 	p->dev = dev;
-	if (as_conf_parse(config, pt_opts, &p->conf, err)) {
+	if (as_conf_defaults(pt_opts, &p->conf, err) || as_conf_parse(config, pt_opts, &p->conf, err)) {
 		free(p);
 		return -1;
 	}

@@ -245,6 +245,11 @@ const char *as_cap_name(unsigned bit);
 void as_conf_policies(const as_policy_ops *const *list);
 /* options.c: "key:value,key:[a:b,c:d]" with PyTorch's tokenising rules (whitespace dropped). */
 int as_conf_parse(const char *s, const as_optdesc *tab, void *conf, as_err *err);
+/* Each row's default (def, the text 'allocsim policies' shows) through the row's own parser, in the
+ * table's order: a policy starts from the settings its table prints, written nowhere else. A default
+ * that does not parse is the table's bug (AS_EXIT_SOFTWARE). Every policy but pytorch and
+ * pytorch-pinned, whose defaults include values their keys refuse ("unlimited", 0 = off). */
+int as_conf_defaults(const as_optdesc *tab, void *conf, as_err *err);
 /* base with "key:val" added to its top layer's settings (before the first ';' of a stack's). */
 char *as_conf_with(const char *base, const char *key, const char *val);
 /* The settings CURRENT with CAND's keys set, key by key ("key:value" items split at the commas

@@ -475,8 +475,7 @@ static int ra_create(as_policy **out, const char *config, as_device *dev, as_cou
 {
 	extern const as_policy_ops as_policy_rmm_arena;
 	rmm_arena *p = xcalloc(1, sizeof(*p));
-	p->c.arena_pct = 50;
-	if (as_conf_parse(config, ra_opts, &p->c, err)) {
+	if (as_conf_defaults(ra_opts, &p->c, err) || as_conf_parse(config, ra_opts, &p->c, err)) {
 		free(p);
 		return -1;
 	}

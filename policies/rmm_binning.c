@@ -218,8 +218,7 @@ static int rb_create(as_policy **out, const char *config, as_device *dev, as_cou
 {
 	extern const as_policy_ops as_policy_rmm_binning;
 	rmm_binning *p = xcalloc(1, sizeof(*p));
-	p->c = (rb_conf){ .min_exp = -1, .max_exp = -1, .prealloc = 128 };
-	if (as_conf_parse(config, rb_opts, &p->c, err)) {
+	if (as_conf_defaults(rb_opts, &p->c, err) || as_conf_parse(config, rb_opts, &p->c, err)) {
 		free(p);
 		return -1;
 	}

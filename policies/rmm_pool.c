@@ -50,7 +50,6 @@
 typedef struct rp_conf {
 	uint64_t initial, maximum;           /* bytes; maximum 0 = none */
 	double initial_pct, maximum_pct;     /* > 0: percent of the free device memory */
-	int initial_set;
 	int ptds, empty_cache_releases;
 } rp_conf;
 
@@ -144,7 +143,6 @@ static int parse_size_pct(const char *name, const char *val, uint64_t *bytes, do
 static int parse_initial(void *conf, const as_optdesc *d, const char *val, as_err *err)
 {
 	rp_conf *c = conf;
-	c->initial_set = 1;
 	return parse_size_pct(d->name, val, &c->initial, &c->initial_pct, err);
 }
 
@@ -324,7 +322,7 @@ static int rp_create(as_policy **out, const char *config, as_device *dev, as_cou
 {
 	extern const as_policy_ops as_policy_rmm_pool;
 	rmm_pool *p = xcalloc(1, sizeof(*p));
-	if (as_conf_parse(config, rp_opts, &p->c, err)) {
+	if (as_conf_defaults(rp_opts, &p->c, err) || as_conf_parse(config, rp_opts, &p->c, err)) {
 		free(p);
 		return -1;
 	}
@@ -332,9 +330,7 @@ static int rp_create(as_policy **out, const char *config, as_device *dev, as_cou
 	p->dev = dev;
 	p->ctr = ctr;
 	RB_INIT(&p->ups);
-	uint64_t initial = p->c.initial_set ? p->c.initial : 0;
-	if (!p->c.initial_set || p->c.initial_pct > 0)
-		initial = pct_of_free(dev, p->c.initial_set ? p->c.initial_pct : 50);
+	uint64_t initial = p->c.initial_pct > 0 ? pct_of_free(dev, p->c.initial_pct) : p->c.initial; /* default 50% */
 	p->maximum = p->c.maximum_pct > 0 ? pct_of_free(dev, p->c.maximum_pct) : p->c.maximum;
 	int rc = 0;
 	if (initial % RMM_ALIGN)

@@ -658,13 +658,7 @@ static int st_create(as_policy **out, const char *config, as_device *dev, as_cou
 {
 	extern const as_policy_ops as_policy_stitch;
 	stitch_pol *p = xcalloc(1, sizeof(*p));
-	p->c.granule = 2 * MiB;
-	p->c.stitch = 1;
-	p->c.frag_limit = 512 * MiB;
-	p->c.reuse_limit = 10;
-	p->c.defrag_level = 0;
-	p->c.gc_limit = 1000 * GiB;
-	if (as_conf_parse(config, st_opts, &p->c, err)) {
+	if (as_conf_defaults(st_opts, &p->c, err) || as_conf_parse(config, st_opts, &p->c, err)) {
 		free(p);
 		return -1;
 	}

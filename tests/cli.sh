@@ -24,6 +24,25 @@ for w in pytorch bestfit passthrough max_split_size_mb roundup_power2_divisions 
 	contains "$out" "$w"; ok $? "policies lists $w"
 done
 
+# every default 'allocsim policies' shows is the one the policy runs: -c with each key at its shown
+# default replays to the same row as no -c (as_conf_defaults applies the table's text through each
+# row's parser; pytorch and pytorch-pinned start from their own, so this holds them to their table).
+# Left out: a default shown as not set (unset, -), and pytorch's keys whose shown default is a value
+# the key refuses (unlimited, 0 for off).
+printf '%s\n' "$out" | awk '/^[a-z]/ { p = $1 } /^    / && $3 == "default" { print p, $1, $4 }' > "$TMP/defaults"
+np=0
+for p in $(awk '{ print $1 }' "$TMP/defaults" | uniq); do
+	np=$((np + 1))
+	conf=$(awk -v p="$p" '$1 == p && $3 != "unset" && $3 != "-" && !(p ~ /^pytorch/ && $2 ~ /^(max_split_size_mb|roundup_power2_divisions|garbage_collection_threshold|pinned_reserve_segment_size_mb)$/) { printf "%s%s:%s", (n++ ? "," : ""), $2, $3 }' "$TMP/defaults")
+	t="$srcdir/traces/pytorch-h200/bert_infer_varlen__default.pickle.gz"
+	[ "$p" = pytorch-pinned ] && t="$srcdir/traces/fixtures/pinned-synthetic.host.csv"
+	"$A" replay -p "$p" --no-timing "$t" 2>"$TMP/e1" | csv_bars | awk -F'|' 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "config") k = i } { $k = ""; print }' > "$TMP/d1"
+	"$A" replay -p "$p" -c "$conf" --no-timing "$t" 2>"$TMP/e2" | csv_bars | awk -F'|' 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "config") k = i } { $k = ""; print }' > "$TMP/d2"
+	if [ "$(wc -l < "$TMP/d1")" = 2 ] && cmp -s "$TMP/d1" "$TMP/d2"; then ok 0 "$p: -c '$conf' (its shown defaults) replays as no -c"
+	else ok 1 "$p: -c '$conf' (its shown defaults) replays as no -c"; diff "$TMP/d1" "$TMP/d2" | sed 's/^/# /' | head -6; sed 's/^/# /' "$TMP/e2" | head -3; fi
+done
+[ "$np" -gt 0 ] && [ "$np" = "$(printf '%s\n' "$out" | grep -c '^[a-z][a-z0-9-]*$')" ]; ok $? "the defaults of every policy 'allocsim policies' lists are checked ($np)"
+
 # columns: one list defines the header, the row, --stats and the table in doc/metrics.md
 run "$A" columns
 is "$st" 0 "columns exits 0"

@@ -13,6 +13,7 @@
 #include "engine/run.h"
 #include "readers/binfmt.h"
 #include <gsl/gsl_rng.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -1166,6 +1167,36 @@ static void test_run_sinks(void)
 	as_evbuf_free(&b);
 }
 
+/* as_conf_defaults: each row's default through its own parser, in the table's order, and a default
+ * that does not parse named as the table's bug. */
+static void test_conf_defaults(void)
+{
+	struct toy { uint64_t a, b; int on; } t;
+	static const as_optdesc good[] = {
+		{ "a", "size", "2MiB", "", as_opt_parse_size, offsetof(struct toy, a) },
+		{ "b", "size", "512", "", as_opt_parse_size, offsetof(struct toy, b) },
+		{ "on", "True|False", "True", "", as_opt_parse_bool, offsetof(struct toy, on) },
+		{ NULL, NULL, NULL, NULL, NULL, 0 },
+	};
+	static const as_optdesc bad[] = {
+		{ "b", "size", "512", "", as_opt_parse_size, offsetof(struct toy, b) },
+		{ "on", "True|False", "yes", "", as_opt_parse_bool, offsetof(struct toy, on) },
+		{ NULL, NULL, NULL, NULL, NULL, 0 },
+	};
+	as_err err = { 0, "" };
+	memset(&t, 0, sizeof t);
+	int rc = as_conf_defaults(good, &t, &err);
+	ok(!rc && t.a == 2 << 20 && t.b == 512 && t.on == 1, "as_conf_defaults: 2MiB, 512, True from the rows' text (%" PRIu64 ", %" PRIu64 ", %d)",
+		t.a, t.b, t.on);
+	rc = as_conf_parse("b:1KiB", good, &t, &err);
+	ok(!rc && t.a == 2 << 20 && t.b == 1024 && t.on == 1, "-c over the defaults changes only its key");
+	memset(&t, 0, sizeof t);
+	rc = as_conf_defaults(bad, &t, &err);
+	ok(rc && err.code == AS_EXIT_SOFTWARE && t.b == 512 &&
+		!strcmp(err.msg, "the default of option on ('yes') does not parse: on: 'yes' is not True or False"),
+		"a default that does not parse is the table's bug: '%s'", err.msg);
+}
+
 int main(void)
 {
 	test_source();
@@ -1178,6 +1209,7 @@ int main(void)
 	test_device_model();
 	test_sizes();
 	test_conf_merge();
+	test_conf_defaults();
 	test_idmap();
 	test_placement();
 	test_rounding();
