@@ -543,7 +543,7 @@ static int bfc_create(as_policy **out, const char *config, as_device *dev, as_co
 	p->dev = dev;
 	p->ctr = ctr;
 	/* the driver placed JAX's regions bottom-up; ties between equal chunks follow addresses */
-	as_sim_device_placement(dev, ADDR_ASCENDING);
+	as_dev_placement(dev, ADDR_ASCENDING);
 	for (int b = 0; b < NUM_BINS; b++)
 		RB_INIT(&p->bins[b]);
 	/* CreateBFCAllocator: total_memory * memory_fraction, converted to size_t */

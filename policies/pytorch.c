@@ -1600,7 +1600,7 @@ static int pt_create(as_policy **out, const char *config, as_device *dev, as_cou
 	for (int i = 0; i < 16; i++)
 		if (p->c.divisions[i] > 1)
 			p->plain_round = 0;
-	dev->capacity_by_policy = 1; /* alloc_block's fraction check, as PyTorch's */
+	as_dev_set_capacity_by_policy(dev); /* alloc_block's fraction check, as PyTorch's */
 	pool_init(&p->large, &p->small, p->c.expandable);
 	p->device_total = dev->total_memory ? dev->total_memory : AS_H200_TOTAL_MEMORY; /* sizes the VA reservation */
 	p->st.max_split_size = p->c.max_split_size == PT_NO_LIMIT ? -1 : (int64_t)p->c.max_split_size;

@@ -115,15 +115,11 @@ static const as_device_ops up_ops = {
 
 static as_device *updev_new(as_policy *up, const as_device *real)
 {
-	as_device *d = xcalloc(1, sizeof(*d));
 	updev *u = xcalloc(1, sizeof(*u));
 	u->up = up;
 	idmap_init(&u->blocks);
-	d->ops = &up_ops;
-	d->total_memory = real->total_memory; /* sizes what the downstream reserves virtually */
-	d->real = real->real ? real->real : real;
-	d->priv = u;
-	return d;
+	/* real's total memory sizes what the downstream reserves virtually */
+	return as_device_new(&up_ops, u, 0, 0, real);
 }
 
 /* ---- the stacked policy ---- */

@@ -81,12 +81,8 @@ static const as_device_ops rec_ops = {
 
 static as_device *rec_new(rec *r)
 {
-	as_device *d = xcalloc(1, sizeof(*d));
-	d->ops = &rec_ops;
-	d->total_memory = AS_H200_TOTAL_MEMORY;
-	d->priv = r;
 	r->next = 0x10000000000ULL;
-	return d;
+	return as_device_new(&rec_ops, r, 0, AS_H200_TOTAL_MEMORY, NULL);
 }
 
 int main(void)
@@ -145,13 +141,13 @@ int main(void)
 	ok(as_dev_map(d, va, 2 * MiB, 1, h, 0) == 1 && r.n == n0, "its pages no longer map");
 
 	/* hints and placement reach the simulated address space */
-	as_sim_device_hint(d, 0x7e0000000000ULL, 6 * MiB);
+	as_dev_hint(d, 0x7e0000000000ULL, 6 * MiB);
 	as_device *d2 = as_mapped_device_new(rec_new(&(rec){ 0 }), 0, ADDR_AUTO);
-	as_sim_device_hint(d2, 0x7e0000000000ULL, 6 * MiB);
+	as_dev_hint(d2, 0x7e0000000000ULL, 6 * MiB);
 	ok(!as_dev_alloc(d2, 6 * MiB, 0, &x) && x == 0x7e0000000000ULL, "a recorded segment address (auto): the policy gets it");
 	as_device_destroy(d2);
 	as_device *d3 = as_mapped_device_new(rec_new(&(rec){ 0 }), 0, ADDR_AUTO);
-	as_sim_device_placement(d3, ADDR_ASCENDING);
+	as_dev_placement(d3, ADDR_ASCENDING);
 	ok(!as_dev_alloc(d3, 40 * MiB, 0, &x) && x == 0x302000000ULL, "bfc's ascending placement applies to the simulated addresses");
 	as_device_destroy(d3);
 	ok(d->ops->pool.open(d, 0, 1) == 1, "a driver without a pool: no pool");

@@ -301,8 +301,7 @@ static int replay_log(const char *path, pool *t, reuse *r, char *why, size_t n)
 	}
 	idmap_init(&r->owned);
 	r->mismatches = r->reuses = 0;
-	t->dev->observer = on_device;
-	t->dev->observer_ctx = r;
+	as_dev_set_observer(t->dev, on_device, r);
 	idmap handles;
 	idmap_init(&handles);
 	as_event ev;
@@ -350,7 +349,7 @@ static int replay_log(const char *path, pool *t, reuse *r, char *why, size_t n)
 	idmap_free(&handles);
 	idmap_free(&r->owned);
 	as_reader_close(rd);
-	t->dev->observer = NULL;
+	as_dev_set_observer(t->dev, NULL, NULL);
 	return rc;
 }
 

@@ -408,8 +408,7 @@ static void test_predict_mempool(void)
 	}
 	e.check = 1;
 	released rel = { .n = 0 };
-	dev->observer = note_release;
-	dev->observer_ctx = &rel;
+	as_dev_set_observer(dev, note_release, &rel);
 	as_event s[] = {
 		{ .type = EV_ALLOC, .id = 1, .slot = 1, .size = 40 * MiB, .pool = ONOOM_POOL, .time_us = -1 },
 		{ .type = EV_FREE, .id = 1, .slot = 1, .time_us = -1 },
@@ -468,8 +467,7 @@ static void test_predict_random(const char *conf, uint64_t cap)
 		}
 		e.check = 1;
 		released rel = { .n = 0 };
-		dev->observer = note_release;
-		dev->observer_ctx = &rel;
+		as_dev_set_observer(dev, note_release, &rel);
 		uint64_t live[256] = { 0 }, next = 1;
 		size_t k = 0;
 		for (int i = 0; i < 12000 && k < 6000; i++) {
@@ -618,7 +616,7 @@ static void test_device_model(void)
 {
 	as_device *d = as_sim_device_new(0, ADDR_AUTO);
 	uint64_t a[64], sz[64];
-	as_sim_device_hint(d, 0x7f0000000000ULL - (6ULL << 20), 10ULL << 20); /* straddles the model's top */
+	as_dev_hint(d, 0x7f0000000000ULL - (6ULL << 20), 10ULL << 20); /* straddles the model's top */
 	int good = as_dev_alloc(d, 10ULL << 20, 0, &a[0]) == 0 && a[0] == 0x7f0000000000ULL - (6ULL << 20);
 	sz[0] = 10ULL << 20;
 	for (int i = 1; i < 64; i++) {

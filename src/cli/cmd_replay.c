@@ -163,7 +163,7 @@ static int replay_start(void *ctx, as_engine *e, as_err *err)
 	if (r->latency)
 		fputs("event,op,bytes,ns,device_us,timing\n", r->latency);
 	if (r->devlog) {
-		as_engine_device(e)->log = r->devlog;
+		as_dev_set_log(as_engine_device(e), r->devlog);
 		as_dev_log_header(r->devlog);
 	}
 	return 0;
@@ -363,7 +363,7 @@ int cmd_replay(int argc, char **argv)
 		if (cli_load_model(model_path, &model, &have_model, &err))
 			goto done;
 		if (have_model)
-			dev->model = &model;
+			as_dev_set_model(dev, &model);
 	}
 	rs = (replay_sink){ .path = path, .policy = policy, .meta = meta, .src = &src, .ops = ops, .conf = conf, .capacity = capacity,
 		.addr_mode = addr_mode, .free_at = free_at, .warn = warn, .check = check, .no_timing = no_timing, .every = every,
@@ -382,7 +382,7 @@ done:
 		as_fail(&err, AS_EXIT_INTERRUPTED, "interrupted; every device allocation was released, nothing was written");
 	}
 	if (dev)
-		dev->log = NULL;
+		as_dev_set_log(dev, NULL);
 	as_outfiles_close(ofs, nofs, !err.code, &err);
 	as_device_destroy(dev);
 	as_lat_model_free(&model);

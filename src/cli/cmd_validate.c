@@ -301,8 +301,7 @@ int cmd_validate(int argc, char **argv)
 	v.warn = as_policy_prepare(ops, meta, capacity, &conf); /* the policy's settings on this trace */
 	v.meta = meta;
 	dev = as_sim_device_new(capacity, addr_mode);
-	dev->observer = observe;
-	dev->observer_ctx = &v;
+	as_dev_set_observer(dev, observe, &v);
 	as_run_sink sink = { validate_start, validate_before, validate_event, NULL, &v };
 	as_run_opts run = { .path = path, .source = &src, .ops = ops, .config = conf, .capacity = capacity, .addr_mode = addr_mode,
 		.device = dev, .prepared = 1, .full_stats = 1, .sink = &sink };

@@ -166,8 +166,7 @@ int cli_transfer_weigh(const char *table, const char *trace, const char *conf, i
 		return cli_report(&err);
 	as_device *dev = as_sim_device_new(0, ADDR_MODEL);
 	tx_cost cost = { sv, 0, 0, 0, 0 };
-	dev->observer = on_call;
-	dev->observer_ctx = &cost;
+	as_dev_set_observer(dev, on_call, &cost);
 	tx_host h = { &sv[d2h ? S_PIN_D2H : S_PIN_H2D], &sv[d2h ? S_PAGE_D2H : S_PAGE_H2D], 0, 0, 0, 0, 0, 0, { 0 } };
 	idmap_init(&h.live);
 	as_run_sink sink = { .before = tx_event, .ctx = &h };

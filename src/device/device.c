@@ -204,6 +204,50 @@ void as_dev_unmap(as_device *d, uint64_t addr, uint64_t page, size_t n, const as
 	note(d, DEV_OP_UNMAP, addr, size, stream);
 }
 
+as_device *as_device_new(const as_device_ops *ops, void *priv, uint64_t capacity, uint64_t total_memory, const as_device *over)
+{
+	as_device *d = xcalloc(1, sizeof(*d));
+	d->ops = ops;
+	d->priv = priv;
+	d->capacity = capacity;
+	d->total_memory = over ? over->total_memory : total_memory;
+	d->real = over ? (over->real ? over->real : over) : NULL;
+	return d;
+}
+
+void as_dev_set_model(as_device *d, const struct as_lat_model *m)
+{
+	d->model = m;
+}
+
+void as_dev_set_log(as_device *d, FILE *log)
+{
+	d->log = log;
+}
+
+void as_dev_set_observer(as_device *d, as_dev_observer fn, void *ctx)
+{
+	d->observer = fn;
+	d->observer_ctx = ctx;
+}
+
+void as_dev_set_capacity_by_policy(as_device *d)
+{
+	d->capacity_by_policy = 1;
+}
+
+void as_dev_hint(as_device *d, uint64_t addr, uint64_t size)
+{
+	if (d->ops->hint)
+		d->ops->hint(d, addr, size);
+}
+
+void as_dev_placement(as_device *d, int mode)
+{
+	if (d->ops->placement)
+		d->ops->placement(d, mode);
+}
+
 void as_device_destroy(as_device *d)
 {
 	if (d)

@@ -43,10 +43,17 @@ typedef struct as_device_ops {
 	void (*unmap)(as_device *d, uint64_t addr, uint64_t size);
 	void (*destroy)(as_device *d);
 	as_device_pool_ops pool;
+	/* optional, where addresses are the simulation's (device_sim.c; device_map.c passes them to its
+	 * simulated device): as_dev_hint and as_dev_placement below */
+	void (*hint)(as_device *d, uint64_t addr, uint64_t size);
+	void (*placement)(as_device *d, int mode);
 } as_device_ops;
 
 typedef void (*as_dev_observer)(void *ctx, int op, uint64_t addr, uint64_t size, uint64_t stream);
 
+/* The device has one owner: its fields are written in src/device only. A backend makes its device with
+ * as_device_new; the rest of the program reads the counters and sets what it may with the as_dev_set_*
+ * calls below. */
 struct as_device {
 	const as_device_ops *ops;
 	uint64_t capacity;        /* bytes the allocator may hold (--capacity; 0 = unlimited) */
@@ -74,9 +81,26 @@ struct as_device {
 	uint64_t gap;             /* events between it and the current call (0: the first call) */
 	void *priv;
 	const as_device *real;    /* a stack layer's device (policies/stack.c): the device underneath; NULL otherwise */
-	as_device *addr_space;    /* a device with a driver (device_map.c): the simulated device whose addresses the
-	                           * policy sees (it takes the hints and placement below); NULL otherwise */
 };
+
+/* A device of backend ops with its state priv (ops->destroy frees both): capacity and total_memory as
+ * in struct as_device; over: the device a stack layer's device stands on (its total memory and its
+ * real device are taken from it), or NULL. */
+as_device *as_device_new(const as_device_ops *ops, void *priv, uint64_t capacity, uint64_t total_memory, const as_device *over);
+/* What the replay attaches: the latency model (NULL: none), the --device-log file (NULL: none), the
+ * observer of every call (NULL: none). */
+void as_dev_set_model(as_device *d, const struct as_lat_model *m);
+void as_dev_set_log(as_device *d, FILE *log);
+void as_dev_set_observer(as_device *d, as_dev_observer fn, void *ctx);
+/* A policy that keeps to the capacity itself (the field's comment above) says so. */
+void as_dev_set_capacity_by_policy(as_device *d);
+/* The engine, before each event's policy call: the event (for the log and the model's idle gap) and
+ * the call's device time back to 0. Inline: once per event. */
+static inline void as_dev_begin_event(as_device *d, uint64_t event)
+{
+	d->op_us = 0;
+	d->event = event;
+}
 
 /* Writes the --device-log header (AS_DEVLOG_HEADER). */
 void as_dev_log_header(FILE *f);
@@ -92,12 +116,13 @@ enum { ADDR_AUTO, ADDR_MODEL, ADDR_RECORDED, ADDR_ASCENDING, ADDR_SHUFFLED };
 
 #define AS_H200_TOTAL_MEMORY 150109880320ULL /* totalGlobalMem of the H200 the traces come from */
 as_device *as_sim_device_new(uint64_t capacity, int addr_mode);
-/* A segment the recording's allocator obtained (segment_alloc), in trace order: the simulated
- * device hands out the same address for the same call while the call sequences agree. */
-void as_sim_device_hint(as_device *d, uint64_t addr, uint64_t size);
-/* A policy asks for the placement the driver showed in the process it models (e.g. ADDR_ASCENDING
- * for bfc); it applies to the simulated device in the default (auto) mode only. */
-void as_sim_device_placement(as_device *d, int mode);
+/* Placement hints, optional device ops (nothing on a device without them: a stack layer's, the GPU's).
+ * as_dev_hint: a segment the recording's allocator obtained (segment_alloc), in trace order: the
+ * simulated device hands out the same address for the same call while the call sequences agree.
+ * as_dev_placement: a policy asks for the placement the driver showed in the process it models (e.g.
+ * ADDR_ASCENDING for bfc); it applies to the simulated device in the default (auto) mode only. */
+void as_dev_hint(as_device *d, uint64_t addr, uint64_t size);
+void as_dev_placement(as_device *d, int mode);
 
 int as_dev_alloc(as_device *d, uint64_t size, uint64_t stream, uint64_t *addr);
 /* 1 when a request of size bytes exceeds the device's memory or capacity, counted as a failed call

@@ -225,6 +225,17 @@ static void mp_destroy(as_device *d)
 	free(d);
 }
 
+/* Placement hints go to the simulated device, whose addresses the policy sees. */
+static void mp_hint(as_device *d, uint64_t addr, uint64_t size)
+{
+	as_dev_hint(((mapdev *)d->priv)->shadow, addr, size);
+}
+
+static void mp_placement(as_device *d, int mode)
+{
+	as_dev_placement(((mapdev *)d->priv)->shadow, mode);
+}
+
 static const as_device_ops map_ops = {
 	.name = "mapped",
 	.alloc = mp_alloc, .free = mp_free,
@@ -239,22 +250,19 @@ static const as_device_ops map_ops = {
 		.reserved = mp_pool_reserved,
 		.check = mp_pool_check,
 	},
+	.hint = mp_hint,
+	.placement = mp_placement,
 };
 
 as_device *as_mapped_device_new(as_device *drv, uint64_t capacity, int addr_mode)
 {
-	as_device *d = xcalloc(1, sizeof(*d));
 	mapdev *m = xcalloc(1, sizeof(*m));
 	m->drv = drv;
 	m->shadow = as_sim_device_new(capacity, addr_mode);
 	idmap_init(&m->segs);
 	RB_INIT(&m->vas);
 	drv->capacity = capacity; /* (the pool keeps to it) */
-	d->ops = &map_ops;
-	d->capacity = capacity;
-	d->total_memory = drv->total_memory;
+	as_device *d = as_device_new(&map_ops, m, capacity, drv->total_memory, NULL);
 	d->measured = drv->measured;
-	d->addr_space = m->shadow;
-	d->priv = m;
 	return d;
 }

@@ -355,6 +355,9 @@ static void sim_destroy(as_device *d)
 	free(d);
 }
 
+static void sim_hint(as_device *d, uint64_t addr, uint64_t size);
+static void sim_placement(as_device *d, int mode);
+
 static const as_device_ops sim_ops = {
 	.name = "sim",
 	.alloc = sim_alloc, .free = sim_free,
@@ -369,40 +372,33 @@ static const as_device_ops sim_ops = {
 		.reserved = NULL, /* the pool's chunks are created through as_dev_phys_create */
 		.check = sim_pool_check,
 	},
+	.hint = sim_hint,
+	.placement = sim_placement,
 };
 
 as_device *as_sim_device_new(uint64_t capacity, int addr_mode)
 {
-	as_device *d = xcalloc(1, sizeof(*d));
 	sim *s = xcalloc(1, sizeof(*s));
 	RB_INIT(&s->live);
 	s->mode = addr_mode;
 	s->following = addr_mode == ADDR_AUTO || addr_mode == ADDR_RECORDED;
 	s->vmm_next = addr_mode == ADDR_SHUFFLED ? SHUF_VA_TOP : VMM_BASE;
-	d->ops = &sim_ops;
-	d->capacity = capacity;
-	d->total_memory = AS_H200_TOTAL_MEMORY;
-	d->priv = s;
-	return d;
+	return as_device_new(&sim_ops, s, capacity, AS_H200_TOTAL_MEMORY, NULL);
 }
 
-void as_sim_device_placement(as_device *d, int mode)
+static void sim_placement(as_device *d, int mode)
 {
-	if (d->addr_space)
-		d = d->addr_space;
 	sim *s = d->priv;
-	if (d->ops != &sim_ops || s->mode != ADDR_AUTO)
+	if (s->mode != ADDR_AUTO)
 		return;
 	s->mode = mode;
 	s->following = mode == ADDR_RECORDED;
 }
 
-void as_sim_device_hint(as_device *d, uint64_t addr, uint64_t size)
+static void sim_hint(as_device *d, uint64_t addr, uint64_t size)
 {
-	if (d->addr_space)
-		d = d->addr_space;
 	sim *s = d->priv;
-	if (d->ops != &sim_ops || !s->following)
+	if (!s->following)
 		return;
 	if (s->hhead + s->hlen == s->hcap) {
 		if (s->hhead) {

@@ -18,8 +18,7 @@ static double mono_ns(void)
  * path a simulation without host timing reads no clock, and its zero samples are only counted. */
 static inline double op_begin(as_engine *e)
 {
-	e->dev->op_us = 0;
-	e->dev->event = e->s.events;
+	as_dev_begin_event(e->dev, e->s.events);
 	return (e->dev->measured || e->host_timing) ? mono_ns() : 0;
 }
 

@@ -121,7 +121,7 @@ static int rc_event(as_stage *st, as_engine *e, const as_event *ev, as_err *err)
 		break;
 	case EV_SEG_ALLOC:
 		/* the simulated device hands out the recorded address while its calls agree */
-		as_sim_device_hint(e->dev, ev->addr, ev->size);
+		as_dev_hint(e->dev, ev->addr, ev->size);
 		r->seg_since_alloc = r->nheld != 0;
 		return 0;
 	case EV_SEG_MAP:
