@@ -81,8 +81,7 @@ static int read_shard(const char *path, const as_shard_prov *p, char **header, m
 				path, lineno, p->jobs);
 			break;
 		}
-		if (*nrows == *cap)
-			*rows = xrealloc(*rows, (*cap = *cap ? *cap * 2 : 1024) * sizeof(mrow));
+		AS_GROW(*rows, *nrows, *cap, 1024);
 		(*rows)[(*nrows)++] = (mrow){ run, xstrdup(line) };
 		mine++;
 	}

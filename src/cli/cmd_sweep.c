@@ -212,10 +212,7 @@ static int share_run(void *ctx, as_engine *e, const as_summary *s, as_err *err)
 			break;
 		if (i < sw->next || b->row || b->capacity != a->capacity || job_resolves(b) != job_resolves(a))
 			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			cand = xrealloc(cand, cap * sizeof(*cand));
-		}
+		AS_GROW(cand, n, cap, 16);
 		cand[n++] = i;
 	}
 	pthread_mutex_unlock(&sw->mu);

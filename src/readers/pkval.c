@@ -14,10 +14,7 @@ static uint64_t pv_bytes(const pv *v)
 
 static void dead_push(pkvm *p, pv *v)
 {
-	if (p->ndead == p->capdead) {
-		p->capdead = p->capdead ? p->capdead * 2 : 64;
-		p->dead = xrealloc(p->dead, p->capdead * sizeof(pv *));
-	}
+	AS_GROW(p->dead, p->ndead, p->capdead, 64);
 	p->dead[p->ndead++] = v;
 }
 

@@ -122,9 +122,6 @@ struct as_poolinfer {
 	as_poolinfer_stats st;
 };
 
-#define GROW(arr, n, cap) do { if ((n) == (cap)) { (cap) = (cap) ? (cap) * 2 : 16; (arr) = xrealloc((arr), (cap) * sizeof(*(arr))); } } while (0)
-/* GROW, and ARR2 (of the same length) with it: nothing is reallocated until the arrays are full */
-#define GROW2(arr, arr2, n, cap) do { if ((n) == (cap)) { GROW(arr, n, cap); (arr2) = xrealloc((arr2), (cap) * sizeof(*(arr2))); } } while (0)
 
 as_poolinfer *as_poolinfer_new(void)
 {
@@ -185,7 +182,7 @@ void as_poolinfer_settings(as_poolinfer *pi, int expandable, uint64_t max_split,
 
 void as_poolinfer_end_segment(as_poolinfer *pi, uint64_t addr, uint64_t size, uint64_t pa, uint64_t pb, int exp)
 {
-	GROW(pi->ends, pi->nends, pi->capends);
+	AS_GROW(pi->ends, pi->nends, pi->capends, 16);
 	pi->ends[pi->nends].exp = exp;
 	pi->ends[pi->nends].used = 0;
 	pi->ends[pi->nends].addr = addr;
@@ -203,7 +200,7 @@ static void u_small_map(unit *u, uint64_t size)
 
 static uint32_t unit_new(as_poolinfer *pi, int exp, uint64_t base, uint64_t size, uint64_t stream, uint64_t born)
 {
-	GROW(pi->u, pi->nu, pi->capu);
+	AS_GROW(pi->u, pi->nu, pi->capu, 16);
 	unit *u = &pi->u[pi->nu];
 	memset(u, 0, sizeof(*u));
 	u->base = base;
@@ -238,7 +235,7 @@ static size_t upper(const as_poolinfer *pi, const uint32_t *arr, size_t n, uint6
 
 static void sorted_insert(as_poolinfer *pi, uint32_t **arr, size_t *n, size_t *cap, uint32_t id)
 {
-	GROW(*arr, *n, *cap);
+	AS_GROW(*arr, *n, *cap, 16);
 	size_t at = upper(pi, *arr, *n, pi->u[id].base);
 	memmove(*arr + at + 1, *arr + at, (*n - at) * sizeof(uint32_t));
 	(*arr)[at] = id;
@@ -274,7 +271,7 @@ static uint32_t unit_of(const as_poolinfer *pi, uint64_t addr)
 
 static void map_add(unit *u, uint64_t lo, uint64_t hi)
 {
-	GROW(u->maps, u->nmaps, u->capmaps);
+	AS_GROW(u->maps, u->nmaps, u->capmaps, 16);
 	u->maps[u->nmaps].lo = lo;
 	u->maps[u->nmaps++].hi = hi;
 }
@@ -344,7 +341,7 @@ static void block_add(as_poolinfer *pi, uint32_t uid, uint64_t addr, uint64_t si
 		n = pi->freenode;
 		pi->freenode = pi->nodes[n].next;
 	} else {
-		GROW(pi->nodes, pi->nnodes, pi->capnodes);
+		AS_GROW(pi->nodes, pi->nnodes, pi->capnodes, 16);
 		n = pi->nnodes++;
 	}
 	node *x = &pi->nodes[n];
@@ -474,7 +471,7 @@ static uint64_t min_gap(as_poolinfer *pi, unit *u, uint64_t need)
 		for (size_t i = 0; i <= n; i++) {
 			uint64_t end = i < n ? o[i].lo : u->base + u->size;
 			if (end > p) {
-				GROW(u->gaps, u->ngaps, u->capgaps);
+				AS_GROW(u->gaps, u->ngaps, u->capgaps, 16);
 				u->gaps[u->ngaps++] = end - p;
 			}
 			if (i < n && o[i].hi > p)
@@ -601,7 +598,7 @@ static void close_run(as_poolinfer *pi, int next)
 
 static inline void pass_over(as_poolinfer *pi, uint32_t uid, uint32_t other, uint64_t need, uint64_t gap)
 {
-	GROW(pi->neq, pi->nneq, pi->capneq);
+	AS_GROW(pi->neq, pi->nneq, pi->capneq, 16);
 	pi->neq[pi->nneq].u[0] = uid;
 	pi->neq[pi->nneq].u[1] = other;
 	pi->neq[pi->nneq].need = need;
@@ -709,7 +706,7 @@ void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t a
 	case PI_SEG_ALLOC: {
 		uint32_t id = unit_new(pi, 0, addr, size, stream, index);
 		sorted_insert(pi, &pi->segs, &pi->nsegs, &pi->capsegs, id);
-		GROW2(pi->sg_index, pi->sg_unit, pi->nsg, pi->capsg);
+		AS_GROW2(pi->sg_index, pi->sg_unit, pi->nsg, pi->capsg, 16);
 		pi->sg_index[pi->nsg] = index;
 		pi->sg_unit[pi->nsg++] = id;
 		pi->last_seg_alloc = 1;
@@ -742,7 +739,7 @@ void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t a
 		pi->mapped += size;
 		if (pi->mapped > pi->peak_mapped)
 			pi->peak_mapped = pi->mapped;
-		GROW2(pi->sg_index, pi->sg_unit, pi->nsg, pi->capsg);
+		AS_GROW2(pi->sg_index, pi->sg_unit, pi->nsg, pi->capsg, 16);
 		pi->sg_index[pi->nsg] = index;
 		pi->sg_unit[pi->nsg++] = id;
 		break;
@@ -758,10 +755,10 @@ void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t a
 			pi->u[id].gdirty = 1;
 			memmove(pi->segs + at - 1, pi->segs + at, (pi->nsegs - at) * sizeof(uint32_t));
 			pi->nsegs--;
-			GROW(pi->run_rel, pi->nrun_rel, pi->caprun_rel);
+			AS_GROW(pi->run_rel, pi->nrun_rel, pi->caprun_rel, 16);
 			pi->run_rel[pi->nrun_rel++] = id;
 		} else if (!pi->light) {
-			GROW(pi->ghosts, pi->nghosts, pi->capghosts);
+			AS_GROW(pi->ghosts, pi->nghosts, pi->capghosts, 16);
 			pi->ghosts[pi->nghosts].addr = addr;
 			pi->ghosts[pi->nghosts].size = size;
 			pi->ghosts[pi->nghosts++].died = index;
@@ -798,14 +795,14 @@ void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t a
 			break;
 		}
 		if (pi->nrq == pi->caprq) {
-			GROW2(pi->rq_index, pi->rq_stream, pi->nrq, pi->caprq);
+			AS_GROW2(pi->rq_index, pi->rq_stream, pi->nrq, pi->caprq, 16);
 			pi->rq_unit = xrealloc(pi->rq_unit, pi->caprq * sizeof(uint32_t));
 		}
 		pi->rq_index[pi->nrq] = index;
 		pi->rq_stream[pi->nrq] = stream;
 		pi->rq_unit[pi->nrq] = id;
 		if (id == NIL) {
-			GROW(pi->unplaced, pi->nunplaced, pi->capunplaced);
+			AS_GROW(pi->unplaced, pi->nunplaced, pi->capunplaced, 16);
 			pi->unplaced[pi->nunplaced].r = pi->nrq;
 			pi->unplaced[pi->nunplaced++].addr = addr;
 		}
@@ -831,7 +828,7 @@ void as_poolinfer_entry(as_poolinfer *pi, int action, uint64_t index, uint64_t a
 	case PI_OOM:
 		if (pi->light)
 			break;
-		GROW2(pi->oom_index, pi->oom_prev, pi->noom, pi->capoom);
+		AS_GROW2(pi->oom_index, pi->oom_prev, pi->noom, pi->capoom, 16);
 		pi->oom_index[pi->noom] = index;
 		pi->oom_prev[pi->noom++] = pi->nrq ? pi->nrq - 1 : NOW;
 		break;
@@ -941,7 +938,7 @@ static void add_res(as_poolinfer *pi, size_t *cap, uint64_t index, int l)
 {
 	if (l <= 0)
 		return;
-	GROW(pi->res, pi->nres, *cap);
+	AS_GROW(pi->res, pi->nres, *cap, 16);
 	pi->res[pi->nres].index = index;
 	pi->res[pi->nres++].pool = (uint32_t)l;
 }

@@ -209,10 +209,7 @@ int as_reader_next(as_reader *r, as_event *ev, as_err *err)
 			return bad_event(r, ev, err, msg);
 		}
 		ev->slot = LIVE_SLOT(st);
-		if (live->nfree == live->capfree) {
-			live->capfree = live->capfree ? live->capfree * 2 : 64;
-			live->free = xrealloc(live->free, live->capfree * sizeof(*live->free));
-		}
+		AS_GROW(live->free, live->nfree, live->capfree, 64);
 		live->free[live->nfree++] = ev->slot;
 		break;
 	default:

@@ -63,10 +63,7 @@ static int64_t slot_take(snapev *p, uint64_t id)
 
 static void slot_give(snapev *p, uint32_t s)
 {
-	if (p->nfreeslots == p->capfreeslots) {
-		p->capfreeslots = p->capfreeslots ? p->capfreeslots * 2 : 256;
-		p->freeslots = xrealloc(p->freeslots, p->capfreeslots * sizeof(*p->freeslots));
-	}
+	AS_GROW(p->freeslots, p->nfreeslots, p->capfreeslots, 256);
 	p->freeslots[p->nfreeslots++] = s;
 }
 
@@ -223,10 +220,7 @@ int snap_translate(as_reader *r, snapev *p, const rec *x, as_err *err)
 		if (p->nrun == MAX_RUN)
 			return pkvm_err(r, x->pos, err, "trace entry %" PRIu64 ": more than %u segment releases in a row "
 				"(reader limit; a device holds far fewer segments)", x->index, MAX_RUN);
-		if (p->nrun == p->caprun) {
-			p->caprun = p->caprun ? p->caprun * 2 : 16;
-			p->run = xrealloc(p->run, p->caprun * sizeof(rec));
-		}
+		AS_GROW(p->run, p->nrun, p->caprun, 16);
 		p->run[p->nrun++] = *x;
 		return 0;
 	}
@@ -266,10 +260,7 @@ int snap_translate(as_reader *r, snapev *p, const rec *x, as_err *err)
 	}
 	case A_SEG_ALLOC: case A_SEG_MAP:
 		if (AS_POOL_INDEX(x->pool)) {
-			if (p->npranges == p->cappranges) {
-				p->cappranges = p->cappranges ? p->cappranges * 2 : 16;
-				p->pranges = xrealloc(p->pranges, p->cappranges * sizeof(*p->pranges));
-			}
+			AS_GROW(p->pranges, p->npranges, p->cappranges, 16);
 			p->pranges[p->npranges++] = (struct pkrange){ x->addr, x->size, x->pool };
 		}
 		emit_seg(p, x);
