@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "util/tree.h"
+#include <sys/queue.h>
 
 #define BUDDY_MAX_ORDER 40
 
@@ -46,7 +47,7 @@ typedef struct bblock {
 	uint64_t req;
 	struct barena *arena;     /* NULL: an oversize request's own device allocation */
 	RB_ENTRY(bblock) rb;      /* free list of its order */
-	struct bblock *live_prev, *live_next; /* allocated blocks (destroy frees them) */
+	LIST_ENTRY(bblock) live; /* allocated blocks (destroy frees them) */
 } bblock;
 
 static int bblock_cmp(const bblock *a, const bblock *b)
@@ -58,7 +59,7 @@ RB_GENERATE_STATIC(bfree, bblock, rb, bblock_cmp);
 
 typedef struct barena {
 	uint64_t base;
-	struct barena *prev, *next; /* in creation order */
+	TAILQ_ENTRY(barena) link; /* in creation order */
 } barena;
 
 typedef struct buddy {
@@ -69,8 +70,8 @@ typedef struct buddy {
 	uint64_t arena_size;
 	struct bfree freel[BUDDY_MAX_ORDER + 1];
 	size_t nfree[BUDDY_MAX_ORDER + 1];
-	barena *first, *last;
-	bblock *live;
+	TAILQ_HEAD(, barena) arenas;
+	LIST_HEAD(, bblock) live;
 	size_t narenas, noversize;
 	uint64_t allocated, oversize_bytes;
 	uint64_t reqsum, pend;     /* requested bytes of blocks in use; bytes beyond them of pending ones */
@@ -128,12 +129,7 @@ static int new_arena(buddy *p, uint64_t stream)
 		return 1;
 	barena *a = xcalloc(1, sizeof(*a));
 	a->base = addr;
-	a->prev = p->last;
-	if (p->last)
-		p->last->next = a;
-	else
-		p->first = a;
-	p->last = a;
+	TAILQ_INSERT_TAIL(&p->arenas, a, link);
 	p->narenas++;
 	p->arenas_made++;
 	bblock *b = xcalloc(1, sizeof(*b));
@@ -148,8 +144,8 @@ static int new_arena(buddy *p, uint64_t stream)
 static void release_free_arenas(buddy *p)
 {
 	unsigned top = (unsigned)p->c.max_order;
-	for (barena *a = p->first, *n; a; a = n) {
-		n = a->next;
+	barena *a, *n;
+	TAILQ_FOREACH_SAFE(a, &p->arenas, link, n) {
 		bblock key = { .addr = a->base };
 		bblock *b = RB_FIND(bfree, &p->freel[top], &key);
 		if (!b)
@@ -157,14 +153,7 @@ static void release_free_arenas(buddy *p)
 		take_free(p, b);
 		free(b);
 		as_dev_free(p->dev, a->base, p->arena_size, 0);
-		if (a->prev)
-			a->prev->next = a->next;
-		else
-			p->first = a->next;
-		if (a->next)
-			a->next->prev = a->prev;
-		else
-			p->last = a->prev;
+		TAILQ_REMOVE(&p->arenas, a, link);
 		free(a);
 		p->narenas--;
 	}
@@ -174,6 +163,8 @@ static int bd_create(as_policy **out, const char *config, as_device *dev, as_cou
 {
 	extern const as_policy_ops as_policy_buddy;
 	buddy *p = xcalloc(1, sizeof(*p));
+	TAILQ_INIT(&p->arenas);
+	LIST_INIT(&p->live);
 	if (as_conf_defaults(bd_opts, &p->c, err) || as_conf_parse(config, bd_opts, &p->c, err)) {
 		free(p);
 		return -1;
@@ -263,11 +254,7 @@ static int bd_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 	b->req = rq->size;
 	b->pending = 0;
 	p->reqsum += rq->size;
-	b->live_prev = NULL;
-	b->live_next = p->live;
-	if (p->live)
-		p->live->live_prev = b;
-	p->live = b;
+	LIST_INSERT_HEAD(&p->live, b, live);
 	p->allocated += bsize(p, b->order);
 	*handle = b;
 	*bsz = bsize(p, b->order);
@@ -279,12 +266,7 @@ static void bd_free(as_policy *pol, void *h)
 {
 	buddy *p = (buddy *)pol;
 	bblock *b = h;
-	if (b->live_prev)
-		b->live_prev->live_next = b->live_next;
-	else
-		p->live = b->live_next;
-	if (b->live_next)
-		b->live_next->live_prev = b->live_prev;
+	LIST_REMOVE(b, live);
 	p->allocated -= bsize(p, b->order);
 	p->reqsum -= b->req;
 	if (b->pending)
@@ -407,14 +389,12 @@ static void bd_destroy(as_policy *pol)
 			free(b);
 		}
 	}
-	for (bblock *b = p->live, *n; b; b = n) {
-		n = b->live_next;
+	bblock *b, *nb;
+	LIST_FOREACH_SAFE(b, &p->live, live, nb)
 		free(b);
-	}
-	for (barena *a = p->first, *n; a; a = n) {
-		n = a->next;
+	barena *a, *na;
+	TAILQ_FOREACH_SAFE(a, &p->arenas, link, na)
 		free(a);
-	}
 	free(p);
 }
 

@@ -1,6 +1,7 @@
 /* passthrough.c - no caching: every request is its own device allocation (the baseline). */
 #include "policy.h"
 #include <stdlib.h>
+#include <sys/queue.h>
 
 typedef struct pt_conf {
 	uint64_t granule;
@@ -8,7 +9,7 @@ typedef struct pt_conf {
 
 typedef struct pt_block {
 	uint64_t addr, size, stream;
-	struct pt_block *prev, *next; /* all live blocks, so destroy can release them */
+	LIST_ENTRY(pt_block) link; /* all live blocks, so destroy can release them */
 } pt_block;
 
 typedef struct passthrough {
@@ -16,7 +17,7 @@ typedef struct passthrough {
 	pt_conf conf;
 	as_device *dev;
 	uint64_t live_blocks;
-	pt_block *head;
+	LIST_HEAD(, pt_block) live;
 } passthrough;
 
 static int parse_granule(void *conf, const as_optdesc *d, const char *val, as_err *err)
@@ -37,6 +38,7 @@ static const as_optdesc pt_opts[] = {
 static int pt_create(as_policy **out, const char *config, as_device *dev, as_counters *ctr, as_err *err)
 {
 	passthrough *p = xcalloc(1, sizeof(*p));
+	LIST_INIT(&p->live);
 	extern const as_policy_ops as_policy_passthrough;
 	(void)ctr;
 	p->base.ops = &as_policy_passthrough;
@@ -61,11 +63,7 @@ static int pt_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 	}
 	b->size = s;
 	b->stream = stream;
-	b->prev = NULL;
-	b->next = p->head;
-	if (p->head)
-		p->head->prev = b;
-	p->head = b;
+	LIST_INSERT_HEAD(&p->live, b, link);
 	p->live_blocks++;
 	*handle = b;
 	*bsize = s;
@@ -79,12 +77,7 @@ static void pt_free(as_policy *pol, void *h)
 	pt_block *b = h;
 	as_dev_free(p->dev, b->addr, b->size, b->stream);
 	p->live_blocks--;
-	if (b->prev)
-		b->prev->next = b->next;
-	else
-		p->head = b->next;
-	if (b->next)
-		b->next->prev = b->prev;
+	LIST_REMOVE(b, link);
 	free(b);
 }
 
@@ -114,10 +107,9 @@ static int pt_query(as_policy *pol, int what, void *arg)
 static void pt_destroy(as_policy *pol)
 {
 	passthrough *p = (passthrough *)pol;
-	for (pt_block *b = p->head, *n; b; b = n) {
-		n = b->next;
+	pt_block *b, *n;
+	LIST_FOREACH_SAFE(b, &p->live, link, n)
 		free(b);
-	}
 	free(p);
 }
 

@@ -45,6 +45,7 @@ static void afree_aug(struct afree *f);
 static void sblk_aug(struct sblk *s);
 #define RB_AUGMENT(x) _Generic((x), struct afree *: afree_aug, struct sblk *: sblk_aug)(x)
 #include "util/tree.h"
+#include <sys/queue.h>
 
 #define RMM_ALIGN 256ULL
 #define SB_MIN (1ULL << 20)              /* superblock::minimum_size */
@@ -194,7 +195,7 @@ typedef struct aarena {
 typedef struct aalloc {
 	uint64_t addr, size, req;
 	sblk *sb;
-	struct aalloc *prev, *next;
+	LIST_ENTRY(aalloc) link; /* the allocated blocks */
 } aalloc;
 
 typedef struct rmm_arena {
@@ -209,7 +210,7 @@ typedef struct rmm_arena {
 	size_t nglobal;
 	aarena **arenas;
 	size_t narenas, caparenas;
-	aalloc *live;
+	LIST_HEAD(, aalloc) live;
 	uint64_t used, rounding, peak_used;
 	uint64_t defrags, inits;
 	aalloc zero;
@@ -475,6 +476,7 @@ static int ra_create(as_policy **out, const char *config, as_device *dev, as_cou
 {
 	extern const as_policy_ops as_policy_rmm_arena;
 	rmm_arena *p = xcalloc(1, sizeof(*p));
+	LIST_INIT(&p->live);
 	if (as_conf_defaults(ra_opts, &p->c, err) || as_conf_parse(config, ra_opts, &p->c, err)) {
 		free(p);
 		return -1;
@@ -527,11 +529,7 @@ static int ra_malloc(as_policy *pol, const as_request *rq, void **handle, uint64
 	h->req = rq->size;
 	h->sb = s;
 	s->live++;
-	h->prev = NULL;
-	h->next = p->live;
-	if (p->live)
-		p->live->prev = h;
-	p->live = h;
+	LIST_INSERT_HEAD(&p->live, h, link);
 	p->used += size;
 	p->rounding += size - rq->size;
 	if (p->used > p->peak_used)
@@ -556,12 +554,7 @@ static void ra_free(as_policy *pol, void *hv)
 		global_remove(p, s);
 		global_coalesce(p, s);
 	}
-	if (h->prev)
-		h->prev->next = h->next;
-	else
-		p->live = h->next;
-	if (h->next)
-		h->next->prev = h->prev;
+	LIST_REMOVE(h, link);
 	p->used -= h->size;
 	p->rounding -= h->size - h->req;
 	free(h);
@@ -574,7 +567,7 @@ static void ra_empty_cache(as_policy *pol)
 		return;
 	defragment(p);
 	sblk *s = RB_MIN(sblks, &p->global);
-	if (p->live || p->nglobal != 1 || !sb_empty(s) || s->size != p->size)
+	if (!LIST_EMPTY(&p->live) || p->nglobal != 1 || !sb_empty(s) || s->size != p->size)
 		return;
 	global_remove(p, s);
 	sb_del(s);
@@ -670,7 +663,8 @@ static int ra_check(as_policy *pol, as_err *err)
 			rc = as_fail(err, AS_EXIT_SOFTWARE, "rmm-arena: an arena's superblock tree is stale");
 	if (rc)
 		return rc;
-	for (aalloc *h = p->live; h; h = h->next) {
+	aalloc *h;
+	LIST_FOREACH(h, &p->live, link) {
 		used += h->size;
 		rounding += h->size - h->req;
 	}
@@ -729,7 +723,8 @@ static void ra_segments(rmm_arena *p, as_seg_cb cb, void *ctx)
 				v[n++] = (ablk){ f->addr, f->size, 0 };
 			}
 	}
-	for (aalloc *h = p->live; h; h = h->next) {
+	aalloc *h;
+	LIST_FOREACH(h, &p->live, link) {
 		AS_GROW(v, n, cap, 1);
 		v[n++] = (ablk){ h->addr, h->size, 1 };
 	}
@@ -794,10 +789,9 @@ static void ra_destroy(as_policy *pol)
 		}
 		free(p->arenas[i]);
 	}
-	for (aalloc *h = p->live, *nh; h; h = nh) {
-		nh = h->next;
+	aalloc *h, *nh;
+	LIST_FOREACH_SAFE(h, &p->live, link, nh)
 		free(h);
-	}
 	free(p->arenas);
 	free(p);
 }
