@@ -4,8 +4,11 @@
 A=$ALLOCSIM
 GT="$T/ground-truth.csv"
 # csv_field CSV SETTING COLUMN: a column of advise's CSV row for one setting
-csv_field() { printf '%s\n' "$1" | csv_bars | awk -F'|' -v s="$2" -v c="$3" 'NR==1{for(i=1;i<=NF;i++) if($i==c) k=i} NR>1 && $2==s {print $k}'; }
-gt() { awk -F, -v n="$1" -v c="$2" 'NR==1{for(i=1;i<=NF;i++) if($i==c) k=i} $1==n {print $k}' "$GT"; }
+csv_field() { printf '%s\n' "$1" | csv_bars | awk -F'|' -v s="$2" -v c="$3" 'NR==1{for(i=1;i<=NF;i++) {if($i==c) k=i; if($i=="setting") j=i}} NR>1 && j && $j==s {print $k}'; }
+# by_name PROGRAM: awk over the CSV on standard input (split as csv_bars does) with c["NAME"] the index of
+# column NAME from the header line, so that a test names the columns it reads, not their positions
+by_name() { csv_bars | awk -F'|' 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i } '"$1"; }
+gt() { awk -F, -v n="$1" -v c="$2" 'NR==1{for(i=1;i<=NF;i++) {if($i==c) k=i; if($i=="name") j=i}} NR>1 && j && $j==n {print $k}' "$GT"; }
 
 # The recorded runs under a memory limit (fraction x device total) of two workloads: the real GPU ran
 # the default settings (OOM), expandable_segments, garbage_collection_threshold:0.6 and
@@ -21,11 +24,11 @@ for w in bert_infer_varlen gpt2_train_varlen; do
 		real=$(gt ${w}__p110_$tag oom)
 		is "$(csv_field "$out" "$s" fits)" "$((1 - real))" "$w: $s fits = the real GPU's run had no OOM (oom=$real)"
 	done
-	rec=$(printf '%s\n' "$out" | csv_bars | awk -F'|' 'NR>1 && $NF==1 {print $3}')
-	is "$(printf '%s\n' "$out" | csv_bars | awk -F'|' 'NR>1 && $NF==1' | wc -l)" 1 "$w: exactly one setting is recommended"
+	rec=$(printf '%s\n' "$out" | by_name 'NR>1 && $c["recommended"]==1 {print $c["config"]}')
+	is "$(printf '%s\n' "$out" | by_name 'NR>1 && $c["recommended"]==1' | wc -l)" 1 "$w: exactly one setting is recommended"
 	r2=$("$A" replay -c "$rec" --capacity "$(gt ${w}__p110_default capacity_bytes)" --no-timing "$T/${w}__p110_default.pickle.gz")
 	is "$(col "$r2" num_ooms)" 0 "$w: the recommendation ($rec) replays without OOM at the limit"
-	need=$(csv_field "$out" "$(printf '%s\n' "$out" | csv_bars | awk -F'|' 'NR>1 && $NF==1 {print $2}')" needed_bytes)
+	need=$(csv_field "$out" "$(printf '%s\n' "$out" | by_name 'NR>1 && $c["recommended"]==1 {print $c["setting"]}')" needed_bytes)
 	r3=$("$A" replay -c "$rec" --capacity "$need" --no-timing "$T/${w}__p110_default.pickle.gz")
 	is "$(col "$r3" num_ooms)" 0 "$w: it fits in the capacity advise says it needs ($need)"
 done
@@ -89,11 +92,11 @@ cp "$T/gpt2_train_varlen__p110_default.pickle.gz" "$TMP/job/rank10.pickle.gz"
 echo notes > "$TMP/job/README.txt"
 run "$A" advise --format csv --capacity 18580450876 "$TMP/job"
 is "$st" 0 "a job directory: exit 0"
-is "$(printf '%s\n' "$out" | csv_bars | awk -F'|' 'NR>1 && $2=="current" {sub(/.*\//, "", $1); printf "%s ", $1}')" "rank0.pickle.gz rank2.pickle.gz rank10.pickle.gz " \
+is "$(printf '%s\n' "$out" | by_name 'NR>1 && $c["setting"]=="current" {sub(/.*\//, "", $c["trace"]); printf "%s ", $c["trace"]}')" "rank0.pickle.gz rank2.pickle.gz rank10.pickle.gz " \
 	"the ranks in version order (rank2 before rank10), other files left out"
-is "$(printf '%s\n' "$out" | csv_bars | awk -F'|' 'NR>1 && $NF==1 {print $2}' | sort -u)" "expandable_segments" "one recommendation for the job, marked on every rank's row"
-single=$("$A" advise --format csv --capacity 18580450876 "$T/gpt2_train_varlen__default.pickle.gz" | csv_bars | awk -F'|' 'NR>1 {print $2, $5, $13}')
-r2=$(printf '%s\n' "$out" | csv_bars | awk -F'|' 'NR>1 && $1 ~ /rank2/ {print $2, $5, $13}')
+is "$(printf '%s\n' "$out" | by_name 'NR>1 && $c["recommended"]==1 {print $c["setting"]}' | sort -u)" "expandable_segments" "one recommendation for the job, marked on every rank's row"
+single=$("$A" advise --format csv --capacity 18580450876 "$T/gpt2_train_varlen__default.pickle.gz" | by_name 'NR>1 {print $c["setting"], $c["fits"], $c["needed_bytes"]}')
+r2=$(printf '%s\n' "$out" | by_name 'NR>1 && $c["trace"] ~ /rank2/ {print $c["setting"], $c["fits"], $c["needed_bytes"]}')
 [ -n "$single" ] && [ "$r2" = "$single" ]; ok $? "a rank's rows equal advise on that snapshot alone"
 run "$A" advise --capacity 18580450876 "$TMP/job"
 contains "$out" "the current settings run out of memory on 2 of 3 ranks"; ok $? "the table says how many ranks run out"
@@ -124,8 +127,8 @@ done
 # F = 178257920 / total: PyTorch's (size_t)(F x total) is 178257919 bytes (with 178257920, 30 MiB more
 # would fit exactly at 140 MiB reserved, and expandable+max_split:128 would wrongly fit).
 F="$srcdir/traces/fragmenter"
-adv=$("$A" advise --format csv --capacity 178257919 "$F/fragmenter__unlimited.pickle.gz" | csv_bars | awk -F'|' 'NR>1 {print $2 "|" $5 "|" $7 "|" $10}' | sort)
-gpu=$(csv_bars < "$F/fragmenter.csv" | awk -F'|' 'NR>2 {print ($1 == "current" ? "current" : $1) "|" ($5 == 0) "|" $6 "|" $8}' | sort)
+adv=$("$A" advise --format csv --capacity 178257919 "$F/fragmenter__unlimited.pickle.gz" | by_name 'NR>1 {print $c["setting"] "|" $c["fits"] "|" $c["peak_reserved_bytes"] "|" $c["num_device_alloc"]}' | sort)
+gpu=$(by_name < "$F/fragmenter.csv" 'NR>2 {print ($c["tag"] == "current" ? "current" : $c["tag"]) "|" ($c["oom"] == 0) "|" $c["peak_reserved"] "|" $c["num_device_alloc"]}' | sort)
 is "$(printf '%s\n' "$adv" | cut -d'|' -f1,2 | tr '\n' ' ')" "$(printf '%s\n' "$gpu" | cut -d'|' -f1,2 | tr '\n' ' ')" \
 	"fragmenter: advise's fits equals the H200's outcome for all 15 settings"
 is "$(printf '%s\n' "$adv" | awk -F'|' '$2 == 1' | tr '\n' ' ')" "$(printf '%s\n' "$gpu" | awk -F'|' '$2 == 1' | tr '\n' ' ')" \
@@ -176,14 +179,14 @@ contains "$out" "--oom-message MSG"; ok $? "advise --help lists --oom-message"
 # gpt2 recorded with max_split_size_mb:40: expandable_segments needs 15.85 GiB, expandable_segments with
 # max_split_size_mb:128 16.00 GiB (within 1%) at one more changed key: the simpler one is recommended
 run "$A" advise --format csv "$T/gpt2_train_varlen__ms40.pickle.gz"
-is "$(printf '%s\n' "$out" | csv_bars | awk -F'|' 'NR>1 && $NF==1 {print $2 " " $3}')" "expandable_segments max_split_size_mb:40,expandable_segments:True" \
+is "$(printf '%s\n' "$out" | by_name 'NR>1 && $c["recommended"]==1 {print $c["setting"] " " $c["config"]}')" "expandable_segments max_split_size_mb:40,expandable_segments:True" \
 	"ms40: the simpler expandable_segments is recommended, not expandable+max_split:128 within the precision"
 is "$(csv_field "$out" expandable+max_split:128 config)" "max_split_size_mb:128,expandable_segments:True" \
 	"the recorded max_split_size_mb:40 and the candidate's max_split_size_mb:128 are merged key by key"
-is "$(printf '%s\n' "$out" | csv_bars | awk -F'|' 'NR>1 {r++; n=split($3, kv, ","); delete seen; for (i=1;i<=n;i++) {split(kv[i], k, ":"); if (seen[k[1]]++) d++}} END {print r + 0, d + 0}')" "11 0" \
+is "$(printf '%s\n' "$out" | by_name 'NR>1 {r++; n=split($c["config"], kv, ","); delete seen; for (i=1;i<=n;i++) {split(kv[i], k, ":"); if (seen[k[1]]++) d++}} END {print r + 0, d + 0}')" "11 0" \
 	"no setting of the 11 names a key twice"
 run "$A" advise --format csv --capacity 4GiB "$T/resnet50_train__ms128.pickle.gz"
-is "$(printf '%s\n' "$out" | csv_bars | awk -F'|' 'NR>1' | wc -l) $(printf '%s\n' "$out" | csv_bars | awk -F'|' 'NR>1 && $3=="max_split_size_mb:128"' | wc -l)" "12 1" \
+is "$(printf '%s\n' "$out" | by_name 'NR>1' | wc -l) $(printf '%s\n' "$out" | by_name 'NR>1 && $c["config"]=="max_split_size_mb:128"' | wc -l)" "12 1" \
 	"settings that merge to the same (max_split_size_mb:128 on the current one; expandable+max_split:128 and max_split:128+gc:0.8 on two others) are replayed once: 12 of 15 rows"
 # --- without a target, an OOM recording: no fits=true for what ran out (issue 32) ---
 g=gpt2_train_varlen__p110_default
@@ -202,7 +205,7 @@ fi
 C="$srcdir/traces/captured"
 run "$A" advise --format csv "$C/emptycache__p110_default.pickle.gz"
 is "$st" 4 "no target, OOM recording, no setting needs less than the recording held: exit 4"
-is "$(printf '%s\n' "$out" | csv_bars | awk -F'|' 'NR>1 {n++; if ($5 == 1) y++} END {print n + 0, y + 0}')" "11 0" "and none of its 11 settings is reported to fit"
+is "$(printf '%s\n' "$out" | by_name 'NR>1 {n++; if ($c["fits"] == 1) y++} END {print n + 0, y + 0}')" "11 0" "and none of its 11 settings is reported to fit"
 run "$A" advise --format csv --oom-message "$(oommsg "$C/emptycache__p110_default.meta.json")" "$C/emptycache__p110_default.pickle.gz"
 is "$st $(csv_field "$out" current fits)" "0 0" "with its OOM message the limit is known (521.23 MiB allowed): exit 0, the recorded settings do not fit"
 # --- one numbering everywhere (issue 32): replay, blame, advise and info name the same trace entry
