@@ -530,7 +530,7 @@ int cmd_sweep(int argc, char **argv)
 		{ "stop-at-oom", no_argument, 0, 'O' }, CLI_DEVOPT(DEVICE),
 		{ "no-share", no_argument, 0, 'N' },
 		{ "keep-going", no_argument, 0, 'k' }, { "quiet", no_argument, 0, 'q' }, /* (issue 32) */
-		{ "no-share", no_argument, 0, 'N' }, { "free-at", required_argument, 0, OPT_FREE_AT },
+		{ "free-at", required_argument, 0, OPT_FREE_AT },
 		{ "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
 	as_reader_opts ro = { 0 };
