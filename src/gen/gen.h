@@ -29,8 +29,6 @@ typedef struct gen_dist {
 #define GEN_TABLE_MAX 100000
 int gen_dist_parse(gen_dist *d, const char *s, char *msg, size_t msglen);
 double gen_dist_draw(const gen_dist *d, const gsl_rng *r);
-/* The distribution's mean (for the checks that bound a model's size). */
-double gen_dist_mean(const gen_dist *d);
 void gen_dist_free(gen_dist *d);
 
 typedef struct gen_pending { double when; uint64_t seq, id; } gen_pending;
@@ -65,7 +63,6 @@ void gen_free_at(gen_ctx *g, uint64_t id, double when);
 void gen_advance(gen_ctx *g, double now);
 void gen_flush(gen_ctx *g);      /* every pending free */
 void gen_phase(gen_ctx *g, const char *label);
-void gen_empty_cache(gen_ctx *g);
 /* A size rounded up to a multiple of q (q a power of two), at least q. */
 static inline uint64_t gen_round(uint64_t n, uint64_t q) { return n <= q ? q : (n + q - 1) / q * q; }
 

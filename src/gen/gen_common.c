@@ -162,26 +162,6 @@ double gen_dist_draw(const gen_dist *d, const gsl_rng *r)
 	return 0;
 }
 
-double gen_dist_mean(const gen_dist *d)
-{
-	switch (d->kind) {
-	case GD_CONST: return d->a;
-	case GD_LOGNORMAL: return d->a * exp(d->b * d->b / 2);
-	case GD_PARETO: return d->b > 1 ? d->b * d->a / (d->b - 1) : INFINITY;
-	case GD_WEIBULL: return d->a * tgamma(1 + 1 / d->b);
-	case GD_GAMMA: return d->a * d->b;
-	case GD_EXP: return d->a;
-	case GD_UNIFORM: return (d->a + d->b) / 2;
-	case GD_TABLE: {
-		double s = 0, w = 0;
-		for (size_t i = 0; i < d->n; i++)
-			s += d->v[i] * d->w[i], w += d->w[i];
-		return s / w;
-	}
-	}
-	return 0;
-}
-
 void gen_dist_free(gen_dist *d)
 {
 	if (d->pick)
@@ -327,14 +307,6 @@ void gen_phase(gen_ctx *g, const char *label)
 	if (!room(g))
 		return;
 	as_event ev = { .type = EV_PHASE, .label = label };
-	put(g, &ev);
-}
-
-void gen_empty_cache(gen_ctx *g)
-{
-	if (!room(g))
-		return;
-	as_event ev = { .type = EV_EMPTY_CACHE };
 	put(g, &ev);
 }
 

@@ -157,21 +157,6 @@ size_t as_evbuf_load_each(as_evbuf *bufs, const char *const *paths, size_t n, co
 	return bad;
 }
 
-int as_evbuf_load_many(as_evbuf *bufs, const char *const *paths, size_t n, const as_reader_opts *ro, uint64_t jobs,
-	as_err *err)
-{
-	as_err *errs = xcalloc(n ? n : 1, sizeof(as_err));
-	as_evbuf_load_each(bufs, paths, n, ro, jobs, errs);
-	int rc = 0;
-	for (size_t t = 0; t < n && !rc; t++)
-		if (errs[t].code) {
-			*err = errs[t];
-			rc = -1;
-		}
-	free(errs);
-	return rc;
-}
-
 void as_evbuf_free(as_evbuf *b)
 {
 	free(b->own);

@@ -61,12 +61,9 @@ int as_evbuf_from_reader_observed(as_evbuf *b, as_reader *r, int keep_ids, as_ev
 int as_evbuf_load_observed(as_evbuf *b, const char *path, const as_reader_opts *ro, as_ev_observer observe, void *ctx,
 	as_err *err);
 /* Decodes paths[0..n) into bufs[0..n) (zeroed) with up to jobs threads, each trace once (with one,
- * in this thread, where Ctrl-C/SIGTERM interrupt a read of a FIFO or pipe); the first failure in
- * path order goes to err. The caller frees every buffer, loaded or not. */
-int as_evbuf_load_many(as_evbuf *bufs, const char *const *paths, size_t n, const as_reader_opts *ro, uint64_t jobs,
-	as_err *err);
-/* The same, each trace's failure in errs[t] (n zeroed entries; code 0: loaded): --keep-going.
- * Returns the number that failed. */
+ * in this thread, where Ctrl-C/SIGTERM interrupt a read of a FIFO or pipe), each trace's failure in
+ * errs[t] (n zeroed entries; code 0: loaded). Returns the number that failed. The caller frees every
+ * buffer, loaded or not. */
 size_t as_evbuf_load_each(as_evbuf *bufs, const char *const *paths, size_t n, const as_reader_opts *ro, uint64_t jobs,
 	as_err *errs);
 void as_evbuf_free(as_evbuf *b);
