@@ -18,7 +18,7 @@ import re
 import subprocess
 import sys
 
-FLOORS = {'src/util': 0, 'src/device': 1, 'src/readers': 1, 'src/gen': 1, 'policies': 2, 'src/engine': 3, 'src/cli': 4}
+FLOORS = {'src/util': 0, 'src/device': 1, 'src/readers': 1, 'src/gen': 1, 'src/policies': 2, 'src/engine': 3, 'src/cli': 4}
 APART = {frozenset(('src/device', 'src/readers'))}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -22,7 +22,7 @@ is "$(printf '%s\n' "$out" | sed -n 's/.*, \([0-9]*\) violation(s)$/\1/p')" 0 "i
 
 # a tree with each fault once: the checker must find each (a checker that says nothing fails here)
 CC=${CC:-cc}
-mkdir -p "$TMP/t/src/util" "$TMP/t/src/engine" "$TMP/t/src/device" "$TMP/t/src/readers" "$TMP/t/src/gen" "$TMP/t/policies"
+mkdir -p "$TMP/t/src/util" "$TMP/t/src/engine" "$TMP/t/src/device" "$TMP/t/src/readers" "$TMP/t/src/gen" "$TMP/t/src/policies"
 printf 'struct g { int x; };\n' >"$TMP/t/src/gen/g_impl.h"
 printf '#include "engine/e.h"\nint u(void) { return e(); }\n' >"$TMP/t/src/util/u.c"
 printf 'int e(void);\n' >"$TMP/t/src/engine/e.h"
@@ -30,11 +30,11 @@ printf '#include "util/u.h"\nint e(void) { return u() + 1; }\n' >"$TMP/t/src/eng
 printf 'int u(void);\n' >"$TMP/t/src/util/u.h"
 printf 'int r(void);\nint d(void) { return r(); }\n' >"$TMP/t/src/device/d.c"
 printf '#include "gen/g_impl.h"\nint r(void) { return 2; }\n' >"$TMP/t/src/readers/r.c"
-printf '#include "q.h"\nint q(void);\nint p(void) { return q(); }\n' >"$TMP/t/policies/p.h"
-printf '#include "p.h"\n' >"$TMP/t/policies/q.h"
-printf 'int q(void);\nint p(void) { return q(); }\n' >"$TMP/t/policies/p.c"
-printf 'int p(void);\nint q(void) { return p() + 1; }\n' >"$TMP/t/policies/q.c"
-for f in src/util/u src/engine/e src/device/d src/readers/r policies/p policies/q; do
+printf '#include "q.h"\nint q(void);\nint p(void) { return q(); }\n' >"$TMP/t/src/policies/p.h"
+printf '#include "p.h"\n' >"$TMP/t/src/policies/q.h"
+printf 'int q(void);\nint p(void) { return q(); }\n' >"$TMP/t/src/policies/p.c"
+printf 'int p(void);\nint q(void) { return p() + 1; }\n' >"$TMP/t/src/policies/q.c"
+for f in src/util/u src/engine/e src/device/d src/readers/r src/policies/p src/policies/q; do
 	"$CC" -c -I"$TMP/t/src" -I"$TMP/t" -o "$TMP/t/$f.o" "$TMP/t/$f.c" || echo "# cc failed on $f.c"
 done
 run "$PY" "$L" --src "$TMP/t"
@@ -42,9 +42,9 @@ is "$st" 1 "a tree with faults fails"
 is "$out" "layers: 11 files, 6 objects, 5 include arrows, 5 call arrows, 7 violation(s)
 include: src/readers/r.c -> src/gen/g_impl.h (a header private to src/gen)
 include: upward arrow src/util/u.c -> src/engine/e.h (src/util is below src/engine)
-include: circle between policies/p.h, policies/q.h
+include: circle between src/policies/p.h, src/policies/q.h
 call: src/device/d.c -> src/readers/r.c (r) (src/device and src/readers do not use each other)
 call: upward arrow src/util/u.c -> src/engine/e.c (e) (src/util is below src/engine)
-call: circle between policies/p.c, policies/q.c
-call: circle between src/engine/e.c, src/util/u.c" "each upward arrow, the device-readers arrow, the private header and each circle is named, with the symbol"
+call: circle between src/engine/e.c, src/util/u.c
+call: circle between src/policies/p.c, src/policies/q.c" "each upward arrow, the device-readers arrow, the private header and each circle is named, with the symbol"
 finish

@@ -1,5 +1,5 @@
 #!/bin/sh
-# stack.sh - policies stacked on upstream policies (-p 'A>B', policies/stack.c).
+# stack.sh - policies stacked on upstream policies (-p 'A>B', src/policies/stack.c).
 . "${srcdir:-.}/tests/lib.sh"
 A=$ALLOCSIM
 # the row without its policy column: a transparent upstream must change nothing else

@@ -1,4 +1,4 @@
-/* t_buddy.c - the buddy policy (policies/buddy.c) on hand-built sequences: the classical rules
+/* t_buddy.c - the buddy policy (src/policies/buddy.c) on hand-built sequences: the classical rules
  * (Knuth, TAOCP vol. 1, 2.5: split to the smallest fitting order keeping the lower half, merge
  * with the buddy on free), arenas of one cudaMalloc, oversize requests, empty_cache, out of memory. */
 #include "tap.h"

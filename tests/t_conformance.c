@@ -1,6 +1,6 @@
 /*
  * t_conformance.c - what every allocator policy must do, checked for every registered policy with
- * no edit here (a new policy is tested the moment it is added to policies/registry.c), and the
+ * no edit here (a new policy is tested the moment it is added to src/policies/registry.c), and the
  * interface's own mechanisms (the plan step of offline policies).
  */
 #include "engine/engine.h"
@@ -536,7 +536,7 @@ int main(void)
 	test_plan();
 	for (size_t i = 0; as_policies[i]; i++)
 		test_policy(as_policies[i]->name);
-	/* each over passthrough as its upstream (policies/stack.c) */
+	/* each over passthrough as its upstream (src/policies/stack.c) */
 	for (size_t i = 0; as_policies[i]; i++) {
 		char name[128];
 		snprintf(name, sizeof name, "%s>passthrough", as_policies[i]->name);

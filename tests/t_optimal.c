@@ -1,4 +1,4 @@
-/* t_optimal.c - the offline placement (policies/optimal_place.c) against brute force: the exact
+/* t_optimal.c - the offline placement (src/policies/optimal_place.c) against brute force: the exact
  * search finds the lowest height of all orders placed first-fit, the bound is the largest load, the
  * heuristic is a valid placement no lower than the optimum, and the checker finds a collision. */
 #include "policies/optimal.h"

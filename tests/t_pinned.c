@@ -1,6 +1,6 @@
 /* t_pinned.c - the pytorch-pinned policy against the rules of PyTorch 2.11's CachingHostAllocator
  * (aten/src/ATen/core/CachingHostAllocator.h, aten/src/ATen/cuda/CachingHostAllocator.cpp; the line
- * each test encodes is named in policies/pytorch_pinned.c), driven through the policy interface, and
+ * each test encodes is named in src/policies/pytorch_pinned.c), driven through the policy interface, and
  * the hand-made host log traces/fixtures/pinned-synthetic.host.csv read through the host log reader,
  * with its host_memory_stats() worked out by hand (doc/policies.md) and its address reuse checked. */
 #include "tap.h"

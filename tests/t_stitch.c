@@ -1,4 +1,4 @@
-/* t_stitch.c - the stitch policy (GMLake's virtual-memory stitching, policies/stitch.c) on hand-built
+/* t_stitch.c - the stitch policy (GMLake's virtual-memory stitching, src/policies/stitch.c) on hand-built
  * sequences: exact addresses, reserved bytes and device calls, derived from GMLake's rules (malloc,
  * get_free_block, get_fused_fragmented_blocks, update_block, release_cached_blocks and
  * garbage_collect_fused_blocks in GMLake/src/CUDACachingAllocator.cpp), the same sequence under
@@ -137,7 +137,7 @@ static void test_pattern(void)
 	is_u64(t.dev->reserved, 0, "stitch: everything freed and emptied leaves nothing reserved");
 	close_pol(&t);
 
-	/* the same sequence under PyTorch's allocator (1.x-2.x rules, policies/pytorch.c) */
+	/* the same sequence under PyTorch's allocator (1.x-2.x rules, src/policies/pytorch.c) */
 	if (open_pol(&t, "pytorch", "", 0))
 		return;
 	a = al(&t, 40 * MiB), b = al(&t, 40 * MiB), c = al(&t, 40 * MiB);

@@ -80,7 +80,7 @@ struct as_device {
 	uint64_t last_event;      /* the event of the previous device call (the model's idle gap) */
 	uint64_t gap;             /* events between it and the current call (0: the first call) */
 	void *priv;
-	const as_device *real;    /* a stack layer's device (policies/stack.c): the device underneath; NULL otherwise */
+	const as_device *real;    /* a stack layer's device (src/policies/stack.c): the device underneath; NULL otherwise */
 };
 
 /* A device of backend ops with its state priv (ops->destroy frees both): capacity and total_memory as

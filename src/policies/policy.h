@@ -40,7 +40,7 @@ typedef struct as_seg_view {
 	const int *block_states; /* 0 free, 1 allocated, 2 pending free */
 } as_seg_view;
 typedef void (*as_seg_cb)(void *ctx, const as_seg_view *seg);
-/* Builds the block arrays of segment views, one segment after another (policies/segview.c):
+/* Builds the block arrays of segment views, one segment after another (src/policies/segview.c):
  * push each block in address order, then emit the segment (blocks and, where the view's size is 0,
  * their sum as its size) and start the next one; free at the end. */
 typedef struct as_segbuf {
