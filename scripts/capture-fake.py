@@ -17,6 +17,13 @@ usage:
   capture-fake.py real WORKLOAD OUTDIR      the same workload on the GPU: memory_stats(), snapshot
   capture-fake.py all OUTDIR [WORKLOAD...]  both, each in its own process with a timeout
                                             (fake runs with CUDA_VISIBLE_DEVICES= : provably no GPU)
+  capture-fake.py fakeall|realall|probeall OUTDIR [WORKLOAD...]   one kind only
+  capture-fake.py probe WORKLOAD OUTDIR     on the GPU: the allocations inside each op (cuDNN workspaces,
+                                            kernel scratch) and the order of its outputs: W.probe.json
+  capture-fake.py merge PROBEDIR OUTDIR     cudnn-h200.json and ops-h200.json from the W.probe.json
+                                            (the capture reads them from traces/predict or
+                                            $CAPTURE_FAKE_TABLES; CAPTURE_FAKE_SCRATCH=1 also adds the
+                                            other ops' scratch)
   capture-fake.py list                      the workloads
 WORKLOAD may also be a Python file defining workload(torch, dev) -> (model, optimizer) (either may be
 None): your own training step or inference loop, written with device=dev (the trace is FILE's name
@@ -47,6 +54,45 @@ UNSEEN = {
 BLAS_OPS = {"mm", "addmm", "bmm", "baddbmm", "addmv", "mv", "dot", "vdot", "addbmm", "_addmm_activation", "addr",
             "_scaled_mm", "_int_mm"}
 LT_OPS = {"addmm", "_addmm_activation"}
+# cuDNN convolutions: the ops the dispatch mode sees (forward; backward-data and backward-weight are one
+# convolution_backward op, each with its own workspace inside). aten/src/ATen/native/cudnn/Conv_v8.cpp
+# (v2.11.0): run_single_conv() allocates the chosen engine's workspace from the caching allocator
+# (c10::cuda::CUDACachingAllocator::get()->allocate(workspace_size)) and frees it when the call returns;
+# the size is cuDNN's heuristics' choice on the device, so it is measured (capture-fake.py probe, on the
+# GPU) per convolution key into traces/predict/cudnn-h200.json.
+CONV_OPS = {"convolution", "convolution_backward"}
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def op_key(torch, name, args, kwargs):
+    """A call's key: op, every tensor's dtype/shape/stride/offset, every other argument, cuDNN's flags.
+    The same on the meta device and on CUDA (the device itself is left out)."""
+    def d(x):
+        if isinstance(x, torch.Tensor):
+            return "T%s%s%s+%d" % (str(x.dtype)[6:], tuple(x.shape), x.stride(), x.storage_offset())
+        if isinstance(x, (list, tuple)):
+            return "[" + ",".join(d(y) for y in x) + "]"
+        if isinstance(x, torch.device):
+            return "dev"
+        return repr(x)
+    b = torch.backends.cudnn
+    return "%s(%s;%s)|bench=%d,det=%d,tf32=%d" % (name, ",".join(d(a) for a in args),
+                                                  ",".join("%s=%s" % (k, d(v)) for k, v in sorted(kwargs.items())),
+                                                  b.benchmark, b.deterministic, b.allow_tf32)
+
+
+def load_tables():
+    """traces/predict/cudnn-h200.json (convolutions) and ops-h200.json (other ops' scratch, output order),
+    or the ones in $CAPTURE_FAKE_TABLES."""
+    d = os.environ.get("CAPTURE_FAKE_TABLES") or os.path.join(HERE, "..", "traces", "predict")
+    t = {"convs": {}, "scratch": {}, "order": {}}
+    for f, ks in (("cudnn-h200.json", ("convs",)), ("ops-h200.json", ("scratch", "order"))):
+        p = os.path.join(d, f)
+        if os.path.exists(p):
+            j = json.load(open(p))
+            for k in ks:
+                t[k] = j.get(k, {})
+    return t
 
 
 # ---------------------------------------------------------------- workloads (device-agnostic)
@@ -259,6 +305,25 @@ def make_recorder(torch):
             self.ops = 0
             self.emulated = {}
             self.guessed = 0
+            self.tables = load_tables()
+            self.scratch = os.environ.get("CAPTURE_FAKE_SCRATCH") == "1"
+            self.conv_hit = self.conv_miss = self.scratch_hit = 0
+            self.missing = {}
+
+        def replay_seq(self, ent, leaves, kind):
+            """The real run's allocations inside the op, in its order: outputs (tracked) and transient
+            workspaces (an alloc after "p unseen:KIND", freed where the real run freed it)."""
+            ws = {}
+            for ev in ent["seq"]:
+                if ev[0] == "o" and ev[1] < len(leaves):
+                    self.track(leaves[ev[1]])
+                elif ev[0] == "w":
+                    self.lines.append("p unseen:" + kind)
+                    ws[ev[2]] = self.alloc(ev[1])
+                elif ev[0] == "f" and ev[1] in ws:
+                    self.lines.append("f %d" % ws.pop(ev[1]))
+            for i in ws.values():  # (not freed inside the op in the real run: none seen)
+                self.lines.append("f %d" % i)
 
         def alloc(self, n, stream=0):
             i = self.next_id
@@ -330,8 +395,30 @@ def make_recorder(torch):
                 # answer of the common case (True: transformers' "(mask == 0).all()" checks), counted
                 self.guessed += 1
                 return True if args[0].dtype == torch.bool else 0
+            key = op_key(torch, name, args, kwargs) if (name in CONV_OPS or self.scratch) else None
             out = self.call(func, args, kwargs)
-            for t in tree_leaves(out):
+            leaves = tree_leaves(out)
+            ent = None
+            if name in CONV_OPS:
+                ent = self.tables["convs"].get(key)
+                if ent is None:
+                    self.conv_miss += 1
+                    self.missing[key] = self.missing.get(key, 0) + 1
+                else:
+                    self.conv_hit += 1
+                    self.replay_seq(ent, leaves, "cudnn")
+            elif self.scratch:
+                ent = self.tables["scratch"].get(key)
+                if ent is not None:
+                    self.scratch_hit += 1
+                    self.replay_seq(ent, leaves, "scratch")
+            if ent is None:
+                # the order in which the CUDA kernel allocates its outputs (the probe's, where one order was
+                # seen: native_dropout allocates its mask before its output, Dropout.cu dropout_cuda())
+                for i in self.tables["order"].get("%s/%d" % (name, len(leaves)), []):
+                    if i < len(leaves):
+                        self.track(leaves[i])
+            for t in leaves:
                 self.track(t)
             on_dev = any(isinstance(t, torch.Tensor) and t.device.type == self.devtype for t in tree_leaves(args))
             if on_dev and name.rstrip("_") in BLAS_OPS:
@@ -468,7 +555,8 @@ def run_fake(workload, out):
     meta = {"workload": workload, "torch": torch.__version__, "ops": rec.ops, "events": len(rec.lines),
             "peak_live_bytes": peak, "analytic": an, "cuda_available": torch.cuda.is_available(),
             "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES"), "seconds": time.time() - t0, "emulated_foreach": rec.emulated,
-            "data_dependent_guesses": rec.guessed}
+            "data_dependent_guesses": rec.guessed, "cudnn_table_hits": rec.conv_hit, "cudnn_table_misses": rec.conv_miss,
+            "cudnn_missing_keys": rec.missing, "scratch_table_hits": rec.scratch_hit}
     json.dump(meta, open(os.path.join(out, workload + ".fake.json"), "w"), indent=1)
     print(workload, "fake ok", meta["events"], "events", meta["seconds"], "s")
 
@@ -497,7 +585,136 @@ def run_real(workload, out):
     print(workload, "real ok", stats["reserved_bytes.all.peak"], stats["num_device_alloc"])
 
 
-def run_all(out, names, timeout=150):
+# ---------------------------------------------------------------- the probe (on the GPU)
+
+def run_probe(workload, out):
+    """The workload on CUDA under a dispatch mode that notes, per op, the allocator's allocation and free
+    counters before and after the call; the memory history (started first) then gives the allocations
+    and frees inside each op, in order: which were its outputs (their storage's address), which were
+    freed before it returned (workspaces, scratch). Writes W.probe.json: per op key with a transient
+    allocation its sequence, and per op name the order in which the outputs were allocated."""
+    workload, fn = resolve(workload)
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+    gc.disable()
+    torch.cuda.init()
+    MAXE = 4_000_000
+    torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=MAXE)
+    stats = torch._C._cuda_memoryStats
+
+    def counts():
+        a = stats(0)["allocation"]["all"]
+        return a["allocated"], a["freed"]
+
+    calls = []
+
+    class Probe(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            name = func._schema.name.split("::")[-1]
+            a0, f0 = counts()
+            res = func(*args, **kwargs)
+            a1, f1 = counts()
+            if a1 > a0:
+                leaves = tree_leaves(res)
+                outs = {}
+                for i, t in enumerate(leaves):
+                    if isinstance(t, torch.Tensor) and t.device.type == "cuda" and t.untyped_storage().nbytes():
+                        outs.setdefault(t.untyped_storage().data_ptr(), i)
+                calls.append((name, op_key(torch, name, args, kwargs), a0, f0, a1, f1, outs, len(leaves)))
+            return res
+
+    t0 = time.time()
+    with Probe():
+        model, opt = fn(torch, "cuda")
+    torch.cuda.synchronize()
+    end = counts()
+    snap = torch.cuda.memory._snapshot()
+    tr = snap["device_traces"][0]
+    apos = [i for i, e in enumerate(tr) if e["action"] == "alloc"]
+    fpos = [i for i, e in enumerate(tr) if e["action"] == "free_requested"]
+    sane = len(apos) == end[0] and len(fpos) == end[1] and len(tr) < MAXE
+    convs, scratch, order = {}, {}, {}
+    for name, key, a0, f0, a1, f1, outs, nl in calls if sane else []:
+        pos = sorted(apos[a0:a1] + fpos[f0:f1])
+        seq, live, nw = [], {}, 0
+        for i in pos:
+            e = tr[i]
+            if e["action"] == "alloc":
+                if e["addr"] in outs:
+                    seq.append(["o", outs[e["addr"]], e["size"]])
+                else:
+                    seq.append(["w", e["size"], nw])
+                    live[e["addr"]] = nw
+                    nw += 1
+            elif e["addr"] in live:
+                seq.append(["f", live.pop(e["addr"])])
+        # an allocation neither an output nor freed inside the op is kept (cuBLAS's workspace): "k"
+        for ev in seq:
+            if ev[0] == "w" and ev[2] in live.values():
+                ev[0] = "k"
+        perm = [ev[1] for ev in seq if ev[0] == "o"]
+        if len(perm) > 1:
+            o = order.setdefault("%s/%d" % (name, nl), {})
+            o[repr(perm)] = o.get(repr(perm), 0) + 1
+        if not any(ev[0] == "w" for ev in seq) and name not in CONV_OPS:
+            continue
+        tab = convs if name in CONV_OPS else scratch
+        ent = tab.get(key)
+        if ent is None:
+            tab[key] = {"op": name, "seq": seq, "workspaces": [ev[1] for ev in seq if ev[0] == "w"], "calls": 1, "variants": 0,
+                        "workloads": [workload]}
+        else:
+            ent["calls"] += 1
+            if ent["seq"] != seq:
+                ent["variants"] += 1
+    json.dump({"workload": workload, "torch": torch.__version__, "cuda": torch.version.cuda,
+               "cudnn": torch.backends.cudnn.version(), "device": torch.cuda.get_device_name(0), "sane": sane,
+               "trace_entries": len(tr), "counters_at_end": end, "ops_with_allocations": len(calls),
+               "seconds": time.time() - t0, "convs": convs, "scratch": scratch, "order": order},
+              open(os.path.join(out, workload + ".probe.json"), "w"))
+    print(workload, "probe ok" if sane else "probe INSANE", len(convs), "convs", len(scratch), "scratch keys")
+
+
+def merge_probes(pdir, out):
+    """cudnn-h200.json (every convolution key) and ops-h200.json (other ops' scratch; output order) from
+    the W.probe.json in PDIR."""
+    convs, scratch, order, meta = {}, {}, {}, {}
+    for f in sorted(os.listdir(pdir)):
+        if not f.endswith(".probe.json"):
+            continue
+        j = json.load(open(os.path.join(pdir, f)))
+        if not j["sane"]:
+            print("skipped (its counters and its history disagree):", f)
+            continue
+        meta = {k: j[k] for k in ("torch", "cuda", "cudnn", "device")}
+        for tab, src in ((convs, j["convs"]), (scratch, j["scratch"])):
+            for k, v in src.items():
+                if k in tab:
+                    tab[k]["calls"] += v["calls"]
+                    tab[k]["variants"] += v["variants"] + (tab[k]["seq"] != v["seq"])
+                    tab[k]["workloads"] += v["workloads"]
+                else:
+                    tab[k] = v
+        for k, v in j["order"].items():
+            o = order.setdefault(k, {})
+            for p, n in v.items():
+                o[p] = o.get(p, 0) + n
+    # an order the capture follows: one seen, with every output (else the capture's own)
+    follow = {k: json.loads(next(iter(v))) for k, v in order.items() if len(v) == 1}
+    src = "aten/src/ATen/native/cudnn/Conv_v8.cpp (v2.11.0): run_single_conv() allocates the workspace from the caching allocator per call"
+    os.makedirs(out, exist_ok=True)
+    json.dump(dict(meta, source=src, how="capture-fake.py probe: allocation counters around each op + the memory history",
+                   n=len(convs), convs=dict(sorted(convs.items()))), open(os.path.join(out, "cudnn-h200.json"), "w"), indent=0)
+    json.dump(dict(meta, how="capture-fake.py probe", n_scratch=len(scratch), scratch=dict(sorted(scratch.items())),
+                   order=dict(sorted(follow.items())), order_seen=dict(sorted(order.items()))),
+              open(os.path.join(out, "ops-h200.json"), "w"), indent=0)
+    print("merged", len(convs), "convs,", sum(1 for v in convs.values() if v["workspaces"]), "with a workspace;",
+          len(scratch), "scratch keys;", len(follow), "output orders")
+
+
+def run_all(out, names, timeout=int(os.environ.get("CAPTURE_FAKE_TIMEOUT", "150")), modes=("fake", "real")):
     os.makedirs(out, exist_ok=True)
     log = open(os.path.join(out, "runs.log"), "a")
 
@@ -516,10 +733,10 @@ def run_all(out, names, timeout=150):
         return "== %s %s rc=%s %.1fs\n%s\n" % (mode, w, rc, time.time() - t0, txt)
 
     with cf.ThreadPoolExecutor(8) as ex:
-        futs = [ex.submit(one, "fake", w) for w in names]
+        futs = [ex.submit(one, "fake", w) for w in names if "fake" in modes]
         # the GPU runs three at a time (each process has its own allocator: its stats are its own)
         with cf.ThreadPoolExecutor(3) as gx:
-            futs += [gx.submit(one, "real", w) for w in names]
+            futs += [gx.submit(one, m, w) for m in ("real", "probe") if m in modes for w in names]
             for f in cf.as_completed(futs):
                 log.write(f.result())
                 log.flush()
@@ -534,14 +751,18 @@ def main():
         for k, f in WORKLOADS.items():
             print("%-16s %s" % (k, " ".join(f.__doc__.split())))
         return 0
-    if mode == "all":
-        run_all(sys.argv[2], sys.argv[3:] or list(WORKLOADS))
+    if mode in ("all", "fakeall", "realall", "probeall"):
+        modes = {"all": ("fake", "real"), "fakeall": ("fake",), "realall": ("real",)}.get(mode, ("probe",))
+        run_all(sys.argv[2], sys.argv[3:] or list(WORKLOADS), modes=modes)
         return 0
-    if mode not in ("fake", "real") or len(sys.argv) != 4:
+    if mode == "merge" and len(sys.argv) == 4:
+        merge_probes(sys.argv[2], sys.argv[3])
+        return 0
+    if mode not in ("fake", "real", "probe") or len(sys.argv) != 4:
         sys.stderr.write("capture-fake.py: usage: fake|real WORKLOAD OUTDIR (workloads: %s)\n" % ", ".join(WORKLOADS))
         return 64
     os.makedirs(sys.argv[3], exist_ok=True)
-    (run_fake if mode == "fake" else run_real)(sys.argv[2], sys.argv[3])
+    {"fake": run_fake, "real": run_real, "probe": run_probe}[mode](sys.argv[2], sys.argv[3])
     return 0
 
 
