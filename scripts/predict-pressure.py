@@ -2,26 +2,28 @@
 """predict-pressure.py - capture-fake.py's workloads on the GPU under torch.cuda.set_per_process_memory_fraction:
 does the real run run out of memory at a given limit? (traces/predict/pressure.csv, doc/predict.md)
 
-  predict-pressure.py jobs ALLOCSIM TRACEDIR W...   the limits: predict's need (high end) x0.97, x1, x1.03 and the
-                                                     real run's reserved_bytes.all.peak (TRACEDIR/W.real.json) x0.97, x1.03
+  predict-pressure.py jobs ALLOCSIM TRACEDIR W...   the limits: predict's need (fits_from_high: every capacity from it
+                                                     up fits) x0.95, x1, x1.05 and the real run's
+                                                     reserved_bytes.all.peak (TRACEDIR/W.real.json) x0.95, x1.05
+                                                     (outside and inside predict's default --margin of 4%)
   predict-pressure.py run JOBS OUTDIR                every job in parallel processes, the sum of the running limits
                                                      (+ 1 GiB each) kept below the GPU's free memory
   predict-pressure.py child W LIMIT OUTDIR           one run (run does this)
   predict-pressure.py csv JOBS OUTDIR                pressure.csv from the runs' JSON
 """
-import gc, importlib.util, json, os, subprocess, sys, time
+import csv as csvmod, gc, importlib.util, io, json, os, subprocess, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BASES = ("need_x0.97", "need", "need_x1.03", "real_peak_x0.97", "real_peak_x1.03")
+BASES = ("need_x0.95", "need", "need_x1.05", "real_peak_x0.95", "real_peak_x1.05")
 
 
 def jobs(allocsim, tdir, names):
     for w in names:
         out = subprocess.run([allocsim, "predict", "--capacity", "1TiB", "--format", "csv", "--no-advise",
                               os.path.join(tdir, w + ".trace.gz")], capture_output=True, text=True, check=True).stdout
-        nh = int(out.splitlines()[1].split(",")[10])
+        nh = int(next(csvmod.DictReader(io.StringIO(out)))["fits_from_high"])
         rp = json.load(open(os.path.join(tdir, w + ".real.json")))["memory_stats"]["reserved_bytes.all.peak"]
-        for b, c in zip(BASES, (nh * 97 // 100, nh, nh * 103 // 100, rp * 97 // 100, rp * 103 // 100)):
+        for b, c in zip(BASES, (nh * 95 // 100, nh, nh * 105 // 100, rp * 95 // 100, rp * 105 // 100)):
             print(w, c, b)
 
 
@@ -84,7 +86,11 @@ def run(jobfile, out):
 def csv(jobfile, out):
     print("workload,basis,limit_bytes,fraction,real_oom,real_num_ooms,real_peak_reserved")
     for w, c, b in (l.split() for l in open(jobfile) if l.strip()):
-        d = json.load(open(os.path.join(out, "%s-%s.json" % (w, c))))
+        f = os.path.join(out, "%s-%s.json" % (w, c))
+        if not os.path.exists(f):
+            sys.stderr.write("%s at %s: no result (not run, or stopped)\n" % (w, c))
+            continue
+        d = json.load(open(f))
         if d["error"] is not None:
             sys.exit("%s at %s: %s" % (w, c, d["error"]))
         print("%s,%s,%d,%.17g,%d,%d,%d" % (w, b, d["limit_bytes"], d["fraction"], int(d["oom"]), d["num_ooms"], d["reserved_peak"]))
