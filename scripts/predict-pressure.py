@@ -10,6 +10,8 @@ does the real run run out of memory at a given limit? (traces/predict/pressure.c
                                                      (+ 1 GiB each) kept below the GPU's free memory
   predict-pressure.py child W LIMIT OUTDIR           one run (run does this)
   predict-pressure.py csv JOBS OUTDIR                pressure.csv from the runs' JSON
+  predict-pressure.py table ALLOCSIM TRACEDIR        doc/predict.md's table: predict's answer at each limit of
+                                                     TRACEDIR/pressure.csv against the real run's outcome
 """
 import csv as csvmod, gc, importlib.util, io, json, os, subprocess, sys, time
 
@@ -96,6 +98,29 @@ def csv(jobfile, out):
         print("%s,%s,%d,%.17g,%d,%d,%d" % (w, b, d["limit_bytes"], d["fraction"], int(d["oom"]), d["num_ooms"], d["reserved_peak"]))
 
 
+NAMES = {"need_x0.95": "predict's need x 0.95", "need": "predict's need", "need_x1.05": "predict's need x 1.05",
+         "real_peak_x0.95": "real peak x 0.95", "real_peak_x1.05": "real peak x 1.05"}
+
+
+def table(allocsim, tdir):
+    print("| workload | limit | bytes (GiB) | real run | predict | right? |")
+    print("|---|---|---|---|---|---|")
+    n = {"right": 0, "uncertain": 0, "wrong": 0}
+    for r in csvmod.DictReader(open(os.path.join(tdir, "pressure.csv"))):
+        out = subprocess.run([allocsim, "predict", "--capacity", r["limit_bytes"], "--format", "csv", "--no-advise",
+                              os.path.join(tdir, r["workload"] + ".trace.gz")], capture_output=True, text=True).stdout
+        got = next(csvmod.DictReader(io.StringIO(out)))["fits"]
+        oom = r["real_oom"] == "1"
+        v = "uncertain" if got == "uncertain" else "right" if (got == "no") == oom else "wrong"
+        n[v] += 1
+        lim = int(r["limit_bytes"])
+        print("| %s | %s | %d (%.3f) | %s | %s | %s |" % (
+            r["workload"], NAMES.get(r["basis"], r["basis"]), lim, lim / 2**30,
+            "out of memory" if oom else "ran (peak reserved %.3f GiB)" % (int(r["real_peak_reserved"]) / 2**30), got,
+            {"right": "yes", "uncertain": "uncertain", "wrong": "**no**"}[v]))
+    print("\n**%d of %d right, %d uncertain, %d wrong.**" % (n["right"], sum(n.values()), n["uncertain"], n["wrong"]))
+
+
 if __name__ == "__main__":
     a = sys.argv[1:]
     if a[:1] == ["jobs"] and len(a) >= 4:
@@ -106,6 +131,8 @@ if __name__ == "__main__":
         run(a[1], a[2])
     elif a[:1] == ["csv"] and len(a) == 3:
         csv(a[1], a[2])
+    elif a[:1] == ["table"] and len(a) == 3:
+        table(a[1], a[2])
     else:
         sys.stderr.write(__doc__)
         sys.exit(64)

@@ -10,7 +10,7 @@ import csv, io, json, os, statistics, subprocess, sys
 
 def main():
     allocsim, d = sys.argv[1], sys.argv[2]
-    rows, errs, aerrs = [], [], []
+    rows, errs, aerrs, conv = [], [], [], []
     for f in sorted(os.listdir(d)):
         if not f.endswith(".real.json"):
             continue
@@ -23,6 +23,8 @@ def main():
         out = subprocess.run([allocsim, "predict", "--capacity", "1TiB", "--format", "csv", tr], check=True,
                              capture_output=True, text=True).stdout
         p = next(csv.DictReader(io.StringIO(out)))
+        if fk.get("cudnn_table_hits") or fk.get("cudnn_table_misses"):
+            conv.append("%s %d/%d" % (w, fk["cudnn_table_hits"], fk["cudnn_table_hits"] + fk["cudnn_table_misses"]))
         R = real["reserved_bytes.all.peak"]
         hi = int(p["peak_reserved_high"])
         e = 100.0 * (hi - R) / R
@@ -39,6 +41,8 @@ def main():
     print("\n".join(rows))
     print("\nallocsim predict: median |error| %.1f%%, worst %.1f%% over %d workloads; analytic: median %.1f%%, worst %.1f%% over %d"
           % (statistics.median(errs), max(errs), len(errs), statistics.median(aerrs), max(aerrs), len(aerrs)))
+    if conv:
+        print("convolution calls found in cudnn-h200.json (the rest counted in W.fake.json's cudnn_missing_keys): " + ", ".join(conv))
 
 
 if __name__ == "__main__":
