@@ -43,7 +43,7 @@ is "$st" 3 "bert: below 0.96 x the low end's need (2365587456): exit 3"
 is "$(row 2365587456 "$T" | cut -d, -f12)" uncertain "bert: at 0.96 x the low end's need: uncertain"
 is "$(row 2606340505 "$T" | sed 's/.*,//'):$("$A" predict --capacity 2506096640 --margin 0.5 --format csv --no-advise "$T" | sed -n '2s/.*,//p')" "4:0.5" "--margin in the CSV"
 is "$("$A" predict --capacity 2518627124 --margin 0.5 --format csv --no-advise "$T" | cut -d, -f12 | sed -n 2p)" yes "bert: --margin 0.5: yes from 1.005 x the need"
-for w in llama_train:4915724288:4949278720:146:147:4911529984:4945084416 resnet50_train:6912212992:6945767424:133:134:5886705664:5924454400 unet_train:3732930560:3732930560:61:61:3376414720:3376414720 vit_train:6067060736:6102712320:128:130:6067060736:6100615168 gpt2_bf16:15636365312:15669919744:212:213:13425967104:13459521536; do
+for w in llama_train:4915724288:4949278720:146:147:4911529984:4945084416 resnet50_train:6912212992:6945767424:133:134:5886705664:5924454400 unet_train:3732930560:3732930560:61:61:3376414720:3376414720 vit_train:6067060736:6102712320:128:130:6067060736:6100615168 gpt2_bf16:15883829248:15917383680:192:193:13600030720:13633585152; do
 	IFS=: read -r name plo phi nlo nhi dlo dhi <<EOT
 $w
 EOT
