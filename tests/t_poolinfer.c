@@ -35,6 +35,7 @@ static as_poolinfer *fresh(int expandable, uint64_t max_split)
 int main(void)
 {
 	as_poolinfer_stats st;
+	uint64_t n_ev;
 
 	/* rule 1: the end state names the pool of a segment still held; its requests take it */
 	as_poolinfer *pi = fresh(0, 0);
@@ -186,7 +187,32 @@ int main(void)
 		as_poolinfer_free(pi);
 	}
 
-	/* the detector alone (auto, no private segment at the end): rule 2's evidence is counted */
+	/* the detector alone (auto, no private segment at the end): rule 2's evidence is counted; the
+	 * segment kept is held at the history's end, as the end state (given after the entries, as the
+	 * snapshot reader does) says */
+	for (int inend = 1; inend >= 0; inend--) {
+		pi = as_poolinfer_new_light();
+		SA(pi, 0, 0x10000000, 20 * MiB);
+		A(pi, 1, 0x10000000, 4 * MiB);
+		F(pi, 2, 0x10000000);
+		SA(pi, 3, 0x20000000, 20 * MiB);
+		A(pi, 4, 0x20000000, 4 * MiB);
+		F(pi, 5, 0x20000000);
+		SF(pi, 6, 0x20000000, 20 * MiB);
+		as_poolinfer_entry(pi, PI_OTHER, 7, 0, 0, 0);
+		as_poolinfer_settings(pi, 0, 0, 0, 0);
+		if (inend)
+			as_poolinfer_end_segment(pi, 0x10000000, 20 * MiB, 0, 0, 0);
+		uint64_t n = as_poolinfer_evidence(pi);
+		as_poolinfer_get_stats(pi, &st);
+		if (inend)
+			is_u64(n * 10 + st.outside_end, 20, "the light detector counts the segment kept through empty_cache() while free and the one released beside it");
+		else /* a made snapshot (copies of a history, its end state emptied): it shows nothing */
+			is_u64(n * 10 + st.outside_end, 1, "... the kept segment absent from the end state: no evidence (nor the pair with it), 1 segment set aside");
+		as_poolinfer_free(pi);
+	}
+	/* ... and a segment that the history frees is evidence whatever the end state: B kept through the
+	 * empty_cache() while free, then released (the pool deleted) */
 	pi = as_poolinfer_new_light();
 	SA(pi, 0, 0x10000000, 20 * MiB);
 	A(pi, 1, 0x10000000, 4 * MiB);
@@ -196,8 +222,13 @@ int main(void)
 	F(pi, 5, 0x20000000);
 	SF(pi, 6, 0x20000000, 20 * MiB);
 	as_poolinfer_entry(pi, PI_OTHER, 7, 0, 0, 0);
+	SF(pi, 8, 0x10000000, 20 * MiB);
+	as_poolinfer_entry(pi, PI_OTHER, 9, 0, 0, 0);
 	as_poolinfer_settings(pi, 0, 0, 0, 0);
-	is_u64(as_poolinfer_evidence(pi), 2, "the light detector counts the segment kept through empty_cache() while free and the one released beside it");
+	as_poolinfer_end_segment(pi, 0x50000000, 20 * MiB, 0, 0, 0); /* another one, never seen made */
+	n_ev = as_poolinfer_evidence(pi);
+	as_poolinfer_get_stats(pi, &st);
+	is_u64(n_ev * 10 + st.outside_end, 20, "... released before the end: both counted, nothing set aside");
 	as_poolinfer_free(pi);
 
 	/* rule 3 after many blocks came and went (the live-block table grows twice; the segment's gaps,
@@ -221,6 +252,9 @@ int main(void)
 	SA(pi, ix++, 0x30000000, 2 * MiB); /* T2 */
 	A(pi, ix++, 0x30000000, 60 * 1024);
 	as_poolinfer_settings(pi, 0, 0, 0, 0);
+	as_poolinfer_end_segment(pi, sbase, 2 * MiB, 0, 0, 0); /* all three held at the end */
+	as_poolinfer_end_segment(pi, 0x20000000, 2 * MiB, 0, 0, 0);
+	as_poolinfer_end_segment(pi, 0x30000000, 2 * MiB, 0, 0, 0);
 	is_u64(as_poolinfer_evidence(pi), 3, "rule 3 sees a gap that frees made after the segment's gaps were last looked at");
 	as_poolinfer_free(pi);
 	return done_testing();

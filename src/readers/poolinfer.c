@@ -1147,20 +1147,45 @@ int as_poolinfer_pool(as_poolinfer *pi, uint64_t index, uint64_t *a, uint64_t *b
 	return 1;
 }
 
+/* Whether unit ID is held at the end of the history but not in the end state (MARK: the units that
+ * as_poolinfer_evidence found there). A snapshot's end state is the allocator's state when the history
+ * ends, so a real one holds every segment its history leaves held; one that does not was made (copies
+ * of a history, an end state left out or emptied) and says nothing of its pools. */
+static int outside_end(const as_poolinfer *pi, uint32_t id, const unsigned char *mark)
+{
+	const unit *u = &pi->u[id];
+	int held = u->exp ? u->nmaps > 0 : u->died == NOW;
+	return held && !u->pre && !mark[id];
+}
+
 uint64_t as_poolinfer_evidence(as_poolinfer *pi)
 {
 	if (pi->in_run)
 		close_run(pi, PI_OTHER);
+	unsigned char *mark = xcalloc((size_t)pi->nu + 1, 1);
+	for (size_t e = 0; e < pi->nends; e++) { /* the units of the end state (as rule 1 finds them) */
+		size_t at = upper(pi, pi->segs, pi->nsegs, pi->ends[e].addr);
+		uint32_t id = at && pi->u[pi->segs[at - 1]].base == pi->ends[e].addr ? pi->segs[at - 1] : region_of(pi, pi->ends[e].addr, 0);
+		if (id != NIL)
+			mark[id] = 1;
+	}
 	/* two units told apart (rules 3, 4): one pool besides the default at least */
 	for (size_t i = 0; i < pi->nneq; i++)
-		if (!pi->neq[i].need || (!pi->roundup && fits(pi, pi->neq[i].gap, pi->neq[i].need)))
+		if ((!pi->neq[i].need || (!pi->roundup && fits(pi, pi->neq[i].gap, pi->neq[i].need))) &&
+		    !outside_end(pi, pi->neq[i].u[0], mark) && !outside_end(pi, pi->neq[i].u[1], mark))
 			pi->u[pi->neq[i].u[0]].selfpass = pi->u[pi->neq[i].u[1]].selfpass = 1;
 	uint64_t n = 0;
+	pi->st.outside_end = 0;
 	for (uint32_t i = 0; i < pi->nu; i++) {
 		const unit *u = &pi->u[i];
+		if (outside_end(pi, i, mark)) {
+			pi->st.outside_end++;
+			continue;
+		}
 		int r2 = u->r2 || (u->r2_maybe != NOW && !pi->gc && (!pi->max_split || u->r2_maybe < pi->max_split));
 		n += r2 || (pi->expandable && !u->exp) || u->selfpass;
 	}
+	free(mark);
 	return n;
 }
 

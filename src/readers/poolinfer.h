@@ -31,14 +31,18 @@ typedef struct as_poolinfer_stats {
 	uint32_t pools;           /* private pools */
 	uint32_t inferred_pools;  /* ... of which none of the segments is in the end state */
 	uint32_t nosplit_pools, custom_pools;
+	uint64_t outside_end;     /* as_poolinfer_evidence: segments held at the history's end that the end state
+	                           * does not hold (a made snapshot): no evidence either way, not counted */
 } as_poolinfer_stats;
 
 as_poolinfer *as_poolinfer_new(void);
 /* One that keeps no request (memory follows the live blocks), for as_poolinfer_evidence alone. */
 as_poolinfer *as_poolinfer_new_light(void);
-/* After the last entry and the settings: how many segments show that a private pool was used (kept
- * through a full release while free, a plain segment under expandable segments, two told apart by
- * rules 3 and 4) - 0 when the trace shows none. */
+/* After the last entry, the settings and the end state's segments: how many segments show that a
+ * private pool was used (kept through a full release while free, a plain segment under expandable
+ * segments, two told apart by rules 3 and 4) - 0 when the trace shows none. A segment held at the
+ * history's end that the end state does not hold counts for nothing (nor a pair with it): see
+ * as_poolinfer_get_stats' outside_end. */
 uint64_t as_poolinfer_evidence(as_poolinfer *pi);
 void as_poolinfer_free(as_poolinfer *pi);
 /* The recording's allocator settings (max_split 0: none; roundup: any roundup_power2_divisions set). */

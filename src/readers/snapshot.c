@@ -50,6 +50,11 @@ typedef struct pk {
 	int annotated;       /* an entry names its pool (pool_id, user_metadata) */
 	as_poolinfer *pinf;  /* the first pass's answers (main pass), or what it gathers (first pass) */
 	as_poolinfer *detect; /* auto without private segments at the end: the evidence that pools were used */
+	/* auto: the end state's segments, for the evidence (a segment held at the history's end that the
+	 * end state lacks shows nothing: as_poolinfer_evidence) */
+	struct pkend { uint64_t addr, size; int exp, dev; } *ends;
+	size_t nends, capends;
+	int pools_debug;     /* ALLOCSIM_POOLS_DEBUG: each read and each decision on stderr */
 } pk;
 
 /* Last key wins, as in a Python dict built by the unpickler. */
@@ -153,11 +158,21 @@ static int pools_entry(as_reader *r, pk *p, rec *x, int code, as_err *err)
 	}
 	if (!p->pools_decided) {
 		p->pools_decided = 1;
+		const char *why;
 		if (p->pools_mode == POOLS_INFER || (p->pools_mode == POOLS_AUTO && (r->meta.private_segments || p->reread) && !x->pool)) {
+			why = p->pools_mode == POOLS_INFER ? "ALLOCSIM_POOLS=infer: inferring" : p->reread ? "read again: inferring"
+				: "its end state holds private segments: inferring";
+			if (p->pools_debug)
+				fprintf(stderr, "allocsim: pools: %s: decision: %s\n", r->in.path, why);
 			if (pools_prepass(r, p, err))
 				return -1;
-		} else if (p->pools_mode == POOLS_AUTO && !x->pool) {
-			p->detect = as_poolinfer_new_light(); /* pools released before the snapshot: a warning */
+		} else {
+			if (p->pools_mode == POOLS_AUTO && !x->pool)
+				p->detect = as_poolinfer_new_light(); /* pools released before the snapshot: a warning */
+			why = x->pool ? "the trace names its pools" : p->detect ? "no private segment in its end state: watching for released pools"
+				: "ALLOCSIM_POOLS=annotation: none inferred";
+			if (p->pools_debug)
+				fprintf(stderr, "allocsim: pools: %s: decision: %s\n", r->in.path, why);
 		}
 	}
 	if (p->detect) {
@@ -263,6 +278,16 @@ static int segment_entry(as_reader *r, pk *p, const pv *d, as_err *err)
 		const val *ex = dict_get(d, "is_expandable");
 		if (!get_u64(d, "address", &addr) && !get_u64(d, "total_size", &size))
 			as_poolinfer_end_segment(p->pinf, addr, size, pa, pb, ex && VKIND(*ex) == V_BOOL && ex->u.i);
+	} else if (!p->prepass && p->pools_mode == POOLS_AUTO) {
+		uint64_t addr, size;
+		const val *ex = dict_get(d, "is_expandable");
+		if (!get_u64(d, "address", &addr) && !get_u64(d, "total_size", &size)) {
+			if (p->nends == p->capends) {
+				p->capends = p->capends ? 2 * p->capends : 64;
+				p->ends = xrealloc(p->ends, p->capends * sizeof(*p->ends));
+			}
+			p->ends[p->nends++] = (struct pkend){ addr, size, ex && VKIND(*ex) == V_BOOL && ex->u.i, sdev };
+		}
 	}
 	if (!p->want_segments)
 		return 0;
@@ -383,7 +408,7 @@ static void drop_segments(pk *p, as_meta *m)
 	free(m->segments);
 	m->segments = NULL;
 	m->nsegments = 0;
-	(void)p;
+	p->nends = 0;
 }
 
 /* List l is the next device's list of trace entries. */
@@ -572,8 +597,18 @@ static void finish_top(as_reader *r, pk *p, const pv *top)
 		pools_settings(p->pinf, s, m->settings);
 	if (p->detect) {
 		pools_settings(p->detect, s, m->settings);
+		for (size_t i = 0; i < p->nends; i++)
+			if (p->ends[i].dev < 0 || p->ends[i].dev == p->device)
+				as_poolinfer_end_segment(p->detect, p->ends[i].addr, p->ends[i].size, 0, 0, p->ends[i].exp);
 		m->pool_evidence = as_poolinfer_evidence(p->detect);
 		r->again = m->pool_evidence > 0; /* pools used and released: read again, inferring them */
+		if (p->pools_debug) {
+			as_poolinfer_stats st;
+			as_poolinfer_get_stats(p->detect, &st);
+			fprintf(stderr, "allocsim: pools: %s: decision: %" PRIu64 " segment(s) show private pools released before its end, "
+				"%" PRIu64 " held at its end outside its end state not counted: %s\n", r->in.path, m->pool_evidence,
+				st.outside_end, r->again ? "read again, inferring" : "none inferred, read once");
+		}
 	}
 }
 
@@ -735,6 +770,7 @@ static void pickle_close(as_reader *r)
 	snap_free(&p->ev);
 	free(p->dev_entries);
 	free(p->seg_dev);
+	free(p->ends);
 	as_sites_free(&p->sites);
 	as_poolinfer_free(p->pinf);
 	as_poolinfer_free(p->detect);
@@ -770,7 +806,8 @@ int as_pickle_open(as_reader *r, const as_reader_opts *o, as_err *err)
 	}
 	if (p->want_device == AS_DEVICE_HOST)
 		p->pools_mode = POOLS_ANNOTATION; /* the device's segments say nothing of host pools */
-	if (getenv("ALLOCSIM_POOLS_DEBUG")) /* each read of the file (tests/pools.sh counts them) */
+	p->pools_debug = getenv("ALLOCSIM_POOLS_DEBUG") != NULL;
+	if (p->pools_debug) /* each read of the file (tests/pools.sh counts them) */
 		fprintf(stderr, "allocsim: pools: %s: read (%s)\n", r->in.path,
 			p->prepass ? "the inference's first pass" : p->reread ? "again: private pools were released before its end" : "ordinary");
 	r->priv = p;
