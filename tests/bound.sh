@@ -85,6 +85,15 @@ is "$(cat "$TMP/c1.csv")" "$(cat "$TMP/r.csv")" "compare writes replay's header 
 "$A" compare -j 1 -p all "$t1" "$t2" > "$TMP/j1.csv"; "$A" compare -j 3 -p all "$t1" "$t2" > "$TMP/j3.csv"
 cmp -s "$TMP/j1.csv" "$TMP/j3.csv"; ok $? "compare -j 1 and -j 3 write the same bytes"
 is "$(cut -d, -f2 "$TMP/j1.csv" | sed -n '2,$p' | sort -u | wc -l)" "$npol" "-p all is every registered policy"
+# the jobs start costliest first (events, x16 for the offline optimal): the small trace given first runs last
+ALLOCSIM_JOBS_DEBUG=1 "$A" compare -j 2 -p bestfit,optimal -p 'pytorch>passthrough' "$t2" "$t1" 2>"$TMP/order" >"$TMP/o2.csv"
+is "$(sed 's/^allocsim: jobs: compare: \([0-9]*\): .*\/\([^/]*\) (cost \([0-9]*\))$/\1 \2 \3/' "$TMP/order" | tr '\n' ';')" \
+	"1 seed_example__default.pickle.gz optimal 166064;2 seed_example__default.pickle.gz bestfit 10379;3 seed_example__default.pickle.gz pytorch>passthrough 10379;4 search-beats-heuristic.trace optimal 160;5 search-beats-heuristic.trace bestfit 10;6 search-beats-heuristic.trace pytorch>passthrough 10;" \
+	"ALLOCSIM_JOBS_DEBUG: compare starts the costliest jobs first (events x 16 for optimal), ties in the output's order"
+"$A" compare -j 1 -p bestfit,optimal -p 'pytorch>passthrough' "$t2" "$t1" > "$TMP/o1.csv"
+is "$(cut -d, -f1,2 "$TMP/o2.csv" | sed -n '2p;5p' | sed 's|.*/||' | tr '\n' ';')" "search-beats-heuristic.trace,bestfit;seed_example__default.pickle.gz,bestfit;" \
+	"... the rows still in the order given"
+cmp -s "$TMP/o1.csv" "$TMP/o2.csv"; ok $? "... and byte-identical to -j 1's"
 run "$A" compare -p nosuch "$t1"
 is "$st" 64 "an unknown policy is a usage error"
 contains "$errout" "unknown policy 'nosuch'"; ok $? "... that names it"

@@ -11,6 +11,7 @@
 #include "engine/run.h"
 #include "util/outfile.h"
 #include <getopt.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,7 @@ typedef struct compare {
 	as_reader_opts ro;
 	cjob *jobs;
 	size_t njobs, next;
+	size_t *order;    /* the jobs in the order they are started: costliest first (job_order) */
 	uint64_t capacity;
 	const as_lat_model *model;
 	int timing;
@@ -79,11 +81,12 @@ static void *worker(void *arg)
 	compare *c = arg;
 	for (;;) {
 		pthread_mutex_lock(&c->mu);
-		size_t i = c->next++;
-		int stop = i >= c->njobs || cli_interrupted;
+		size_t k = c->next++;
+		int stop = k >= c->njobs || cli_interrupted;
 		pthread_mutex_unlock(&c->mu);
 		if (stop)
 			return NULL;
+		size_t i = c->order[k];
 		cjob *j = &c->jobs[i];
 		if (j->row || c->load_errs[j->trace].code) { /* --resume's, or (--keep-going) the trace was not read */
 			cli_progress_add(&c->prog, 1);
@@ -126,6 +129,39 @@ static void *worker(void *arg)
 		}
 		cli_progress_add(&c->prog, 1);
 	}
+}
+
+/* The order the workers take the jobs in: the costliest first, so that the last one to finish (which
+ * decides the wall time) is a cheap one. A job's cost is its trace's events, 16 times that for an offline
+ * policy (optimal: its plan costs 4 to 25 times an online policy's replay on the bundled snapshots, and
+ * grows as about N^1.5); ties keep the output's order. ALLOCSIM_JOBS_DEBUG prints the order. */
+typedef struct { uint64_t cost; size_t job; } jcost;
+static int cmp_jcost(const void *a, const void *b)
+{
+	const jcost *x = a, *y = b;
+	if (x->cost != y->cost)
+		return x->cost < y->cost ? 1 : -1;
+	return x->job < y->job ? -1 : x->job > y->job;
+}
+
+static void job_order(compare *c)
+{
+	jcost *jc = xmalloc((c->njobs ? c->njobs : 1) * sizeof(*jc));
+	for (size_t i = 0; i < c->njobs; i++) {
+		const cjob *j = &c->jobs[i];
+		uint64_t ev = c->load_errs[j->trace].code ? 0 : c->bufs[j->trace].n;
+		jc[i] = (jcost){ ev * (j->ops->flags & AS_CAP_PLAN ? 16 : 1), i };
+	}
+	qsort(jc, c->njobs, sizeof(*jc), cmp_jcost);
+	c->order = xmalloc((c->njobs ? c->njobs : 1) * sizeof(size_t));
+	int debug = getenv("ALLOCSIM_JOBS_DEBUG") != NULL;
+	for (size_t i = 0; i < c->njobs; i++) {
+		c->order[i] = jc[i].job;
+		if (debug)
+			fprintf(stderr, "allocsim: jobs: compare: %zu: %s %s (cost %" PRIu64 ")\n", i + 1,
+				c->traces[c->jobs[jc[i].job].trace], c->jobs[jc[i].job].ops->name, jc[i].cost);
+	}
+	free(jc);
 }
 
 /* Adds the policies of one -p argument ("all" or a comma list). */
@@ -334,6 +370,7 @@ args_out:
 		}
 	if (of.tmp && compare_journal(&c, &of, resume, &err))
 		goto done;
+	job_order(&c);
 	cli_progress_start(&c.prog, "compare", c.njobs, cli_progress_delay());
 	as_run_threads(jobs < c.njobs ? jobs : c.njobs, worker, &c);
 	cli_progress_end(&c.prog);
@@ -405,6 +442,7 @@ cleanup:
 		free(c.jobs[i].config);
 	}
 	free(c.jobs);
+	free(c.order);
 	for (size_t t = 0; t < c.ntraces; t++) {
 		free(c.recorded[t]);
 		as_evbuf_free(&c.bufs[t]);
