@@ -71,4 +71,19 @@ best=$(printf '%s\n' "$out" | tail -1)
 want=$(printf '%s\n' "$out" | sed '1d;$d' | awk -F, '$4==0' | sort -t, -k2,2n -s | head -1 | cut -d, -f1)
 is "$best" "$want" "fit param picks the lowest peak reserved without OOM ($best)"
 run "$A" fit param roundup_power2_divisions --capacity 3GiB "$bert"; is "$st" 64 "fit param needs --values for other options"
+# fit -j N: the replays run N at a time, the output is -j 1's byte for byte (the replay count included)
+"$A" fit capacity "$bert" > "$TMP/f1.txt"
+ALLOCSIM_JOBS_DEBUG=1 "$A" fit -j 3 capacity "$bert" > "$TMP/f3.txt" 2> "$TMP/f3.err"
+cmp -s "$TMP/f1.txt" "$TMP/f3.txt"; ok $? "fit -j 3 capacity writes -j 1's bytes"
+contains "$(cat "$TMP/f1.txt")" "1990197248 (1.85 GiB) fits, 1988100096 runs out of memory; 29 replays; no non-monotonic"; ok $? "... (bert: 1990197248, 29 replays)"
+is "$(sed 's/^allocsim: jobs: fit: \([0-9]*\) replay(s) at once$/\1/' "$TMP/f3.err" | tr '\n' ' ')" "3 3 3 3 3 2 16 " \
+	"... in 7 rounds, not 17: 3 bisection probes at once (the next and both that may follow), then the 16 samples together"
+is "$(ALLOCSIM_JOBS_DEBUG=1 "$A" fit capacity "$bert" 2>&1 >/dev/null | sort | uniq -c | tr -s ' ' | tr '\n' ';')" \
+	" 12 allocsim: jobs: fit: 1 replay(s) at once; 1 allocsim: jobs: fit: 16 replay(s) at once;" "... -j 1: one probe at a time"
+"$A" fit capacity --exact "$r50" > "$TMP/e1.txt"; "$A" fit -j 4 capacity --exact "$r50" > "$TMP/e4.txt"
+cmp -s "$TMP/e1.txt" "$TMP/e4.txt"; ok $? "fit -j 4 capacity --exact writes -j 1's bytes"
+"$A" fit param max_split_size_mb --capacity 3GiB "$bert" > "$TMP/p1.txt"; "$A" fit -j 4 param max_split_size_mb --capacity 3GiB "$bert" > "$TMP/p4.txt"
+cmp -s "$TMP/p1.txt" "$TMP/p4.txt"; ok $? "fit -j 4 param writes -j 1's bytes ($(($(wc -l < "$TMP/p1.txt") - 2)) values)"
+run "$A" fit -j 0 capacity "$bert"
+is "$st:$(echo "$errout" | head -1)" "64:allocsim: error: fit: -j: '0' is not a number of workers (1..1024)" "fit -j 0 is a usage error"
 finish

@@ -29,13 +29,140 @@ static const char fit_usage[] =
 	"                          one, e.g. pytorch's max_split_size_mb: none,20..2048:x2)\n"
 	"      --objective NAME    (fit param) peak_reserved (default) or num_device_alloc\n"
 	"      --device N          the device of a multi-GPU snapshot (default: the one with history)\n"
+	"  -j, --jobs N            replays at once (default 1); the output does not depend on it\n"
 	"  -h, --help              show this help\n";
+
+/* A replay that a batch ran (fit_batch): at a capacity, or with a configuration (fit param). */
+typedef struct fitres {
+	uint64_t cap;
+	const char *config;
+	int r;            /* 1 no out-of-memory, 0 out of memory, -1 error (err) */
+	as_summary s;
+	as_err err;
+} fitres;
 
 typedef struct fitctx {
 	as_run_opts o;
-	uint64_t runs;
+	uint64_t runs;     /* the replays the answer used: those -j 1 runs, whatever -j */
+	uint64_t jobs;     /* -j: replays at once */
+	fitres *known;     /* fit capacity: every capacity replayed so far, and its answer */
+	size_t nknown, capknown;
 	cli_progress prog; /* on a terminal, after 0.5 s (progress.h) */
 } fitctx;
+
+/*
+ * -j N: fit's replays are independent of one another, and the search asks for them in an order that a
+ * run decides; so fit runs in parallel what the search may ask next and answers each question, in
+ * -j 1's order, from what was run. fit capacity's bisection: a round replays the next probe and, on the
+ * other threads, the probes that may follow it (both halves, breadth first: log2(N + 1) steps a round);
+ * its monotonicity samples, known once the answer is, all at once. fit param: N values at a time. The
+ * lines, the answer and the replay count printed are -j 1's; the probes a round ran and the search did
+ * not ask for are not counted.
+ */
+typedef struct fitbatch {
+	fitctx *f;
+	fitres *res;
+} fitbatch;
+
+static void fit_one(void *ctx, size_t k)
+{
+	fitbatch *b = ctx;
+	fitres *x = &b->res[k];
+	as_run_opts o = b->f->o;
+	o.capacity = x->cap;
+	o.config = x->config;
+	o.stop_at_oom = 1;
+	as_err_clear(&x->err);
+	x->r = -1;
+	if (cli_interrupted) {
+		as_fail(&x->err, AS_EXIT_INTERRUPTED, "interrupted");
+		return;
+	}
+	if (!as_run(&o, &x->s, &x->err))
+		x->r = x->s.num_ooms == 0;
+	cli_progress_add(&b->f->prog, 1);
+	if (cli_interrupted) {
+		as_err_clear(&x->err);
+		x->r = -1;
+		as_fail(&x->err, AS_EXIT_INTERRUPTED, "interrupted");
+	}
+}
+
+/* Replays RES[0..n) (their cap and config set) on up to -j threads (with -j 1 in this thread). */
+static void fit_batch(fitctx *f, fitres *res, size_t n)
+{
+	fitbatch b = { f, res };
+	if (getenv("ALLOCSIM_JOBS_DEBUG"))
+		fprintf(stderr, "allocsim: jobs: fit: %zu replay(s) at once\n", n);
+	as_run_indexed(f->jobs, n, fit_one, &b);
+}
+
+static fitres *fit_known(fitctx *f, uint64_t cap)
+{
+	for (size_t i = 0; i < f->nknown; i++)
+		if (f->known[i].cap == cap)
+			return &f->known[i];
+	return NULL;
+}
+
+/* Whether capacity C fits (1, 0; -1 on error, err set), as fit's search asks it: from an earlier
+ * batch, else from a batch of C and the first of SPEC[0..nspec) not yet known, -j in all. */
+static int fit_at(fitctx *f, uint64_t c, const uint64_t *spec, size_t nspec, size_t max, as_err *err)
+{
+	fitres *x = fit_known(f, c);
+	if (!x) {
+		fitres *batch = xcalloc(max ? max : 1, sizeof(*batch));
+		size_t n = 0;
+		batch[n++].cap = c;
+		for (size_t i = 0; i < nspec && n < max; i++) {
+			int dup = fit_known(f, spec[i]) != NULL;
+			for (size_t k = 0; k < n && !dup; k++)
+				dup = batch[k].cap == spec[i];
+			if (!dup)
+				batch[n++].cap = spec[i];
+		}
+		for (size_t k = 0; k < n; k++)
+			batch[k].config = f->o.config;
+		fit_batch(f, batch, n);
+		for (size_t k = 0; k < n; k++) {
+			if (f->nknown == f->capknown) {
+				f->capknown = f->capknown ? 2 * f->capknown : 64;
+				f->known = xrealloc(f->known, f->capknown * sizeof(*f->known));
+			}
+			f->known[f->nknown++] = batch[k];
+		}
+		free(batch);
+		x = fit_known(f, c);
+	}
+	f->runs++;
+	if (x->r < 0) {
+		*err = x->err;
+		return -1;
+	}
+	return x->r;
+}
+
+/* The probes the bisection of (lo, hi) in units of g (to within one unit) may make, breadth first:
+ * its next one, then the next of each half, ...; at most max. */
+static size_t bisect_spec(uint64_t g, uint64_t lo, uint64_t hi, uint64_t *out, size_t max)
+{
+	size_t n = 0, qn = 0, qh = 0, qcap = 2 * max + 2;
+	uint64_t (*q)[2] = xmalloc(qcap * sizeof(*q));
+	q[qn][0] = lo, q[qn++][1] = hi;
+	while (qh < qn && n < max) {
+		uint64_t l = q[qh][0], h = q[qh++][1];
+		if (h <= l || h - l <= 1)
+			continue;
+		uint64_t mid = l + (h - l) / 2;
+		out[n++] = mid * g;
+		if (qn + 2 <= qcap) {
+			q[qn][0] = l, q[qn++][1] = mid;
+			q[qn][0] = mid, q[qn++][1] = h;
+		}
+	}
+	free(q);
+	return n;
+}
 
 /* One replay; -1 on error or after Ctrl-C/SIGTERM (err says which). */
 static int fit_run(fitctx *f, as_summary *s, as_err *err)
@@ -62,26 +189,51 @@ static int fit_fail(const fitctx *f, const as_err *err)
 	return AS_EXIT_INTERRUPTED;
 }
 
-/* 1 if the replay at capacity c has no OOM; -1 on error. */
-static int fits(fitctx *f, uint64_t c, as_summary *s, as_err *err)
+static void print_step(uint64_t c, int ok)
 {
-	as_summary tmp;
-	f->o.capacity = c;
-	f->o.stop_at_oom = 1;
-	if (fit_run(f, s ? s : &tmp, err))
-		return -1;
-	return (s ? s : &tmp)->num_ooms == 0;
-}
-
-static int fits_cb(void *ctx, uint64_t c, as_err *err)
-{
-	return fits(ctx, c, NULL, err);
-}
-
-static void print_step(void *ctx, uint64_t c, int ok)
-{
-	(void)ctx;
 	printf("capacity %" PRIu64 ": %s\n", c, ok ? "ok" : "OOM");
+}
+
+/* as_bisect_capacity(g, lo, hi, 1, ...) with its probes from fit_at: the bisection's next probes run
+ * together. HI fits (checked first, in the same round). */
+static int fit_bisect(fitctx *f, uint64_t g, uint64_t lo, uint64_t hi, uint64_t *best, as_err *err)
+{
+	size_t max = f->jobs > 1024 ? 1024 : (size_t)f->jobs;
+	uint64_t *spec = xmalloc((max + 1) * sizeof(uint64_t));
+	int r, rc = -1;
+	size_t n = 0;
+	if (lo)
+		spec[n++] = lo * g;
+	n += bisect_spec(g, lo, hi, spec + n, max - (n < max ? n : max));
+	if ((r = fit_at(f, hi * g, spec, n, max, err)) < 0)
+		goto out;
+	if (!r) {
+		fprintf(stderr, "%s: error: the replay runs out of memory even at its own unlimited peak (%" PRIu64 " bytes)\n",
+			as_progname, hi * g);
+		rc = -2;
+		goto out;
+	}
+	if (lo && (r = fit_at(f, lo * g, spec, n, max, err)) != 0) {
+		if (r < 0)
+			goto out;
+		hi = lo; /* already fits at the lower bound */
+	}
+	while (hi > lo && hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		n = bisect_spec(g, lo, hi, spec, max);
+		if ((r = fit_at(f, mid * g, spec, n, max, err)) < 0)
+			goto out;
+		print_step(mid * g, r);
+		if (r)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	*best = hi * g;
+	rc = 0;
+out:
+	free(spec);
+	return rc;
 }
 
 static int fit_capacity(fitctx *f, int exact, uint64_t samples)
@@ -105,35 +257,46 @@ static int fit_capacity(fitctx *f, int exact, uint64_t samples)
 	printf("unlimited: peak_reserved_bytes %" PRIu64 "%s, peak_requested_bytes %" PRIu64 "%s\n",
 		full.peak_reserved_bytes, as_size_paren(full.peak_reserved_bytes, h1, sizeof h1),
 		full.peak_requested_bytes, as_size_paren(full.peak_requested_bytes, h2, sizeof h2));
-	int r = fits(f, hi * g, NULL, &err);
-	if (r < 0)
-		return fit_fail(f, &err);
-	if (!r) {
-		fprintf(stderr, "%s: error: the replay runs out of memory even at its own unlimited peak (%" PRIu64 " bytes)\n",
-			as_progname, hi * g);
-		return AS_EXIT_SOFTWARE;
-	}
 	uint64_t best;
-	if (as_bisect_capacity(g, lo, hi, 1, fits_cb, print_step, f, &best, &err))
+	int r = fit_bisect(f, g, lo, hi, &best, &err);
+	if (r == -2)
+		return AS_EXIT_SOFTWARE;
+	if (r)
 		return fit_fail(f, &err);
-	/* Monotonicity: samples above must fit, samples below must not. */
+	/* Monotonicity: samples above must fit, samples below must not; all known now, so replayed
+	 * together (spec: every one, in the order asked) */
 	int nonmono = 0;
 	uint64_t top = full.peak_reserved_bytes, smaller_ok = 0;
+	uint64_t *spec = xmalloc((2 * samples + 1) * sizeof(uint64_t));
+	size_t nspec = 0;
+	for (uint64_t k = 1; k <= samples; k++) {
+		uint64_t above = best + (top > best ? (top - best) * k / (samples + 1) : 0);
+		above = above / g * g;
+		uint64_t below = (full.peak_requested_bytes + (best - full.peak_requested_bytes) * k / (samples + 1)) / g * g;
+		if (above > best)
+			spec[nspec++] = above;
+		if (below < best && below >= g)
+			spec[nspec++] = below;
+	}
 	for (uint64_t k = 1; k <= samples; k++) {
 		uint64_t above = best + (top > best ? (top - best) * k / (samples + 1) : 0);
 		above = above / g * g;
 		uint64_t below = (full.peak_requested_bytes + (best - full.peak_requested_bytes) * k / (samples + 1)) / g * g;
 		if (above > best) {
-			if ((r = fits(f, above, NULL, &err)) < 0)
+			if ((r = fit_at(f, above, spec, nspec, nspec + 1, &err)) < 0) {
+				free(spec);
 				return fit_fail(f, &err);
+			}
 			if (!r) {
 				printf("non-monotonic: OOM at capacity %" PRIu64 " although %" PRIu64 " fits\n", above, best);
 				nonmono = 1;
 			}
 		}
 		if (below < best && below >= g) {
-			if ((r = fits(f, below, NULL, &err)) < 0)
+			if ((r = fit_at(f, below, spec, nspec, nspec + 1, &err)) < 0) {
+				free(spec);
 				return fit_fail(f, &err);
+			}
 			if (r) {
 				printf("non-monotonic: capacity %" PRIu64 " fits although %" PRIu64 " runs out of memory\n", below, best - g);
 				nonmono = 1;
@@ -142,6 +305,7 @@ static int fit_capacity(fitctx *f, int exact, uint64_t samples)
 			}
 		}
 	}
+	free(spec);
 	printf("checked: %" PRIu64 "%s fits, %" PRIu64 " runs out of memory; %" PRIu64 " replays%s\n", best,
 		as_size_paren(best, h1, sizeof h1), best - g, f->runs,
 		nonmono ? "; OOM is NOT monotonic in capacity for this trace" : "; no non-monotonic sample found");
@@ -190,26 +354,37 @@ static int fit_param(fitctx *f, const char *name, const char *values, const char
 	uint64_t bestobj = UINT64_MAX;
 	int rc = 0;
 	uint64_t cap = f->o.capacity;
-	for (size_t i = 0; i < n; i++) {
-		char *conf = !strcmp(vals[i], "none") ? xstrdup(base) : as_conf_with(base, name, vals[i]);
-		as_summary s;
-		as_err err = { 0, "" };
-		f->o.config = conf;
-		f->o.capacity = cap;
-		f->o.stop_at_oom = 1;
-		if (fit_run(f, &s, &err)) {
-			free(conf);
-			rc = fit_fail(f, &err);
-			break;
+	size_t chunk = f->jobs < n ? (size_t)f->jobs : n; /* -j values at a time, printed in order */
+	fitres *res = xcalloc(chunk ? chunk : 1, sizeof(*res));
+	char **confs = xcalloc(chunk ? chunk : 1, sizeof(char *));
+	for (size_t i0 = 0; i0 < n && !rc; i0 += chunk) {
+		size_t cnt = n - i0 < chunk ? n - i0 : chunk;
+		for (size_t k = 0; k < cnt; k++) {
+			confs[k] = !strcmp(vals[i0 + k], "none") ? xstrdup(base) : as_conf_with(base, name, vals[i0 + k]);
+			res[k].cap = cap;
+			res[k].config = confs[k];
 		}
-		printf("%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", vals[i], s.peak_reserved_bytes, s.num_device_alloc, s.num_ooms);
-		uint64_t obj = by_calls ? s.num_device_alloc : s.peak_reserved_bytes;
-		if (!s.num_ooms && obj < bestobj) {
-			bestobj = obj;
-			bestv = vals[i];
+		fit_batch(f, res, cnt);
+		for (size_t k = 0; k < cnt && !rc; k++) {
+			const as_summary *s = &res[k].s;
+			f->runs++;
+			if (res[k].r < 0) {
+				rc = fit_fail(f, &res[k].err);
+				break;
+			}
+			printf("%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", vals[i0 + k], s->peak_reserved_bytes, s->num_device_alloc, s->num_ooms);
+			uint64_t obj = by_calls ? s->num_device_alloc : s->peak_reserved_bytes;
+			if (!s->num_ooms && obj < bestobj) {
+				bestobj = obj;
+				bestv = vals[i0 + k];
+			}
 		}
-		free(conf);
+		for (size_t k = 0; k < cnt; k++)
+			free(confs[k]);
+		fflush(stdout);
 	}
+	free(res);
+	free(confs);
 	if (!rc) {
 		if (bestv) {
 			printf("%s\n", bestv);
@@ -231,17 +406,18 @@ int cmd_fit(int argc, char **argv)
 		CLI_DEVOPT(CAPACITY), { "exact", no_argument, 0, 'E' },
 		{ "samples", required_argument, 0, 'N' }, { "values", required_argument, 0, 'v' },
 		{ "objective", required_argument, 0, 'b' }, CLI_DEVOPT(DEVICE),
+		{ "jobs", required_argument, 0, 'j' },
 		{ "help", no_argument, 0, 'h' },
 		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
 	as_reader_opts ro = { 0 };
 	const char *policy = "pytorch", *config = "", *values = NULL, *objective = "peak_reserved";
 	cli_dev dv = { .ro = &ro };
-	uint64_t samples = 8;
+	uint64_t samples = 8, jobs = 1;
 	int exact = 0, c, dr;
 	optind = 1;
 	cli_catch_signals(); /* a replay under way stops at the next event: exit 130 */
-	while ((c = getopt_long(argc, argv, "p:c:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:c:j:h", lo, NULL)) != -1) {
 		if ((dr = cli_devopt("fit", &dv, c, optarg)) >= 0) {
 			if (dr)
 				return dr;
@@ -256,6 +432,10 @@ int cmd_fit(int argc, char **argv)
 				return cli_usage_error("fit", "--samples: '%s' is not a number up to 1000", optarg);
 			break;
 		case 'v': values = optarg; break;
+		case 'j':
+			if (as_parse_u64(optarg, &jobs) || !jobs || jobs > 1024)
+				return cli_usage_error("fit", "-j: '%s' is not a number of workers (1..1024)", optarg);
+			break;
 		case 'b': objective = optarg; break;
 		case 'h': fputs(fit_usage, stdout); return 0;
 		case 'V': cli_version(); return 0;
@@ -283,6 +463,7 @@ int cmd_fit(int argc, char **argv)
 		return cli_usage_error("fit", "%s", um);
 	}
 	f.o.path = trace;
+	f.jobs = jobs;
 	f.o.config = config;
 	f.o.addr_mode = ADDR_AUTO;
 	f.o.reader = &ro;
@@ -306,6 +487,7 @@ int cmd_fit(int argc, char **argv)
 		rc = fit_capacity(&f, exact, samples);
 	}
 	cli_progress_end(&f.prog);
+	free(f.known);
 	free(rec);
 	as_evbuf_free(&buf);
 	return rc;
