@@ -381,7 +381,6 @@ static int fit_param(fitctx *f, const char *name, const char *values, const char
 		}
 		for (size_t k = 0; k < cnt; k++)
 			free(confs[k]);
-		fflush(stdout);
 	}
 	free(res);
 	free(confs);
