@@ -55,6 +55,20 @@ contains "$out" "No setting of the grid fits 0.10 GiB"; ok $? "and says so"
 # deterministic for any -j
 a1=$("$A" advise -j 1 --format csv --capacity 17GiB "$T/gpt2_train_varlen__default.pickle.gz"); a2=$("$A" advise -j 3 --format csv --capacity 17GiB "$T/gpt2_train_varlen__default.pickle.gz")
 [ -n "$a1" ] && [ "$a1" = "$a2" ]; ok $? "-j 1 and -j 3 give the same bytes"
+# more threads than settings: the threads left over run each setting's next bisection probes beside it
+# and its unlimited run beside the one at the target; the bisection asks the probes -j 1 asks
+# (ALLOCSIM_JOBS_DEBUG), and the bytes are -j 1's
+for c in "" "--capacity 2GiB"; do
+	ALLOCSIM_JOBS_DEBUG=1 "$A" advise -j 1 --format csv $c "$T/gpt2_train_varlen__default.pickle.gz" > "$TMP/s1.csv" 2> "$TMP/s1.err"
+	ALLOCSIM_JOBS_DEBUG=1 "$A" advise -j 24 --format csv $c "$T/gpt2_train_varlen__default.pickle.gz" > "$TMP/s24.csv" 2> "$TMP/s24.err"
+	cmp -s "$TMP/s1.csv" "$TMP/s24.csv"; ok $? "advise -j 24 ${c:-without a target}: -j 1's bytes"
+	case $c in "") want="11 setting(s);87 asked" ;; *) want="15 setting(s);117 asked" ;; esac
+	is "$(sed -n 's/^allocsim: jobs: advise: \([0-9]* setting(s)\) on .* probes: \([0-9]* asked\), .*$/\1;\2/p' "$TMP/s1.err")|$(sed -n 's/^allocsim: jobs: advise: \([0-9]* setting(s)\) on .* probes: \([0-9]* asked\), .*$/\1;\2/p' "$TMP/s24.err")" \
+		"$want|$want" "... ${c:-without a target}: the bisections ask the same probes at -j 1 and -j 24 ($want)"
+	r1=$(sed -n 's/.* asked, \([0-9]*\) run$/\1/p' "$TMP/s1.err"); r24=$(sed -n 's/.* asked, \([0-9]*\) run$/\1/p' "$TMP/s24.err")
+	is "$r1 asked" "${want#*;}" "... -j 1 runs only those"
+	ok "$([ -n "$r24" ] && [ "$r24" -gt "$r1" ]; echo $?)" "... -j 24 runs them and probes that may follow ($r24)"
+done
 is "$(printf '%s\n' "$a1" | wc -l)" 16 "a header and 15 settings with a capacity"
 # without a target: gc settings are not replayed (they act only under a limit), and it says so
 run "$A" advise "$T/resnet50_train__default.pickle.gz"

@@ -151,13 +151,37 @@ typedef struct advise {
 	const as_reader_opts *ro;
 } advise;
 
-/* The work queue over every rank's grid. */
+/* The work queue over every rank's grid. A worker takes a setting and runs its replays; where fewer
+ * settings are left than threads, the threads left over help the workers: a setting's unlimited run
+ * and its run at the target together, and its bisection's next probes with those that may follow. */
 typedef struct pool {
 	advise *ranks;
 	size_t nranks, next;
+	uint64_t threads;  /* -j */
+	uint64_t busy;     /* threads replaying: the workers holding a setting and their helpers */
+	uint64_t asked, ran; /* bisection probes asked (-j 1's) and run (ALLOCSIM_JOBS_DEBUG) */
 	pthread_mutex_t mu;
 	cli_progress prog; /* on a terminal, after 0.5 s (progress.h) */
 } pool;
+
+/* Up to WANT more threads for a worker (0 when every one of -j is busy); given back with give(). */
+static uint64_t claim(pool *q, uint64_t want)
+{
+	pthread_mutex_lock(&q->mu);
+	uint64_t n = q->threads > q->busy ? q->threads - q->busy : 0;
+	if (n > want)
+		n = want;
+	q->busy += n;
+	pthread_mutex_unlock(&q->mu);
+	return n;
+}
+
+static void give(pool *q, uint64_t n)
+{
+	pthread_mutex_lock(&q->mu);
+	q->busy -= n;
+	pthread_mutex_unlock(&q->mu);
+}
 
 typedef struct oomhook {
 	int64_t entry;
@@ -185,27 +209,79 @@ static int run_one(const advise *a, const char *conf, uint64_t cap, int stop, as
 	return 0;
 }
 
-struct probe {
+/* A probe of a setting's bisection: a capacity, whether it fits (1, 0; -1 error in err). */
+typedef struct probe {
+	uint64_t cap;
+	int r;
+	as_err err;
+} probe;
+
+struct probes {
 	const advise *a;
 	const result *r;
+	probe *p;
+	size_t n, cap;     /* every probe made, the helpers' included */
+	size_t asked;
+	pool *q;
+	uint64_t *spec;    /* the probes that may follow the next one (as_bisect_probes) */
+	size_t nspec;
 };
 
+static void probe_one(void *ctx, size_t k)
+{
+	struct probes *ps = ctx;
+	probe *x = &ps->p[ps->n + k];
+	as_summary s;
+	as_err_clear(&x->err);
+	x->r = -1;
+	if (cli_interrupted)
+		as_fail(&x->err, AS_EXIT_INTERRUPTED, "interrupted");
+	else if (!run_one(ps->a, ps->r->config, x->cap, 1, &s, NULL, &x->err))
+		x->r = s.num_ooms == 0;
+}
+
+/* Whether the setting fits at CAP, as the bisection asks it (its probes in -j 1's order): from a probe
+ * made, else from a round of CAP and, on the threads left over (claim), the probes in spec. */
 static int fits_at(void *ctx, uint64_t cap, as_err *err)
 {
-	const struct probe *p = ctx;
-	as_summary s;
-	if (cli_interrupted)
-		return as_fail(err, AS_EXIT_INTERRUPTED, "interrupted");
-	if (run_one(p->a, p->r->config, cap, 1, &s, NULL, err))
-		return -1;
-	return s.num_ooms == 0;
+	struct probes *ps = ctx;
+	probe *x = NULL;
+	ps->asked++;
+	for (size_t i = 0; i < ps->n && !x; i++)
+		if (ps->p[i].cap == cap)
+			x = &ps->p[i];
+	if (!x) {
+		uint64_t more = claim(ps->q, ps->nspec);
+		size_t m = 0;
+		if (ps->n + more + 1 > ps->cap) {
+			ps->cap = 2 * (ps->n + more + 1);
+			ps->p = xrealloc(ps->p, ps->cap * sizeof(probe));
+		}
+		ps->p[ps->n + m++].cap = cap;
+		for (size_t i = 0; i < ps->nspec && m < more + 1; i++) {
+			int dup = 0;
+			for (size_t k = 0; k < ps->n + m && !dup; k++)
+				dup = ps->p[k].cap == ps->spec[i];
+			if (!dup)
+				ps->p[ps->n + m++].cap = ps->spec[i];
+		}
+		as_run_indexed(m, m, probe_one, ps);
+		give(ps->q, more);
+		x = &ps->p[ps->n];
+		ps->n += m;
+	}
+	if (x->r < 0)
+		*err = x->err;
+	return x->r;
 }
 
 /* The smallest capacity at which the replay has no OOM, by bisection between the peak of live
  * requested bytes and the unlimited peak reserved bytes, narrowed by the run at the target, to
  * within max(2 MiB, 1/256 of the upper end) (about 0.4%: advice, not `fit capacity`'s exact answer,
- * and half the replays). The answer is a capacity that was seen to fit, a multiple of 2 MiB. */
-static int smallest(const advise *a, const result *r, uint64_t *need, as_err *err)
+ * and half the replays). The answer is a capacity that was seen to fit, a multiple of 2 MiB. Where
+ * threads are left over, the probes that may follow the next one run beside it (fits_at); the answer
+ * is the same. */
+static int smallest(pool *q, const advise *a, const result *r, uint64_t *need, as_err *err)
 {
 	const uint64_t g = 2 * AS_MiB;
 	uint64_t lo = r->unl.peak_requested_bytes / g, hi = (r->unl.peak_reserved_bytes + g - 1) / g;
@@ -216,8 +292,59 @@ static int smallest(const advise *a, const result *r, uint64_t *need, as_err *er
 		else if (r->tgt.num_ooms && t > lo && t < hi)
 			lo = t;
 	}
-	struct probe pr = { a, r };
-	return as_bisect_capacity(g, lo, hi, hi / 256 ? hi / 256 : 1, fits_at, NULL, &pr, need, err);
+	uint64_t tol = hi / 256 ? hi / 256 : 1;
+	struct probes ps = { .a = a, .r = r, .q = q };
+	/* the probes to speculate on: the lower end (asked first), then the bisection's tree; fits_at
+	 * takes those not made yet, as many as threads are free (the tree from (lo, hi) stays a superset
+	 * of the one from any later interval only near its root, so it is recomputed on the way) */
+	size_t max = q->threads > 64 ? 64 : (size_t)q->threads;
+	ps.spec = xmalloc((max + 1) * sizeof(uint64_t));
+	ps.nspec = as_bisect_probes(g, lo, hi, tol, ps.spec + (lo != 0), max) + (lo != 0);
+	if (lo)
+		ps.spec[0] = lo * g;
+	int rc = -1, f;
+	if (lo) {
+		if ((f = fits_at(&ps, lo * g, err)) < 0)
+			goto out;
+		if (f)
+			hi = lo; /* already fits at the lower bound */
+	}
+	while (hi > lo && hi - lo > tol) { /* as_bisect_capacity's loop */
+		uint64_t mid = lo + (hi - lo) / 2;
+		ps.nspec = as_bisect_probes(g, lo, hi, tol, ps.spec, max);
+		if ((f = fits_at(&ps, mid * g, err)) < 0)
+			goto out;
+		if (f)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	*need = hi * g;
+	rc = 0;
+out:
+	pthread_mutex_lock(&q->mu);
+	q->asked += ps.asked;
+	q->ran += ps.n;
+	pthread_mutex_unlock(&q->mu);
+	free(ps.spec);
+	free(ps.p);
+	return rc;
+}
+
+/* A setting's unlimited run (k 0) and its run at the target (k 1), side by side. */
+struct pair {
+	const advise *a;
+	result *r;
+	int rc[2];
+	as_err err[2];
+};
+
+static void pair_one(void *ctx, size_t k)
+{
+	struct pair *p = ctx;
+	as_err_clear(&p->err[k]);
+	p->rc[k] = k ? run_one(p->a, p->r->config, p->a->target, 0, &p->r->tgt, &p->r->oom_entry, &p->err[k])
+		     : run_one(p->a, p->r->config, 0, 0, &p->r->unl, NULL, &p->err[k]);
 }
 
 static void *worker(void *arg)
@@ -227,20 +354,29 @@ static void *worker(void *arg)
 		if (!first)
 			cli_progress_add(&q->prog, 1); /* the item before this one is done */
 		pthread_mutex_lock(&q->mu);
-		size_t k = q->next++;
+		size_t k = q->next, skipped = 0;
+		while (k < q->nranks * NGRID && q->ranks[k / NGRID].res[k % NGRID].skip)
+			k++, skipped++;
+		q->next = k + 1;
+		int stop = k >= q->nranks * NGRID || cli_interrupted;
+		if (stop)
+			q->busy--; /* this worker's thread is free for the others' probes */
 		pthread_mutex_unlock(&q->mu);
-		if (k >= q->nranks * NGRID || cli_interrupted)
+		cli_progress_add(&q->prog, skipped);
+		if (stop)
 			return NULL;
 		advise *a = &q->ranks[k / NGRID];
 		result *r = &a->res[k % NGRID];
-		if (r->skip)
-			continue;
 		as_err *err = &r->err;
-		if (run_one(a, r->config, 0, 0, &r->unl, NULL, err))
+		struct pair p = { a, r, { 0, 0 }, { { 0, "" }, { 0, "" } } };
+		uint64_t more = a->target ? claim(q, 1) : 0;
+		as_run_indexed(1 + more, a->target ? 2 : 1, pair_one, &p); /* (-j 1: one after the other, here) */
+		give(q, more);
+		if (p.rc[0] || p.rc[1]) { /* the first failure, as one after the other would meet it */
+			*err = p.err[p.rc[0] ? 0 : 1];
 			continue;
-		if (a->target && run_one(a, r->config, a->target, 0, &r->tgt, &r->oom_entry, err))
-			continue;
-		if (a->fit && smallest(a, r, &r->need, err))
+		}
+		if (a->fit && smallest(q, a, r, &r->need, err))
 			continue;
 		r->done = 1;
 	}
@@ -948,12 +1084,20 @@ int cmd_advise(int argc, char **argv)
 			"advising without a limit: only the settings that need no more than the recording held are known to fit (give "
 			"--oom-message, --capacity, --fraction or --gpu)\n", as_progname, ooms);
 	{
-		pool q = { .ranks = ranks, .nranks = nfiles };
+		pool q = { .ranks = ranks, .nranks = nfiles, .threads = jobs };
 		pthread_mutex_init(&q.mu, NULL);
-		if (jobs > nfiles * NGRID)
-			jobs = nfiles * NGRID;
+		size_t items = 0; /* the settings to replay: one worker each at most */
+		for (size_t k = 0; k < nfiles; k++)
+			for (size_t i = 0; i < NGRID; i++)
+				items += !ranks[k].res[i].skip;
+		if (jobs > items)
+			jobs = items ? items : 1;
+		q.busy = jobs;
 		cli_progress_start(&q.prog, "advise", nfiles * NGRID, cli_progress_delay());
 		as_run_threads(jobs, worker, &q);
+		if (getenv("ALLOCSIM_JOBS_DEBUG"))
+			fprintf(stderr, "%s: jobs: advise: %zu setting(s) on %" PRIu64 " worker(s) of %" PRIu64 " thread(s); bisection probes: %"
+				PRIu64 " asked, %" PRIu64 " run\n", as_progname, items, jobs, q.threads, q.asked, q.ran);
 		cli_progress_end(&q.prog);
 		pthread_mutex_destroy(&q.mu);
 	}

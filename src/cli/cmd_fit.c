@@ -142,28 +142,6 @@ static int fit_at(fitctx *f, uint64_t c, const uint64_t *spec, size_t nspec, siz
 	return x->r;
 }
 
-/* The probes the bisection of (lo, hi) in units of g (to within one unit) may make, breadth first:
- * its next one, then the next of each half, ...; at most max. */
-static size_t bisect_spec(uint64_t g, uint64_t lo, uint64_t hi, uint64_t *out, size_t max)
-{
-	size_t n = 0, qn = 0, qh = 0, qcap = 2 * max + 2;
-	uint64_t (*q)[2] = xmalloc(qcap * sizeof(*q));
-	q[qn][0] = lo, q[qn++][1] = hi;
-	while (qh < qn && n < max) {
-		uint64_t l = q[qh][0], h = q[qh++][1];
-		if (h <= l || h - l <= 1)
-			continue;
-		uint64_t mid = l + (h - l) / 2;
-		out[n++] = mid * g;
-		if (qn + 2 <= qcap) {
-			q[qn][0] = l, q[qn++][1] = mid;
-			q[qn][0] = mid, q[qn++][1] = h;
-		}
-	}
-	free(q);
-	return n;
-}
-
 /* One replay; -1 on error or after Ctrl-C/SIGTERM (err says which). */
 static int fit_run(fitctx *f, as_summary *s, as_err *err)
 {
@@ -204,7 +182,7 @@ static int fit_bisect(fitctx *f, uint64_t g, uint64_t lo, uint64_t hi, uint64_t 
 	size_t n = 0;
 	if (lo)
 		spec[n++] = lo * g;
-	n += bisect_spec(g, lo, hi, spec + n, max - (n < max ? n : max));
+	n += as_bisect_probes(g, lo, hi, 1, spec + n, max - (n < max ? n : max));
 	if ((r = fit_at(f, hi * g, spec, n, max, err)) < 0)
 		goto out;
 	if (!r) {
@@ -220,7 +198,7 @@ static int fit_bisect(fitctx *f, uint64_t g, uint64_t lo, uint64_t hi, uint64_t 
 	}
 	while (hi > lo && hi - lo > 1) {
 		uint64_t mid = lo + (hi - lo) / 2;
-		n = bisect_spec(g, lo, hi, spec, max);
+		n = as_bisect_probes(g, lo, hi, 1, spec, max);
 		if ((r = fit_at(f, mid * g, spec, n, max, err)) < 0)
 			goto out;
 		print_step(mid * g, r);

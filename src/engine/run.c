@@ -142,6 +142,26 @@ int as_bisect_capacity(uint64_t g, uint64_t lo, uint64_t hi, uint64_t tol, int (
 	return 0;
 }
 
+size_t as_bisect_probes(uint64_t g, uint64_t lo, uint64_t hi, uint64_t tol, uint64_t *out, size_t max)
+{
+	size_t n = 0, qn = 0, qh = 0, qcap = 2 * max + 2;
+	uint64_t (*q)[2] = xmalloc(qcap * sizeof(*q));
+	q[qn][0] = lo, q[qn++][1] = hi;
+	while (qh < qn && n < max) {
+		uint64_t l = q[qh][0], h = q[qh++][1];
+		if (h <= l || h - l <= tol)
+			continue;
+		uint64_t mid = l + (h - l) / 2;
+		out[n++] = mid * g;
+		if (qn + 2 <= qcap) {
+			q[qn][0] = l, q[qn++][1] = mid;
+			q[qn][0] = mid, q[qn++][1] = h;
+		}
+	}
+	free(q);
+	return n;
+}
+
 static void add_val(char ***vals, size_t *n, const char *v)
 {
 	*vals = xrealloc(*vals, (*n + 1) * sizeof(char *));

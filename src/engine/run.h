@@ -53,6 +53,10 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err);
  * (err set), which ends the search with -1. The answer, *best, is a capacity seen to fit. */
 int as_bisect_capacity(uint64_t g, uint64_t lo, uint64_t hi, uint64_t tol, int (*fits)(void *ctx, uint64_t cap, as_err *err),
 	void (*step)(void *ctx, uint64_t cap, int ok), void *ctx, uint64_t *best, as_err *err);
+/* The probes (capacities) that as_bisect_capacity's loop over (lo, hi) may make next, breadth first:
+ * its next one, then the next of each half, ...; at most max into out. Run together, they settle
+ * log2(n + 1) steps of the bisection at once (fit -j, advise -j). */
+size_t as_bisect_probes(uint64_t g, uint64_t lo, uint64_t hi, uint64_t tol, uint64_t *out, size_t max);
 /* The recorded settings of a trace's metadata (a copy); NULL when none. */
 char *as_recorded_settings(const as_meta *m);
 /* A parameter's values: "21,64,none", ranges "32..1024:x2" (geometric) and "0..512:+64". */
