@@ -71,6 +71,17 @@ best=$(printf '%s\n' "$out" | tail -1)
 want=$(printf '%s\n' "$out" | sed '1d;$d' | awk -F, '$4==0' | sort -t, -k2,2n -s | head -1 | cut -d, -f1)
 is "$best" "$want" "fit param picks the lowest peak reserved without OOM ($best)"
 run "$A" fit param roundup_power2_divisions --capacity 3GiB "$bert"; is "$st" 64 "fit param needs --values for other options"
+# sweep takes the first run of every (trace, policy), costliest first, then the second of every one, ...
+# (ALLOCSIM_JOBS_DEBUG): -j 1 replays what the grid order replayed (6 of bert's and seed's 16 runs given by
+# a finished run of their trace), and the rows stay in grid order, the same for any -j
+seed="$T/seed_example__default.pickle.gz"
+ALLOCSIM_JOBS_DEBUG=1 "$A" sweep -j 1 -t "$seed" "$bert" -p pytorch --param max_split_size_mb=none,20..2048:x2 > "$TMP/so1.csv" 2> "$TMP/so1.err"
+is "$(sed -n 's/^allocsim: jobs: sweep: //p' "$TMP/so1.err" | sed 's|[^ ]*/||' | tr '\n' ';')" \
+	"1: bert_infer_varlen__default.pickle.gz pytorch (cost 25043, 8 runs);2: seed_example__default.pickle.gz pytorch (cost 10379, 8 runs);16 run(s) to do, 10 replayed, 6 given by a finished run of their trace;" \
+	"sweep -j 1: bert's runs first (its events), 10 replayed and 6 given by a finished run"
+"$A" sweep -j 4 -t "$seed" "$bert" -p pytorch --param max_split_size_mb=none,20..2048:x2 > "$TMP/so4.csv" 2>/dev/null
+cmp -s "$TMP/so1.csv" "$TMP/so4.csv"; ok $? "... -j 4 writes the same bytes"
+is "$(sed -n '2p;10p' "$TMP/so1.csv" | cut -d, -f1,3 | sed 's|,.*/|,|')" "$(printf '0,seed_example__default.pickle.gz\n8,bert_infer_varlen__default.pickle.gz')" "... rows in grid order (seed's first, as given)"
 # fit -j N: the replays run N at a time, the output is -j 1's byte for byte (the replay count included)
 "$A" fit capacity "$bert" > "$TMP/f1.txt"
 ALLOCSIM_JOBS_DEBUG=1 "$A" fit -j 3 capacity "$bert" > "$TMP/f3.txt" 2> "$TMP/f3.err"

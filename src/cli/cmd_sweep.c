@@ -75,11 +75,13 @@ typedef struct job {
 	const as_evbuf *events; /* the trace, decoded once for all its runs */
 	size_t tindex;  /* the trace's position among the inputs */
 	as_err *err;    /* --keep-going: this run's failure (NULL: none) */
+	int started;    /* a worker took it (under the lock) */
 } job;
 
 typedef struct sweep {
 	job *jobs;
 	size_t njobs, next, done, torun, active;
+	size_t *order;       /* the jobs in the order the workers take them (run_order) */
 	pthread_mutex_t mu;
 	int timing, stop_at_oom, no_share, free_at;
 	size_t shared;       /* rows given by another run of the same trace (AS_Q_SAME_RUN) */
@@ -210,7 +212,7 @@ static int share_run(void *ctx, as_engine *e, const as_summary *s, as_err *err)
 		const job *b = &sw->jobs[i];
 		if (b->trace != a->trace || b->ops != a->ops)
 			break;
-		if (i < sw->next || b->row || b->capacity != a->capacity || job_resolves(b) != job_resolves(a))
+		if (b->started || b->row || b->capacity != a->capacity || job_resolves(b) != job_resolves(a))
 			continue;
 		AS_GROW(cand, n, cap, 16);
 		cand[n++] = i;
@@ -227,7 +229,7 @@ static int share_run(void *ctx, as_engine *e, const as_summary *s, as_err *err)
 		char *row = job_row(sw, b, b->capacity, c->s);
 		int mine = 0;
 		pthread_mutex_lock(&sw->mu);
-		if (cand[i] >= sw->next && !b->row) { /* not started meanwhile */
+		if (!b->started && !b->row) { /* not started meanwhile */
 			b->row = row;
 			row = NULL;
 			sw->done++;
@@ -245,19 +247,56 @@ static int share_run(void *ctx, as_engine *e, const as_summary *s, as_err *err)
 	return 0;
 }
 
+/* The order the workers take the runs in: the first value of every (trace, policy), then the second of
+ * every one, ...; the (trace, policy) pairs costliest first (the trace's events, 16 times that for an
+ * offline policy, as compare). So -j N workers replay N different traces at once, and the first run of
+ * each can give its row to the later ones of its trace that it proves identical (share_run) before
+ * they start, as with -j 1, instead of N runs of one trace starting together; and the last runs to
+ * finish are cheap ones. Within a (trace, policy) the grid's order stays (-j 1 runs what it ran). */
+typedef struct { uint64_t cost; size_t group; } gcost;
+static int cmp_gcost(const void *a, const void *b)
+{
+	const gcost *x = a, *y = b;
+	if (x->cost != y->cost)
+		return x->cost < y->cost ? 1 : -1;
+	return x->group < y->group ? -1 : x->group > y->group;
+}
+
+static void run_order(sweep *sw, size_t ngroups, size_t per)
+{
+	gcost *g = xmalloc((ngroups ? ngroups : 1) * sizeof(*g));
+	for (size_t i = 0; i < ngroups; i++) {
+		const job *j = &sw->jobs[i * per];
+		uint64_t ev = sw->load_errs[j->tindex].code ? 0 : j->events->n;
+		g[i] = (gcost){ ev * (j->ops->flags & AS_CAP_PLAN ? 16 : 1), i };
+	}
+	qsort(g, ngroups, sizeof(*g), cmp_gcost);
+	sw->order = xmalloc((sw->njobs ? sw->njobs : 1) * sizeof(size_t));
+	size_t k = 0;
+	for (size_t c = 0; c < per; c++)
+		for (size_t i = 0; i < ngroups; i++)
+			sw->order[k++] = g[i].group * per + c;
+	if (getenv("ALLOCSIM_JOBS_DEBUG"))
+		for (size_t i = 0; i < ngroups; i++)
+			fprintf(stderr, "allocsim: jobs: sweep: %zu: %s %s (cost %" PRIu64 ", %zu runs)\n", i + 1,
+				sw->jobs[g[i].group * per].trace, sw->jobs[g[i].group * per].ops->name, g[i].cost, per);
+	free(g);
+}
+
 static void *worker(void *arg)
 {
 	sweep *sw = arg;
 	for (;;) {
 		pthread_mutex_lock(&sw->mu);
-		while (sw->next < sw->njobs && sw->jobs[sw->next].row)
-			sw->next++; /* already present (--resume) or not in this shard */
+		while (sw->next < sw->njobs && sw->jobs[sw->order[sw->next]].row)
+			sw->next++; /* already present (--resume), given by a finished run (share_run) or not in this shard */
 		if (sw->next >= sw->njobs || (sw->err.code && !sw->keep_going) || cli_interrupted) {
 			sw->active--;
 			pthread_mutex_unlock(&sw->mu);
 			return NULL;
 		}
-		job *j = &sw->jobs[sw->next++];
+		job *j = &sw->jobs[sw->order[sw->next++]];
+		j->started = 1;
 		pthread_mutex_unlock(&sw->mu);
 
 		as_run_opts o = { .path = j->trace, .events = j->events, .ops = j->ops, .config = j->config, .capacity = j->capacity,
@@ -769,6 +808,7 @@ args_out:
 	for (size_t i = 0; i < sw.njobs; i++)
 		if (!sw.jobs[i].row)
 			sw.torun++;
+	run_order(&sw, ntr * npol, ncomb);
 	pthread_t *th = xcalloc(jobs, sizeof(pthread_t));
 	sw.active = jobs;
 	if (quiet)
@@ -780,6 +820,9 @@ args_out:
 	for (uint64_t w = 0; w < jobs; w++)
 		pthread_join(th[w], NULL);
 	free(th);
+	if (getenv("ALLOCSIM_JOBS_DEBUG"))
+		fprintf(stderr, "allocsim: jobs: sweep: %zu run(s) to do, %zu replayed, %zu given by a finished run of their trace\n",
+			sw.torun, sw.done - sw.shared, sw.shared);
 	cli_progress_end(&sw.prog); /* at once: no sleep after the work */
 	if (keep_going && !cli_interrupted && (sw.err.code || bad_traces)) {
 		rc = sweep_keep_going(&of, header, &sw, &err, &committed);
@@ -815,6 +858,7 @@ done:
 	}
 	free(sw.load_errs);
 	free(sw.jobs);
+	free(sw.order);
 	for (size_t t = 0; recorded && t < ntr; t++) {
 		free(recorded[t]);
 		if (sw.bufs)
