@@ -80,7 +80,6 @@ static void fit_one(void *ctx, size_t k)
 	}
 	if (!as_run(&o, &x->s, &x->err))
 		x->r = x->s.num_ooms == 0;
-	cli_progress_add(&b->f->prog, 1);
 	if (cli_interrupted) {
 		as_err_clear(&x->err);
 		x->r = -1;
@@ -135,6 +134,7 @@ static int fit_at(fitctx *f, uint64_t c, const uint64_t *spec, size_t nspec, siz
 		x = fit_known(f, c);
 	}
 	f->runs++;
+	cli_progress_add(&f->prog, 1); /* (the replays asked: -j 1's count) */
 	if (x->r < 0) {
 		*err = x->err;
 		return -1;
@@ -346,6 +346,7 @@ static int fit_param(fitctx *f, const char *name, const char *values, const char
 		for (size_t k = 0; k < cnt && !rc; k++) {
 			const as_summary *s = &res[k].s;
 			f->runs++;
+			cli_progress_add(&f->prog, 1);
 			if (res[k].r < 0) {
 				rc = fit_fail(f, &res[k].err);
 				break;
