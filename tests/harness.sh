@@ -89,7 +89,7 @@ cmp -s "$TMP/f1.txt" "$TMP/f3.txt"; ok $? "fit -j 3 capacity writes -j 1's bytes
 contains "$(cat "$TMP/f1.txt")" "1990197248 (1.85 GiB) fits, 1988100096 runs out of memory; 29 replays; no non-monotonic"; ok $? "... (bert: 1990197248, 29 replays)"
 is "$(sed 's/^allocsim: jobs: fit: \([0-9]*\) replay(s) at once$/\1/' "$TMP/f3.err" | tr '\n' ' ')" "3 3 3 3 3 2 16 " \
 	"... in 7 rounds, not 17: 3 bisection probes at once (the next and both that may follow), then the 16 samples together"
-is "$(ALLOCSIM_JOBS_DEBUG=1 "$A" fit capacity "$bert" 2>&1 >/dev/null | sort | uniq -c | tr -s ' ' | tr '\n' ';')" \
+is "$(ALLOCSIM_JOBS_DEBUG=1 "$A" fit capacity "$bert" 2>&1 >/dev/null | LC_ALL=C sort | uniq -c | tr -s ' ' | tr '\n' ';')" \
 	" 12 allocsim: jobs: fit: 1 replay(s) at once; 1 allocsim: jobs: fit: 16 replay(s) at once;" "... -j 1: one probe at a time"
 "$A" fit capacity --exact "$r50" > "$TMP/e1.txt"; "$A" fit -j 4 capacity --exact "$r50" > "$TMP/e4.txt"
 cmp -s "$TMP/e1.txt" "$TMP/e4.txt"; ok $? "fit -j 4 capacity --exact writes -j 1's bytes"
