@@ -20,7 +20,7 @@ usage:
   capture-fake.py fakeall|realall|probeall OUTDIR [WORKLOAD...]   one kind only
   capture-fake.py probe WORKLOAD OUTDIR     on the GPU: the allocations inside each op (cuDNN workspaces,
                                             kernel scratch) and the order of its outputs: W.probe.json
-  capture-fake.py merge PROBEDIR OUTDIR     cudnn-h200.json and ops-h200.json from the W.probe.json
+  capture-fake.py merge PROBEDIR OUTDIR     cudnn-sm90.json and ops-sm90.json from the W.probe.json
                                             (the capture reads them from traces/predict or
                                             $CAPTURE_FAKE_TABLES; CAPTURE_FAKE_SCRATCH=1 also adds the
                                             other ops' scratch)
@@ -59,7 +59,7 @@ LT_OPS = {"addmm", "_addmm_activation"}
 # (v2.11.0): run_single_conv() allocates the chosen engine's workspace from the caching allocator
 # (c10::cuda::CUDACachingAllocator::get()->allocate(workspace_size)) and frees it when the call returns;
 # the size is cuDNN's heuristics' choice on the device, so it is measured (capture-fake.py probe, on the
-# GPU) per convolution key into traces/predict/cudnn-h200.json.
+# GPU) per convolution key into traces/predict/cudnn-sm90.json.
 CONV_OPS = {"convolution", "convolution_backward"}
 # The order in which a CUDA kernel allocates its outputs, where it is not their order in the result
 # (the probe's tables take precedence): native_dropout allocates the bool mask before the output
@@ -87,11 +87,11 @@ def op_key(torch, name, args, kwargs):
 
 
 def load_tables():
-    """traces/predict/cudnn-h200.json (convolutions) and ops-h200.json (other ops' scratch, output order),
+    """traces/predict/cudnn-sm90.json (convolutions) and ops-sm90.json (other ops' scratch, output order),
     or the ones in $CAPTURE_FAKE_TABLES."""
     d = os.environ.get("CAPTURE_FAKE_TABLES") or os.path.join(HERE, "..", "traces", "predict")
     t = {"convs": {}, "scratch": {}, "order": {}}
-    for f, ks in (("cudnn-h200.json", ("convs",)), ("ops-h200.json", ("scratch", "order"))):
+    for f, ks in (("cudnn-sm90.json", ("convs",)), ("ops-sm90.json", ("scratch", "order"))):
         p = os.path.join(d, f)
         if os.path.exists(p):
             j = json.load(open(p))
@@ -683,7 +683,7 @@ def run_probe(workload, out):
 
 
 def merge_probes(pdir, out):
-    """cudnn-h200.json (every convolution key) and ops-h200.json (other ops' scratch; output order) from
+    """cudnn-sm90.json (every convolution key) and ops-sm90.json (other ops' scratch; output order) from
     the W.probe.json in PDIR."""
     convs, scratch, order, meta = {}, {}, {}, {}
     for f in sorted(os.listdir(pdir)):
@@ -711,10 +711,10 @@ def merge_probes(pdir, out):
     src = "aten/src/ATen/native/cudnn/Conv_v8.cpp (v2.11.0): run_single_conv() allocates the workspace from the caching allocator per call"
     os.makedirs(out, exist_ok=True)
     json.dump(dict(meta, source=src, how="capture-fake.py probe: allocation counters around each op + the memory history",
-                   n=len(convs), convs=dict(sorted(convs.items()))), open(os.path.join(out, "cudnn-h200.json"), "w"), indent=0)
+                   n=len(convs), convs=dict(sorted(convs.items()))), open(os.path.join(out, "cudnn-sm90.json"), "w"), indent=0)
     json.dump(dict(meta, how="capture-fake.py probe", n_scratch=len(scratch), scratch=dict(sorted(scratch.items())),
                    order=dict(sorted(follow.items())), order_seen=dict(sorted(order.items()))),
-              open(os.path.join(out, "ops-h200.json"), "w"), indent=0)
+              open(os.path.join(out, "ops-sm90.json"), "w"), indent=0)
     print("merged", len(convs), "convs,", sum(1 for v in convs.values() if v["workspaces"]), "with a workspace;",
           len(scratch), "scratch keys;", len(follow), "output orders")
 

@@ -42,7 +42,7 @@ def main():
     print("\nallocsim predict: median |error| %.1f%%, worst %.1f%% over %d workloads; analytic: median %.1f%%, worst %.1f%% over %d"
           % (statistics.median(errs), max(errs), len(errs), statistics.median(aerrs), max(aerrs), len(aerrs)))
     if conv:
-        print("convolution calls found in cudnn-h200.json (the rest counted in W.fake.json's cudnn_missing_keys): " + ", ".join(conv))
+        print("convolution calls found in cudnn-sm90.json (the rest counted in W.fake.json's cudnn_missing_keys): " + ", ".join(conv))
 
 
 if __name__ == "__main__":
