@@ -223,8 +223,6 @@ struct probes {
 	size_t n, cap;     /* every probe made, the helpers' included */
 	size_t asked;
 	pool *q;
-	uint64_t *spec;    /* the probes that may follow the next one (as_bisect_probes) */
-	size_t nspec;
 };
 
 static void probe_one(void *ctx, size_t k)
@@ -241,8 +239,9 @@ static void probe_one(void *ctx, size_t k)
 }
 
 /* Whether the setting fits at CAP, as the bisection asks it (its probes in -j 1's order): from a probe
- * made, else from a round of CAP and, on the threads left over (claim), the probes in spec. */
-static int fits_at(void *ctx, uint64_t cap, as_err *err)
+ * made, else from a round of CAP and, on the threads left over (claim), the probes in next (those
+ * that may follow, as_bisect_capacity's). */
+static int fits_at(void *ctx, uint64_t cap, const uint64_t *next, size_t nnext, as_err *err)
 {
 	struct probes *ps = ctx;
 	probe *x = NULL;
@@ -251,19 +250,19 @@ static int fits_at(void *ctx, uint64_t cap, as_err *err)
 		if (ps->p[i].cap == cap)
 			x = &ps->p[i];
 	if (!x) {
-		uint64_t more = claim(ps->q, ps->nspec);
+		uint64_t more = claim(ps->q, nnext);
 		size_t m = 0;
 		if (ps->n + more + 1 > ps->cap) {
 			ps->cap = 2 * (ps->n + more + 1);
 			ps->p = xrealloc(ps->p, ps->cap * sizeof(probe));
 		}
 		ps->p[ps->n + m++].cap = cap;
-		for (size_t i = 0; i < ps->nspec && m < more + 1; i++) {
+		for (size_t i = 0; i < nnext && m < more + 1; i++) {
 			int dup = 0;
 			for (size_t k = 0; k < ps->n + m && !dup; k++)
-				dup = ps->p[k].cap == ps->spec[i];
+				dup = ps->p[k].cap == next[i];
 			if (!dup)
-				ps->p[ps->n + m++].cap = ps->spec[i];
+				ps->p[ps->n + m++].cap = next[i];
 		}
 		as_run_indexed(m, m, probe_one, ps);
 		give(ps->q, more);
@@ -294,39 +293,15 @@ static int smallest(pool *q, const advise *a, const result *r, uint64_t *need, a
 	}
 	uint64_t tol = hi / 256 ? hi / 256 : 1;
 	struct probes ps = { .a = a, .r = r, .q = q };
-	/* the probes to speculate on: the lower end (asked first), then the bisection's tree; fits_at
-	 * takes those not made yet, as many as threads are free (the tree from (lo, hi) stays a superset
-	 * of the one from any later interval only near its root, so it is recomputed on the way) */
-	size_t max = q->threads > 64 ? 64 : (size_t)q->threads;
-	ps.spec = xmalloc((max + 1) * sizeof(uint64_t));
-	ps.nspec = as_bisect_probes(g, lo, hi, tol, ps.spec + (lo != 0), max) + (lo != 0);
-	if (lo)
-		ps.spec[0] = lo * g;
-	int rc = -1, f;
-	if (lo) {
-		if ((f = fits_at(&ps, lo * g, err)) < 0)
-			goto out;
-		if (f)
-			hi = lo; /* already fits at the lower bound */
-	}
-	while (hi > lo && hi - lo > tol) { /* as_bisect_capacity's loop */
-		uint64_t mid = lo + (hi - lo) / 2;
-		ps.nspec = as_bisect_probes(g, lo, hi, tol, ps.spec, max);
-		if ((f = fits_at(&ps, mid * g, err)) < 0)
-			goto out;
-		if (f)
-			hi = mid;
-		else
-			lo = mid;
-	}
-	*need = hi * g;
-	rc = 0;
-out:
+	/* the probes to speculate on: as many as threads are free, of those as_bisect_capacity lists (the
+	 * tree from (lo, hi) stays a superset of the one from any later interval only near its root, so it
+	 * lists them again before each probe) */
+	size_t ahead = q->threads > 64 ? 64 : (size_t)q->threads;
+	int rc = as_bisect_capacity(g, lo, hi, tol, ahead, fits_at, NULL, &ps, need, err);
 	pthread_mutex_lock(&q->mu);
 	q->asked += ps.asked;
 	q->ran += ps.n;
 	pthread_mutex_unlock(&q->mu);
-	free(ps.spec);
 	free(ps.p);
 	return rc;
 }

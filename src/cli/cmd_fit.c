@@ -124,10 +124,7 @@ static int fit_at(fitctx *f, uint64_t c, const uint64_t *spec, size_t nspec, siz
 			batch[k].config = f->o.config;
 		fit_batch(f, batch, n);
 		for (size_t k = 0; k < n; k++) {
-			if (f->nknown == f->capknown) {
-				f->capknown = f->capknown ? 2 * f->capknown : 64;
-				f->known = xrealloc(f->known, f->capknown * sizeof(*f->known));
-			}
+			AS_GROW(f->known, f->nknown, f->capknown, 64);
 			f->known[f->nknown++] = batch[k];
 		}
 		free(batch);
@@ -167,51 +164,31 @@ static int fit_fail(const fitctx *f, const as_err *err)
 	return AS_EXIT_INTERRUPTED;
 }
 
-static void print_step(uint64_t c, int ok)
+/* fit_at as as_bisect_capacity asks it, with -j's width */
+static int fit_cb(void *ctx, uint64_t c, const uint64_t *next, size_t nnext, as_err *err)
 {
+	fitctx *f = ctx;
+	return fit_at(f, c, next, nnext, (size_t)f->jobs, err);
+}
+
+static void print_step(void *ctx, uint64_t c, int ok)
+{
+	(void)ctx;
 	printf("capacity %" PRIu64 ": %s\n", c, ok ? "ok" : "OOM");
 }
 
-/* as_bisect_capacity(g, lo, hi, 1, ...) with its probes from fit_at: the bisection's next probes run
- * together. HI fits (checked first, in the same round). */
-static int fit_bisect(fitctx *f, uint64_t g, uint64_t lo, uint64_t hi, uint64_t *best, as_err *err)
+/* HI, known to fit as the unlimited run's peak, checked first: 1 fits, 0 not, -1 error. Its round
+ * runs beside it what the bisection asks next (the lower end, then its tree). */
+static int fit_hi(fitctx *f, uint64_t g, uint64_t lo, uint64_t hi, as_err *err)
 {
-	size_t max = f->jobs > 1024 ? 1024 : (size_t)f->jobs;
-	uint64_t *spec = xmalloc((max + 1) * sizeof(uint64_t));
-	int r, rc = -1;
-	size_t n = 0;
+	size_t max = (size_t)f->jobs, n = 0;
+	uint64_t *next = xmalloc((max + 1) * sizeof(uint64_t));
 	if (lo)
-		spec[n++] = lo * g;
-	n += as_bisect_probes(g, lo, hi, 1, spec + n, max - (n < max ? n : max));
-	if ((r = fit_at(f, hi * g, spec, n, max, err)) < 0)
-		goto out;
-	if (!r) {
-		fprintf(stderr, "%s: error: the replay runs out of memory even at its own unlimited peak (%" PRIu64 " bytes)\n",
-			as_progname, hi * g);
-		rc = -2;
-		goto out;
-	}
-	if (lo && (r = fit_at(f, lo * g, spec, n, max, err)) != 0) {
-		if (r < 0)
-			goto out;
-		hi = lo; /* already fits at the lower bound */
-	}
-	while (hi > lo && hi - lo > 1) {
-		uint64_t mid = lo + (hi - lo) / 2;
-		n = as_bisect_probes(g, lo, hi, 1, spec, max);
-		if ((r = fit_at(f, mid * g, spec, n, max, err)) < 0)
-			goto out;
-		print_step(mid * g, r);
-		if (r)
-			hi = mid;
-		else
-			lo = mid;
-	}
-	*best = hi * g;
-	rc = 0;
-out:
-	free(spec);
-	return rc;
+		next[n++] = lo * g;
+	n += as_bisect_probes(g, lo, hi, 1, next + n, max);
+	int r = fit_at(f, hi * g, next, n, max, err);
+	free(next);
+	return r;
 }
 
 static int fit_capacity(fitctx *f, int exact, uint64_t samples)
@@ -235,11 +212,16 @@ static int fit_capacity(fitctx *f, int exact, uint64_t samples)
 	printf("unlimited: peak_reserved_bytes %" PRIu64 "%s, peak_requested_bytes %" PRIu64 "%s\n",
 		full.peak_reserved_bytes, as_size_paren(full.peak_reserved_bytes, h1, sizeof h1),
 		full.peak_requested_bytes, as_size_paren(full.peak_requested_bytes, h2, sizeof h2));
-	uint64_t best;
-	int r = fit_bisect(f, g, lo, hi, &best, &err);
-	if (r == -2)
+	int r = fit_hi(f, g, lo, hi, &err);
+	if (r < 0)
+		return fit_fail(f, &err);
+	if (!r) {
+		fprintf(stderr, "%s: error: the replay runs out of memory even at its own unlimited peak (%" PRIu64 " bytes)\n",
+			as_progname, hi * g);
 		return AS_EXIT_SOFTWARE;
-	if (r)
+	}
+	uint64_t best;
+	if (as_bisect_capacity(g, lo, hi, 1, (size_t)f->jobs, fit_cb, print_step, f, &best, &err))
 		return fit_fail(f, &err);
 	/* Monotonicity: samples above must fit, samples below must not; all known now, so replayed
 	 * together (spec: every one, in the order asked) */
@@ -256,31 +238,20 @@ static int fit_capacity(fitctx *f, int exact, uint64_t samples)
 		if (below < best && below >= g)
 			spec[nspec++] = below;
 	}
-	for (uint64_t k = 1; k <= samples; k++) {
-		uint64_t above = best + (top > best ? (top - best) * k / (samples + 1) : 0);
-		above = above / g * g;
-		uint64_t below = (full.peak_requested_bytes + (best - full.peak_requested_bytes) * k / (samples + 1)) / g * g;
-		if (above > best) {
-			if ((r = fit_at(f, above, spec, nspec, nspec + 1, &err)) < 0) {
-				free(spec);
-				return fit_fail(f, &err);
-			}
-			if (!r) {
-				printf("non-monotonic: OOM at capacity %" PRIu64 " although %" PRIu64 " fits\n", above, best);
-				nonmono = 1;
-			}
+	for (size_t i = 0; i < nspec; i++) { /* above best: must fit; below: must not */
+		uint64_t c = spec[i];
+		if ((r = fit_at(f, c, spec, nspec, nspec + 1, &err)) < 0) {
+			free(spec);
+			return fit_fail(f, &err);
 		}
-		if (below < best && below >= g) {
-			if ((r = fit_at(f, below, spec, nspec, nspec + 1, &err)) < 0) {
-				free(spec);
-				return fit_fail(f, &err);
-			}
-			if (r) {
-				printf("non-monotonic: capacity %" PRIu64 " fits although %" PRIu64 " runs out of memory\n", below, best - g);
-				nonmono = 1;
-				if (!smaller_ok || below < smaller_ok)
-					smaller_ok = below;
-			}
+		if (c > best && !r) {
+			printf("non-monotonic: OOM at capacity %" PRIu64 " although %" PRIu64 " fits\n", c, best);
+			nonmono = 1;
+		} else if (c < best && r) {
+			printf("non-monotonic: capacity %" PRIu64 " fits although %" PRIu64 " runs out of memory\n", c, best - g);
+			nonmono = 1;
+			if (!smaller_ok || c < smaller_ok)
+				smaller_ok = c;
 		}
 	}
 	free(spec);

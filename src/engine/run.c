@@ -118,19 +118,29 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 	return rc;
 }
 
-int as_bisect_capacity(uint64_t g, uint64_t lo, uint64_t hi, uint64_t tol, int (*fits)(void *ctx, uint64_t cap, as_err *err),
+int as_bisect_capacity(uint64_t g, uint64_t lo, uint64_t hi, uint64_t tol, size_t ahead,
+	int (*fits)(void *ctx, uint64_t cap, const uint64_t *next, size_t nnext, as_err *err),
 	void (*step)(void *ctx, uint64_t cap, int ok), void *ctx, uint64_t *best, as_err *err)
 {
-	int r;
-	if (lo && (r = fits(ctx, lo * g, err)) != 0) {
-		if (r < 0)
-			return -1;
-		hi = lo; /* already fits at the lower bound */
+	uint64_t *next = ahead ? xmalloc((ahead + 1) * sizeof(uint64_t)) : NULL;
+	size_t n = 0;
+	int r, rc = -1;
+	if (lo) {
+		if (ahead) { /* the lower end, asked first, then the bisection's tree */
+			next[0] = lo * g;
+			n = 1 + as_bisect_probes(g, lo, hi, tol, next + 1, ahead);
+		}
+		if ((r = fits(ctx, lo * g, next, n, err)) < 0)
+			goto out;
+		if (r)
+			hi = lo; /* already fits at the lower bound */
 	}
 	while (hi > lo && hi - lo > tol) {
 		uint64_t mid = lo + (hi - lo) / 2;
-		if ((r = fits(ctx, mid * g, err)) < 0)
-			return -1;
+		if (ahead)
+			n = as_bisect_probes(g, lo, hi, tol, next, ahead);
+		if ((r = fits(ctx, mid * g, next, n, err)) < 0)
+			goto out;
 		if (step)
 			step(ctx, mid * g, r);
 		if (r)
@@ -139,7 +149,10 @@ int as_bisect_capacity(uint64_t g, uint64_t lo, uint64_t hi, uint64_t tol, int (
 			lo = mid;
 	}
 	*best = hi * g;
-	return 0;
+	rc = 0;
+out:
+	free(next);
+	return rc;
 }
 
 size_t as_bisect_probes(uint64_t g, uint64_t lo, uint64_t hi, uint64_t tol, uint64_t *out, size_t max)

@@ -47,15 +47,19 @@ typedef struct as_run_opts {
 
 /* Replays a trace; fills *out (timing columns left 0). */
 int as_run(const as_run_opts *o, as_summary *out, as_err *err);
-/* The smallest capacity k*g, lo <= k <= hi, at which fits(ctx, k*g) says 1 (no out-of-memory), by
+/* The smallest capacity k*g, lo <= k <= hi, at which fits(ctx, k*g, ...) says 1 (no out-of-memory), by
  * bisection to within tol units (1: to g), hi being known to fit; lo is tried first (fitting there
  * ends the search). step, if not NULL, sees every bisection probe. fits returns 1, 0, or -1 on error
- * (err set), which ends the search with -1. The answer, *best, is a capacity seen to fit. */
-int as_bisect_capacity(uint64_t g, uint64_t lo, uint64_t hi, uint64_t tol, int (*fits)(void *ctx, uint64_t cap, as_err *err),
+ * (err set), which ends the search with -1. The answer, *best, is a capacity seen to fit.
+ * With ahead > 0, fits also gets next[0..nnext): the probes that may follow the one asked (the lower
+ * end while it is to be asked, then as_bisect_probes of the interval, at most ahead), for a caller
+ * that runs several replays at once (fit -j, advise -j); with ahead 0, nnext is 0. */
+int as_bisect_capacity(uint64_t g, uint64_t lo, uint64_t hi, uint64_t tol, size_t ahead,
+	int (*fits)(void *ctx, uint64_t cap, const uint64_t *next, size_t nnext, as_err *err),
 	void (*step)(void *ctx, uint64_t cap, int ok), void *ctx, uint64_t *best, as_err *err);
 /* The probes (capacities) that as_bisect_capacity's loop over (lo, hi) may make next, breadth first:
  * its next one, then the next of each half, ...; at most max into out. Run together, they settle
- * log2(n + 1) steps of the bisection at once (fit -j, advise -j). */
+ * log2(n + 1) steps of the bisection at once. */
 size_t as_bisect_probes(uint64_t g, uint64_t lo, uint64_t hi, uint64_t tol, uint64_t *out, size_t max);
 /* The recorded settings of a trace's metadata (a copy); NULL when none. */
 char *as_recorded_settings(const as_meta *m);
