@@ -1,6 +1,7 @@
 /* batch.c - commands over many inputs: --keep-going's error lines and exit status (batch.h). */
 #include "cli/batch.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void cli_name_input(as_err *err, const char *path)
@@ -36,4 +37,30 @@ int cli_batch_status(size_t failed, size_t rows, const as_err *first)
 	if (!rows)
 		return first && first->code ? first->code : AS_EXIT_SOFTWARE;
 	return AS_EXIT_PARTIAL;
+}
+
+uint64_t cli_run_cost(uint64_t events, const as_policy_ops *ops)
+{
+	return events * (ops->flags & AS_CAP_PLAN ? 16 : 1);
+}
+
+typedef struct { uint64_t cost; size_t i; } costidx;
+
+static int cmp_cost(const void *a, const void *b)
+{
+	const costidx *x = a, *y = b;
+	if (x->cost != y->cost)
+		return x->cost < y->cost ? 1 : -1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+void cli_cost_order(const uint64_t *cost, size_t n, size_t *idx)
+{
+	costidx *c = xmalloc((n ? n : 1) * sizeof(*c));
+	for (size_t i = 0; i < n; i++)
+		c[i] = (costidx){ cost[i], i };
+	qsort(c, n, sizeof(*c), cmp_cost);
+	for (size_t i = 0; i < n; i++)
+		idx[i] = c[i].i;
+	free(c);
 }

@@ -131,37 +131,22 @@ static void *worker(void *arg)
 	}
 }
 
-/* The order the workers take the jobs in: the costliest first, so that the last one to finish (which
- * decides the wall time) is a cheap one. A job's cost is its trace's events, 16 times that for an offline
- * policy (optimal: its plan costs 4 to 25 times an online policy's replay on the bundled snapshots, and
- * grows as about N^1.5); ties keep the output's order. ALLOCSIM_JOBS_DEBUG prints the order. */
-typedef struct { uint64_t cost; size_t job; } jcost;
-static int cmp_jcost(const void *a, const void *b)
-{
-	const jcost *x = a, *y = b;
-	if (x->cost != y->cost)
-		return x->cost < y->cost ? 1 : -1;
-	return x->job < y->job ? -1 : x->job > y->job;
-}
-
+/* The order the workers take the jobs in: the costliest first (cli_cost_order); ties keep the output's
+ * order. ALLOCSIM_JOBS_DEBUG prints the order. */
 static void job_order(compare *c)
 {
-	jcost *jc = xmalloc((c->njobs ? c->njobs : 1) * sizeof(*jc));
+	uint64_t *cost = xmalloc((c->njobs ? c->njobs : 1) * sizeof(*cost));
 	for (size_t i = 0; i < c->njobs; i++) {
 		const cjob *j = &c->jobs[i];
-		uint64_t ev = c->load_errs[j->trace].code ? 0 : c->bufs[j->trace].n;
-		jc[i] = (jcost){ ev * (j->ops->flags & AS_CAP_PLAN ? 16 : 1), i };
+		cost[i] = cli_run_cost(c->load_errs[j->trace].code ? 0 : c->bufs[j->trace].n, j->ops);
 	}
-	qsort(jc, c->njobs, sizeof(*jc), cmp_jcost);
 	c->order = xmalloc((c->njobs ? c->njobs : 1) * sizeof(size_t));
-	int debug = getenv("ALLOCSIM_JOBS_DEBUG") != NULL;
-	for (size_t i = 0; i < c->njobs; i++) {
-		c->order[i] = jc[i].job;
-		if (debug)
+	cli_cost_order(cost, c->njobs, c->order);
+	if (getenv("ALLOCSIM_JOBS_DEBUG"))
+		for (size_t i = 0; i < c->njobs; i++)
 			fprintf(stderr, "allocsim: jobs: compare: %zu: %s %s (cost %" PRIu64 ")\n", i + 1,
-				c->traces[c->jobs[jc[i].job].trace], c->jobs[jc[i].job].ops->name, jc[i].cost);
-	}
-	free(jc);
+				c->traces[c->jobs[c->order[i]].trace], c->jobs[c->order[i]].ops->name, cost[c->order[i]]);
+	free(cost);
 }
 
 /* Adds the policies of one -p argument ("all" or a comma list). */

@@ -248,38 +248,30 @@ static int share_run(void *ctx, as_engine *e, const as_summary *s, as_err *err)
 }
 
 /* The order the workers take the runs in: the first value of every (trace, policy), then the second of
- * every one, ...; the (trace, policy) pairs costliest first (the trace's events, 16 times that for an
- * offline policy, as compare). So -j N workers replay N different traces at once, and the first run of
+ * every one, ...; the (trace, policy) pairs costliest first (cli_run_cost,
+ * cli_cost_order). So -j N workers replay N different traces at once, and the first run of
  * each can give its row to the later ones of its trace that it proves identical (share_run) before
  * they start, as with -j 1, instead of N runs of one trace starting together; and the last runs to
  * finish are cheap ones. Within a (trace, policy) the grid's order stays (-j 1 runs what it ran). */
-typedef struct { uint64_t cost; size_t group; } gcost;
-static int cmp_gcost(const void *a, const void *b)
-{
-	const gcost *x = a, *y = b;
-	if (x->cost != y->cost)
-		return x->cost < y->cost ? 1 : -1;
-	return x->group < y->group ? -1 : x->group > y->group;
-}
-
 static void run_order(sweep *sw, size_t ngroups, size_t per)
 {
-	gcost *g = xmalloc((ngroups ? ngroups : 1) * sizeof(*g));
+	uint64_t *cost = xmalloc((ngroups ? ngroups : 1) * sizeof(*cost));
+	size_t *g = xmalloc((ngroups ? ngroups : 1) * sizeof(*g));
 	for (size_t i = 0; i < ngroups; i++) {
 		const job *j = &sw->jobs[i * per];
-		uint64_t ev = sw->load_errs[j->tindex].code ? 0 : j->events->n;
-		g[i] = (gcost){ ev * (j->ops->flags & AS_CAP_PLAN ? 16 : 1), i };
+		cost[i] = cli_run_cost(sw->load_errs[j->tindex].code ? 0 : j->events->n, j->ops);
 	}
-	qsort(g, ngroups, sizeof(*g), cmp_gcost);
+	cli_cost_order(cost, ngroups, g);
 	sw->order = xmalloc((sw->njobs ? sw->njobs : 1) * sizeof(size_t));
 	size_t k = 0;
 	for (size_t c = 0; c < per; c++)
 		for (size_t i = 0; i < ngroups; i++)
-			sw->order[k++] = g[i].group * per + c;
+			sw->order[k++] = g[i] * per + c;
 	if (getenv("ALLOCSIM_JOBS_DEBUG"))
 		for (size_t i = 0; i < ngroups; i++)
 			fprintf(stderr, "allocsim: jobs: sweep: %zu: %s %s (cost %" PRIu64 ", %zu runs)\n", i + 1,
-				sw->jobs[g[i].group * per].trace, sw->jobs[g[i].group * per].ops->name, g[i].cost, per);
+				sw->jobs[g[i] * per].trace, sw->jobs[g[i] * per].ops->name, cost[g[i]], per);
+	free(cost);
 	free(g);
 }
 
