@@ -269,6 +269,16 @@ static uint32_t unit_of(const as_poolinfer *pi, uint64_t addr)
 	return region_of(pi, addr, 0);
 }
 
+/* The unit of an end-state segment at ADDR: the segment starting there, else the expandable region
+ * holding it (rule 1's match; NIL: none) */
+static uint32_t end_unit(const as_poolinfer *pi, uint64_t addr)
+{
+	size_t at = upper(pi, pi->segs, pi->nsegs, addr);
+	if (at && pi->u[pi->segs[at - 1]].base == addr)
+		return pi->segs[at - 1];
+	return region_of(pi, addr, 0);
+}
+
 static void map_add(unit *u, uint64_t lo, uint64_t hi)
 {
 	AS_GROW(u->maps, u->nmaps, u->capmaps, 16);
@@ -1041,12 +1051,7 @@ void as_poolinfer_solve(as_poolinfer *pi)
 	/* rule 1 */
 	for (size_t e = 0; e < pi->nends; e++) {
 		uint64_t addr = pi->ends[e].addr;
-		uint32_t id = NIL;
-		size_t at = upper(pi, pi->segs, pi->nsegs, addr);
-		if (at && pi->u[pi->segs[at - 1]].base == addr)
-			id = pi->segs[at - 1];
-		else
-			id = region_of(pi, addr, 0);
+		uint32_t id = end_unit(pi, addr);
 		if (id == NIL || pi->u[id].endpool >= 0)
 			continue;
 		pi->u[id].endpool = pool_of_id(pi, pi->ends[e].a, pi->ends[e].b, 1);
@@ -1163,9 +1168,8 @@ uint64_t as_poolinfer_evidence(as_poolinfer *pi)
 	if (pi->in_run)
 		close_run(pi, PI_OTHER);
 	unsigned char *mark = xcalloc((size_t)pi->nu + 1, 1);
-	for (size_t e = 0; e < pi->nends; e++) { /* the units of the end state (as rule 1 finds them) */
-		size_t at = upper(pi, pi->segs, pi->nsegs, pi->ends[e].addr);
-		uint32_t id = at && pi->u[pi->segs[at - 1]].base == pi->ends[e].addr ? pi->segs[at - 1] : region_of(pi, pi->ends[e].addr, 0);
+	for (size_t e = 0; e < pi->nends; e++) { /* the units of the end state */
+		uint32_t id = end_unit(pi, pi->ends[e].addr);
 		if (id != NIL)
 			mark[id] = 1;
 	}
