@@ -100,7 +100,7 @@ int as_source_open(as_source *s, const char *path, const as_source_opts *o, as_e
 		return 0;
 	}
 	int mapped;
-	as_evbuf *b = xcalloc(1, sizeof *b);
+	as_evbuf *b;
 	if (!(o->flags & (AS_SRC_WHOLE | AS_SRC_KEEP))) {
 		as_binstream *bs = xcalloc(1, sizeof *bs);
 		mapped = as_binfmt_stream_open(bs, path, err);
@@ -109,13 +109,14 @@ int as_source_open(as_source *s, const char *path, const as_source_opts *o, as_e
 		else
 			free(bs);
 	} else {
+		b = xcalloc(1, sizeof *b);
 		mapped = as_binfmt_map(b, path, err);
 		if (mapped == 0)
 			s->b = b;
-	}
-	if (!s->b) {
-		as_evbuf_free(b);
-		free(b);
+		else {
+			as_evbuf_free(b);
+			free(b);
+		}
 	}
 	if (mapped < 0)
 		return -1;
