@@ -498,15 +498,30 @@ static void free_block(ptpol *p, pblock *b)
 
 /* ---- segments ----------------------------------------------------------------------------- */
 
+/* Memory the device gave the pool (a segment, mapped pages) or took back: total_allocated,
+ * reserved_bytes and, for a private pool, its reserved_bytes_by_private_pools entry. */
+static inline void reserved_add(ptpol *p, ppool *pool, uint64_t bytes)
+{
+	p->total_allocated += bytes;
+	pt_inc2(p->st.reserved_bytes, pool->is_small, (int64_t)bytes);
+	if (pool->priv_res)
+		pt_inc2(pool->priv_res, pool->is_small, (int64_t)bytes);
+}
+
+static inline void reserved_take(ptpol *p, ppool *pool, uint64_t bytes)
+{
+	p->total_allocated -= bytes;
+	pt_dec2(p->st.reserved_bytes, pool->is_small, (int64_t)bytes);
+	if (pool->priv_res)
+		pt_dec2(pool->priv_res, pool->is_small, (int64_t)bytes);
+}
+
 static void release_block(ptpol *p, pblock *b)
 {
 	ppool *pool = b->pool;
 	as_dev_free(p->dev, b->ptr, b->size, b->stream);
-	p->total_allocated -= b->size;
+	reserved_take(p, pool, b->size);
 	pt_dec2(p->st.segment, pool->is_small, 1);
-	pt_dec2(p->st.reserved_bytes, pool->is_small, (int64_t)b->size);
-	if (pool->priv_res)
-		pt_dec2(pool->priv_res, pool->is_small, (int64_t)b->size);
 	p->st.num_device_free++;
 	if (at_limit(p, b->size))
 		pt_dec(&p->st.oversize_segments, 1);
@@ -577,10 +592,7 @@ static int map_block(ptpol *p, pblock *b, uint64_t size)
 	try_merge(p, b, b->prev);
 	try_merge(p, b, b->next);
 	insert_into_blocks(pool, b);
-	p->total_allocated += bytes;
-	pt_inc2(p->st.reserved_bytes, pool->is_small, (int64_t)bytes);
-	if (pool->priv_res)
-		pt_inc2(pool->priv_res, pool->is_small, (int64_t)bytes);
+	reserved_add(p, pool, bytes);
 	p->st.num_device_alloc++;
 	return 1;
 }
@@ -714,10 +726,7 @@ static void unmap_block(ptpol *p, pblock *b)
 	try_merge(p, b, b->prev);
 	try_merge(p, b, b->next);
 	RB_INSERT(uset, &pool->unmapped, b);
-	p->total_allocated -= end - begin;
-	pt_dec2(p->st.reserved_bytes, pool->is_small, (int64_t)(end - begin));
-	if (pool->priv_res)
-		pt_dec2(pool->priv_res, pool->is_small, (int64_t)(end - begin));
+	reserved_take(p, pool, end - begin);
 	p->st.num_device_free++;
 	as_dev_unmap(p->dev, begin, es->page, (size_t)((end - begin) / es->page), &es->handles[seg_left(es, begin)], b->stream);
 }
@@ -1014,11 +1023,8 @@ static pblock *alloc_block(ptpol *p, ppool *pool, uint64_t stream, uint64_t s, u
 	if (as_dev_alloc(p->dev, alloc_size, stream, &addr))
 		return NULL;
 	pblock *b = block_new(p, pool, stream, addr, alloc_size);
-	p->total_allocated += alloc_size;
+	reserved_add(p, pool, alloc_size);
 	pt_inc2(p->st.segment, pool->is_small, 1);
-	pt_inc2(p->st.reserved_bytes, pool->is_small, (int64_t)alloc_size);
-	if (pool->priv_res)
-		pt_inc2(pool->priv_res, pool->is_small, (int64_t)alloc_size);
 	if (at_limit(p, alloc_size))
 		pt_inc(&p->st.oversize_segments, 1);
 	p->st.num_device_alloc++;
