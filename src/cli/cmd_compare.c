@@ -97,14 +97,14 @@ static void *worker(void *arg)
 			.model = c->model, .free_at = c->free_at };
 		as_summary s;
 		as_err err = { 0, "" };
-		struct timespec t0, t1;
+		struct timespec t0;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		int rc = as_run(&o, &s, &err);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
+		double wall = as_seconds_since(&t0);
 		char *buf = NULL;
 		size_t len = 0;
 		if (!rc) {
-			s.wall_seconds = c->timing ? (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9 : 0.0;
+			s.wall_seconds = c->timing ? wall : 0.0;
 			uint64_t cap = c->capacity ? c->capacity : c->bufs[j->trace].meta.capacity;
 			FILE *f = open_memstream(&buf, &len);
 			as_summary_row(f, c->traces[j->trace], j->ops->name, j->config, cap, &s);

@@ -300,13 +300,13 @@ static void *worker(void *arg)
 		as_run_sink sk = { .row = share_run, .ctx = &sc };
 		if (!sw->no_share && !sw->timing) /* (a shared row would carry another run's time) */
 			o.sink = &sk;
-		struct timespec t0, t1;
+		struct timespec t0;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		int rc = as_run(&o, &s, &err);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
+		double wall = as_seconds_since(&t0);
 		char *buf = NULL;
 		if (!rc) {
-			s.wall_seconds = sw->timing ? (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9 : 0.0;
+			s.wall_seconds = sw->timing ? wall : 0.0;
 			buf = job_row(sw, j, o.capacity, &s);
 		}
 		if (rc)

@@ -7,18 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
-static double since(const struct timespec *t0)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) * 1e-9;
-}
-
 /* (called with the lock held) */
 static void draw(cli_progress *p)
 {
 	size_t d = p->done, t = p->total;
-	double el = since(&p->start);
+	double el = as_seconds_since(&p->start);
 	int w = t ? (int)(30 * (d < t ? d : t) / t) : 30;
 	fprintf(stderr, "\r%s%s[%.*s%*s] %zu/%zu  ETA %4.0fs ", p->what ? p->what : "", p->what ? " " : "", w,
 		"##############################", 30 - w, "", d, t, d && d < t ? el / (double)d * (double)(t - d) : 0.0);

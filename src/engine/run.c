@@ -13,13 +13,6 @@ char *as_recorded_settings(const as_meta *m)
 	return m->has_settings ? xstrdup(m->settings ? m->settings : "") : NULL;
 }
 
-static double seconds_since(const struct timespec *t0)
-{
-	struct timespec t1;
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) * 1e-9;
-}
-
 int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 {
 	as_engine e;
@@ -98,7 +91,7 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 			*o->recorded_ooms = rec_ooms;
 		as_check_interrupted(err);
 		if (!err->code) {
-			double wall = o->wall ? seconds_since(&t0) : 0.0;
+			double wall = o->wall ? as_seconds_since(&t0) : 0.0;
 			if (sk && sk->event)
 				sk->event(sk->ctx, &e, NULL);
 			as_engine_finish(&e);

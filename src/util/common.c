@@ -467,3 +467,10 @@ int as_tmpfile(const char *prefix, const char **dir)
 		unlink(tmpl);
 	return fd;
 }
+
+double as_seconds_since(const struct timespec *t0)
+{
+	struct timespec t1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) * 1e-9;
+}

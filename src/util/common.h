@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <time.h>
 
 /* Exit statuses (sysexits.h values; documented in allocsim(1)). */
 enum {
@@ -125,4 +126,6 @@ static inline int as_pool_valid(uint64_t p)
 	return p <= 0xffff && !(p & 0x1000u) && (AS_POOL_INDEX(p) || !(p & AS_POOL_FLAGS));
 }
 
+/* Seconds on CLOCK_MONOTONIC since *t0 (taken with clock_gettime(CLOCK_MONOTONIC, t0)). */
+double as_seconds_since(const struct timespec *t0);
 #endif
