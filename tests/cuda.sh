@@ -12,10 +12,18 @@ if [ "$st" = 69 ]; then
 fi
 is "$st" 0 "--backend cuda replays on the GPU"
 used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 2>/dev/null | head -1; }
+# The card's total memory (cuDeviceTotalMem = cudaMemGetInfo's total), for the simulation's device
+# (--device-total): rmm-pool's default pool is half the free memory and expandable segments reserve
+# address space by it; the simulation's default is an H200's. nvidia-smi's MiB where Python cannot
+# call the driver (not exact on every card).
+gpu_total=$(python3 -c 'import ctypes as c; l = c.CDLL("libcuda.so.1"); d = c.c_int(); t = c.c_size_t()
+assert l.cuInit(0) == 0 and l.cuDeviceGet(c.byref(d), 0) == 0 and l.cuDeviceTotalMem_v2(c.byref(t), d) == 0; print(t.value)' 2>/dev/null) ||
+	gpu_total=$(( $(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits -i 0 | head -1) * 1048576 ))
+G="--device-total $gpu_total"
 for c in "" "max_split_size_mb:128" "expandable_segments:True"; do
 	for t in "$tr" "$T/resnet50_train__default.pickle.gz"; do
 		before=$(used)
-		real=$("$A" replay --backend cuda -c "$c" --no-timing "$t"); sim=$("$A" replay -c "$c" --no-timing "$t")
+		real=$("$A" replay --backend cuda -c "$c" --no-timing "$t"); sim=$("$A" replay $G -c "$c" --no-timing "$t")
 		is "$(col "$real" peak_reserved_bytes) $(col "$real" num_device_alloc) $(col "$real" latency_source)" \
 		   "$(col "$sim" peak_reserved_bytes) $(col "$sim" num_device_alloc) measured" "real GPU = simulation: peak reserved, device allocs (${c:-defaults}, $(basename "$t" .pickle.gz))"
 		is "$(used)" "$before" "no device memory left behind (${c:-defaults}, $(basename "$t" .pickle.gz))"
@@ -25,7 +33,7 @@ run "$A" replay --backend cuda -p passthrough --no-timing "$tr"
 is "$st $(col "$out" num_device_alloc)" "0 $(col "$out" allocs)" "passthrough on the GPU: one cudaMalloc per request"
 # cupy on the GPU: cudaMalloc of exactly the rounded sizes, the same numbers as the simulation
 for t in "$tr" "$T/resnet50_train__default.pickle.gz"; do
-	real=$("$A" replay --backend cuda -p cupy --no-timing "$t"); sim=$("$A" replay -p cupy --no-timing "$t")
+	real=$("$A" replay --backend cuda -p cupy --no-timing "$t"); sim=$("$A" replay $G -p cupy --no-timing "$t")
 	is "$(col "$real" peak_reserved_bytes) $(col "$real" peak_allocated_bytes) $(col "$real" num_device_alloc) $(col "$real" latency_source)" \
 	   "$(col "$sim" peak_reserved_bytes) $(col "$sim" peak_allocated_bytes) $(col "$sim" num_device_alloc) measured" "cupy: real GPU = simulation ($(basename "$t" .pickle.gz))"
 done
@@ -42,7 +50,7 @@ for ct in "frag_limit:0|$TMP/stitch.trace" "|$T/gpt2_train_varlen__default.pickl
 	before=$(used)
 	rm -f "$TMP/dr.csv" "$TMP/ds.csv" "$TMP/sr.csv" "$TMP/ss.csv"
 	real=$("$A" replay --backend cuda -p stitch -c "$c" --no-timing --stats "$TMP/sr.csv" --device-log "$TMP/dr.csv" "$t")
-	sim=$("$A" replay -p stitch -c "$c" --no-timing --stats "$TMP/ss.csv" --device-log "$TMP/ds.csv" "$t")
+	sim=$("$A" replay $G -p stitch -c "$c" --no-timing --stats "$TMP/ss.csv" --device-log "$TMP/ds.csv" "$t")
 	is "$(col "$real" peak_reserved_bytes) $(col "$real" peak_allocated_bytes) $(col "$real" num_device_alloc) $(col "$real" num_device_free) $(col "$real" device_calls) $(grep -E '^(stitches|sblock_reuses|sblocks_dropped_by_gc),' "$TMP/sr.csv" | tr '\n' ' ')$(col "$real" latency_source)" \
 	   "$(col "$sim" peak_reserved_bytes) $(col "$sim" peak_allocated_bytes) $(col "$sim" num_device_alloc) $(col "$sim" num_device_free) $(col "$sim" device_calls) $(grep -E '^(stitches|sblock_reuses|sblocks_dropped_by_gc),' "$TMP/ss.csv" | tr '\n' ' ')measured" \
 	   "stitch: real GPU = simulation: peak reserved and allocated, device allocs and frees, calls, stitches (${c:-defaults}, $(basename "$t"))"
@@ -60,7 +68,7 @@ is "$(used)" "$before" "cuda-async leaves no device memory behind"
 run "$A" replay --backend cuda -p cuda-async --no-timing --device-log "$TMP/dl.csv" "$tr"
 is "$(($(wc -l < "$TMP/dl.csv") - 1))" "$(col "$out" device_calls)" "real device log: one row per device call"
 is "$(sed -n 2p "$TMP/dl.csv" | cut -d, -f4,5)" "cudaMallocAsync,pool_init" "the first cudaMallocAsync is labelled pool_init"
-sim=$("$A" replay -p cuda-async --no-timing "$tr")
+sim=$("$A" replay $G -p cuda-async --no-timing "$tr")
 is "$(col "$out" device_calls)" "$(col "$sim" device_calls)" "cuda-async: the pool model makes as many calls as the real pool"
 # the pool probes (traces/h200-pool-probes.txt) on this GPU's real pool, through allocsim: the model
 # places every allocation where the real pool does
@@ -125,7 +133,7 @@ for pt in "bfc|" "rmm-pool|" "rmm-binning>rmm-pool|" "buddy|" "optimal|" "bestfi
 		before=$(used)
 		rm -f "$TMP/dr.csv" "$TMP/ds.csv"
 		real=$("$A" replay --backend cuda -p "$p" -c "$c" --no-timing --device-log "$TMP/dr.csv" "$t")
-		sim=$("$A" replay -p "$p" -c "$c" --no-timing --device-log "$TMP/ds.csv" "$t")
+		sim=$("$A" replay $G -p "$p" -c "$c" --no-timing --device-log "$TMP/ds.csv" "$t")
 		is "$(col "$real" peak_reserved_bytes) $(col "$real" peak_allocated_bytes) $(col "$real" num_device_alloc) $(col "$real" num_device_free) $(col "$real" num_ooms) $(col "$real" device_calls)" \
 		   "$(col "$sim" peak_reserved_bytes) $(col "$sim" peak_allocated_bytes) $(col "$sim" num_device_alloc) $(col "$sim" num_device_free) $(col "$sim" num_ooms) $(col "$sim" device_calls)" \
 		   "$p: real GPU = simulation: peak reserved and allocated, device allocs and frees, OOMs, calls ($(basename "$t"))"
@@ -155,7 +163,7 @@ for tc in "$srcdir/traces/rmm/example.csv|arena_size:1MiB" "$TMP/threads.csv|are
 	t=${tc%%|*}; c=${tc#*|}
 	before=$(used)
 	real=$("$A" replay --backend cuda -p rmm-arena -c "$c" --no-timing "$t")
-	sim=$("$A" replay -p rmm-arena -c "$c" --no-timing "$t")
+	sim=$("$A" replay $G -p rmm-arena -c "$c" --no-timing "$t")
 	is "$(col "$real" peak_reserved_bytes) $(col "$real" peak_allocated_bytes) $(col "$real" num_device_alloc) $(col "$real" num_ooms) $(col "$real" final_allocated_bytes) $(col "$real" latency_source)" \
 	   "$(col "$sim" peak_reserved_bytes) $(col "$sim" peak_allocated_bytes) $(col "$sim" num_device_alloc) $(col "$sim" num_ooms) $(col "$sim" final_allocated_bytes) measured" \
 	   "rmm-arena ($c): real GPU = simulation: peak reserved and allocated, device allocs, OOMs, final bytes ($(basename "$t"))"
@@ -174,7 +182,8 @@ for pct in "pytorch|recorded --fraction 0.123779 --device-total 150109880320|$T/
 	before=$(used)
 	rm -f "$TMP/dr.csv" "$TMP/ds.csv"
 	real=$("$A" replay --backend cuda -p "$p" -c "$c" "$@" --no-timing --device-log "$TMP/dr.csv" "$t")
-	sim=$("$A" replay -p "$p" -c "$c" "$@" --no-timing --device-log "$TMP/ds.csv" "$t")
+	case " $* " in *" --device-total "*) g= ;; *) g=$G ;; esac # the fraction's total is the recording's
+	sim=$("$A" replay $g -p "$p" -c "$c" "$@" --no-timing --device-log "$TMP/ds.csv" "$t")
 	is "$(cols "$real" peak_reserved_bytes peak_allocated_bytes num_device_alloc num_device_free num_ooms num_alloc_retries device_calls)" \
 	   "$(cols "$sim" peak_reserved_bytes peak_allocated_bytes num_device_alloc num_device_free num_ooms num_alloc_retries device_calls)" \
 	   "$p $c $*: real GPU = simulation ($(basename "$t" .pickle.gz))"

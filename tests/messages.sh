@@ -31,6 +31,31 @@ contains "$out" ": diverged at"; ok $? "and the divergence"
 run "$A" validate --fraction 0.123779 --device-total 150109880320 "$lim"
 is "$st: $out" "0: $lim: exact (503 device calls, 231 end-state segments)" "validate --fraction: exact"
 
+# --device-total alone is the simulated device's total memory (cudaMemGetInfo's): rmm-pool's default pool
+# is half the free memory, and expandable segments reserve address space by it; default: the trace's
+# device_total, else an H200's 150109880320 bytes
+rn="$T/resnet50_train__default.pickle.gz"
+run "$A" replay -p rmm-pool --no-timing "$rn"
+is "$st,$(col "$out" peak_reserved_bytes)" "0,75054940160" "rmm-pool on the default device (an H200): half of 150109880320 bytes"
+run "$A" replay -p rmm-pool --no-timing --device-total 85520809984 "$rn"
+is "$st,$(col "$out" peak_reserved_bytes)" "0,42760404992" "--device-total 85520809984 (an H100 80GB): half of it"
+run "$A" replay -p rmm-pool --no-timing --backend shuffled --device-total 85520809984 "$rn"
+is "$st,$(col "$out" peak_reserved_bytes)" "0,42760404992" "and the same on the shuffled backend"
+printf '#allocsim-trace 1\n#device_total: 1000000000\na 1 1000 0\nf 1\n' > "$TMP/dt.trace"
+run "$A" replay -p rmm-pool --no-timing "$TMP/dt.trace"
+is "$st,$(col "$out" peak_reserved_bytes)" "0,500000000" "a trace's #device_total is the simulated device's"
+run "$A" sweep -t "$TMP/dt.trace" -p rmm-pool
+is "$st,$(col "$out" peak_reserved_bytes)" "0,500000000" "in sweep too"
+run "$A" replay -p rmm-pool --no-timing --device-total 2000000000 "$TMP/dt.trace"
+is "$st,$(col "$out" peak_reserved_bytes)" "0,1000000000" "and --device-total overrides it"
+g2="$T/gpt2_train_varlen__default.pickle.gz"
+"$A" replay -c expandable_segments:True --no-timing --device-log "$TMP/dl1.csv" "$g2" > /dev/null
+"$A" replay -c expandable_segments:True --no-timing --device-total 80GiB --device-log "$TMP/dl2.csv" "$g2" > /dev/null
+is "$(sed -n 3p "$TMP/dl1.csv" | cut -d, -f4,7) $(sed -n 3p "$TMP/dl2.csv" | cut -d, -f4,7)" "map,0x2a54400000 map,0x1982000000" \
+	"expandable segments: a second stream's reservation follows the device total (150109880320 vs 80 GiB)"
+run "$A" validate --device-total 150109880320 "$T/bert_infer_varlen__default.pickle.gz"
+is "$st" 0 "validate takes --device-total alone (the H200's: exact as without)"
+
 # garbage_collection_threshold acts only under a capacity
 run "$A" replay -c garbage_collection_threshold:0.6 --no-timing "$seed"
 is "$st: $errout" "0: allocsim: warning: garbage_collection_threshold does nothing without a capacity (PyTorch applies it only under set_per_process_memory_fraction): give --capacity or --fraction" \

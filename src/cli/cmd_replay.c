@@ -21,7 +21,9 @@ static const char replay_usage[] =
 	"      --capacity SIZE     memory the allocator may reserve (e.g. 80GiB); requests beyond it OOM\n"
 	"      --fraction F        the capacity as set_per_process_memory_fraction(F): F x the device's\n"
 	"                          total memory (the trace's, or --device-total SIZE)\n"
-	"      --device-total SIZE the device's total memory, for --fraction\n"
+	"      --device-total SIZE the simulated device's total memory (cudaMemGetInfo's: rmm-pool's 50%\n"
+	"                          pool, expandable segments' reservation) and --fraction's; default:\n"
+	"                          the trace's, else an H200's 150109880320\n"
 	"      --oom-message MSG   the capacity from PyTorch's out-of-memory message (or @FILE holding it)\n"
 	"  -o, --output FILE       write the summary CSV to FILE (default: standard output)\n"
 	"      --timeline FILE     write requested/allocated/reserved bytes after every event\n"
@@ -356,9 +358,11 @@ int cmd_replay(int argc, char **argv)
 	} else {
 		if (use_cuda == 2) {
 			as_device *drv = as_sim_device_new(capacity, ADDR_SHUFFLED);
+			as_dev_set_total(drv, dev_total ? dev_total : meta->device_total);
 			dev = raw_addresses() ? drv : as_mapped_device_new(drv, capacity, addr_mode);
 		} else {
 			dev = as_sim_device_new(capacity, addr_mode);
+			as_dev_set_total(dev, dev_total ? dev_total : meta->device_total);
 		}
 		if (cli_load_model(model_path, &model, &have_model, &err))
 			goto done;

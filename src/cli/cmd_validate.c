@@ -21,6 +21,8 @@ static const char validate_usage[] =
 	"      --capacity SIZE     the allowed memory (set_per_process_memory_fraction x device total)\n"
 	"      --fraction F        the capacity as F x the device's total memory (the trace's, or\n"
 	"                          --device-total SIZE)\n"
+	"      --device-total SIZE the simulated device's total memory (default: the trace's, else an\n"
+	"                          H200's 150109880320)\n"
 	"      --addresses MODE    auto (default), model or recorded; see allocsim replay --help\n"
 	"      --device N          the device of a multi-GPU snapshot (default: the one with history)\n"
 	"  -h, --help              show this help\n";
@@ -301,6 +303,7 @@ int cmd_validate(int argc, char **argv)
 	v.warn = as_policy_prepare(ops, meta, capacity, &conf); /* the policy's settings on this trace */
 	v.meta = meta;
 	dev = as_sim_device_new(capacity, addr_mode);
+	as_dev_set_total(dev, dev_total ? dev_total : meta->device_total);
 	as_dev_set_observer(dev, observe, &v);
 	as_run_sink sink = { validate_start, validate_before, validate_event, NULL, &v };
 	as_run_opts run = { .path = path, .source = &src, .ops = ops, .config = conf, .capacity = capacity, .addr_mode = addr_mode,

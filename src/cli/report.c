@@ -190,14 +190,13 @@ void cli_warn_gc(unsigned warn)
 			"would first fail its own limit check and free its cache" : "");
 }
 
-/* --fraction F [--device-total SIZE]: the capacity F x the device total (the trace's, or SIZE) */
+/* --fraction F [--device-total SIZE]: the capacity F x the device total (the trace's, or SIZE); a
+ * --device-total alone is the simulated device's total (the command gives it to the device) */
 int cli_fraction_capacity(const char *path, const as_meta *m, double fraction, uint64_t dev_total, uint64_t *capacity,
 	int *capacity_set, as_err *err)
 {
 	if (fraction > 0 && *capacity_set)
 		return as_fail(err, AS_EXIT_USAGE, "give --capacity or --fraction, not both");
-	if (dev_total && !(fraction > 0))
-		return as_fail(err, AS_EXIT_USAGE, "--device-total goes with --fraction");
 	if (!(fraction > 0))
 		return 0;
 	uint64_t t = dev_total ? dev_total : m->device_total;

@@ -220,6 +220,12 @@ void as_dev_set_model(as_device *d, const struct as_lat_model *m)
 	d->model = m;
 }
 
+void as_dev_set_total(as_device *d, uint64_t total)
+{
+	if (total)
+		d->total_memory = total;
+}
+
 void as_dev_set_log(as_device *d, FILE *log)
 {
 	d->log = log;

@@ -90,6 +90,9 @@ as_device *as_device_new(const as_device_ops *ops, void *priv, uint64_t capacity
 /* What the replay attaches: the latency model (NULL: none), the --device-log file (NULL: none), the
  * observer of every call (NULL: none). */
 void as_dev_set_model(as_device *d, const struct as_lat_model *m);
+/* The simulated device's total memory (cudaMemGetInfo's total: rmm's N% pools, pytorch's expandable
+ * VA reservation and per_process_memory_fraction); 0 leaves it (an H200's, AS_H200_TOTAL_MEMORY). */
+void as_dev_set_total(as_device *d, uint64_t total);
 void as_dev_set_log(as_device *d, FILE *log);
 void as_dev_set_observer(as_device *d, as_dev_observer fn, void *ctx);
 /* A policy that keeps to the capacity itself (the field's comment above) says so. */

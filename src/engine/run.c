@@ -29,6 +29,7 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 	as_device *dev = o->device;
 	if (!dev) {
 		dev = as_sim_device_new(cap, o->addr_mode);
+		as_dev_set_total(dev, meta->device_total); /* the recorded card's, where the trace says */
 		as_dev_set_model(dev, o->model);
 	}
 	as_lifetimes lt;
