@@ -176,7 +176,7 @@ static void timeline_row(as_engine *e, const as_event *ev)
 
 int as_engine_step(as_engine *e, const as_event *ev, as_err *err)
 {
-	return e->stage ? e->stage->event(e->stage, e, ev, err) : as_engine_apply(e, ev, err);
+	return as_engine_step_inline(e, ev, err);
 }
 
 int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)

@@ -28,6 +28,11 @@ typedef struct as_stage {
 	int (*event)(struct as_stage *st, as_engine *e, const as_event *ev, as_err *err);
 	void (*finish)(struct as_stage *st, as_engine *e);   /* at as_engine_finish, before the summary */
 	void (*destroy)(struct as_stage *st);                /* at as_engine_free */
+	/* What the stage, as it stands, would hand to as_engine_apply unchanged (bits 1u << type), so
+	 * that as_engine_step applies it without the call: pass, every such event; pass_settled, such an
+	 * event unless its slot holds an allocation whose free was requested (as_engine_pending). The
+	 * stage keeps both up to date after each of its calls (0: it sees every event). */
+	uint32_t pass, pass_settled;
 } as_stage;
 
 /* The request an EV_ALLOC event makes. */

@@ -50,4 +50,18 @@ struct as_engine {
 	FILE *latency;         /* --latency: one row per malloc/free */
 };
 
+/* as_engine_step, inline for the replay loop (run.c): an event the stage would pass on unchanged
+ * (as_stage.pass, pass_settled) goes to as_engine_apply without the stage's call. */
+static inline int as_engine_step_inline(as_engine *e, const as_event *ev, as_err *err)
+{
+	struct as_stage *st = e->stage;
+	if (st) {
+		uint32_t bit = 1u << ev->type;
+		if (!(st->pass & bit) &&
+		    (!(st->pass_settled & bit) || (ev->slot < e->nslots && e->slots[ev->slot].used && e->slots[ev->slot].free_requested)))
+			return st->event(st, e, ev, err);
+	}
+	return as_engine_apply(e, ev, err);
+}
+
 #endif

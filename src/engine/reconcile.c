@@ -41,6 +41,18 @@ typedef struct as_reconcile {
  * an allocation the recording served without obtaining device memory had no flush: its held
  * completions were process_events' at its start.
  */
+/* What the engine may apply without this stage (as_stage.pass): with nothing held and no release
+ * run waiting, an allocation, a free request, a phase and a pool's release go through unchanged,
+ * and so does a free, unless the replay resolves (then only a free whose request is not pending). */
+static void rc_settle(as_reconcile *r)
+{
+	uint32_t free_bit = 1u << EV_FREE;
+	int idle = !r->nheld && !r->maybe_empty;
+	r->base.pass = idle ? (1u << EV_ALLOC) | (1u << EV_FREE_REQ) | (1u << EV_PHASE) | (1u << EV_POOL_RELEASE) |
+		(r->resolve ? 0 : free_bit) : 0;
+	r->base.pass_settled = idle && r->resolve ? free_bit : 0;
+}
+
 static void release_held(void *ctx)
 {
 	as_reconcile *r = ctx;
@@ -48,6 +60,7 @@ static void release_held(void *ctx)
 		as_engine_complete(r->e, r->held[i]);
 	r->nheld = 0;
 	r->seg_since_alloc = 0;
+	rc_settle(r);
 }
 
 static void push(uint64_t **v, size_t *n, size_t *cap, uint64_t x)
@@ -91,9 +104,8 @@ static void rc_pending(as_reconcile *r, as_engine *e, const as_event *ev)
 	}
 }
 
-static int rc_event(as_stage *st, as_engine *e, const as_event *ev, as_err *err)
+static int rc_step(as_reconcile *r, as_engine *e, const as_event *ev, as_err *err)
 {
-	as_reconcile *r = (as_reconcile *)st;
 	if (r->nheld || r->maybe_empty)
 		rc_pending(r, e, ev);
 	switch (ev->type) {
@@ -137,6 +149,14 @@ static int rc_event(as_stage *st, as_engine *e, const as_event *ev, as_err *err)
 	return as_engine_apply(e, ev, err);
 }
 
+static int rc_event(as_stage *st, as_engine *e, const as_event *ev, as_err *err)
+{
+	as_reconcile *r = (as_reconcile *)st;
+	int rc = rc_step(r, e, ev, err);
+	rc_settle(r);
+	return rc;
+}
+
 static void rc_finish(as_stage *st, as_engine *e)
 {
 	as_reconcile *r = (as_reconcile *)st;
@@ -156,9 +176,10 @@ static void rc_destroy(as_stage *st)
 void as_reconcile_attach(as_engine *e, int resolve)
 {
 	as_reconcile *r = xcalloc(1, sizeof(*r));
-	r->base = (as_stage){ rc_event, rc_finish, rc_destroy };
+	r->base = (as_stage){ rc_event, rc_finish, rc_destroy, 0, 0 };
 	r->e = e;
 	r->resolve = resolve > 0;
+	rc_settle(r);
 	if (e->stage && e->stage->destroy)
 		e->stage->destroy(e->stage);
 	e->stage = &r->base;

@@ -73,12 +73,12 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 				break;
 			rec_ooms += ev.type == EV_ALLOC && (ev.flags & EVF_OOM);
 			if (plain) {
-				if (as_engine_step(&e, &ev, err))
+				if (as_engine_step_inline(&e, &ev, err))
 					break;
 			} else {
 				if (before)
 					before(sctx, &e, &ev);
-				if (as_engine_step(&e, &ev, err))
+				if (as_engine_step_inline(&e, &ev, err))
 					break;
 				if (on_event && on_event(sctx, &e, &ev))
 					break;
