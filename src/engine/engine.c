@@ -19,12 +19,16 @@ static double mono_ns(void)
 static inline double op_begin(as_engine *e)
 {
 	as_dev_begin_event(e->dev, e->s.events);
-	return (e->dev->measured || e->host_timing) ? mono_ns() : 0;
+	return e->clocked ? mono_ns() : 0;
 }
 
 static inline void op_end(as_engine *e, double t0, int is_alloc, uint64_t size)
 {
 	double ns;
+	if (__builtin_expect(!e->timed, 1)) { /* no clock, no --latency file: the model's time alone */
+		as_quant_add(is_alloc ? &e->lat_alloc : &e->lat_free, e->dev->op_us * 1000.0 + 0.0);
+		return;
+	}
 	if (e->dev->measured)
 		ns = mono_ns() - t0;
 	else
@@ -34,6 +38,14 @@ static inline void op_end(as_engine *e, double t0, int is_alloc, uint64_t size)
 		fprintf(e->latency, "%" PRIu64 ",%s,%" PRIu64 ",%.0f,%.3f,%s\n", e->s.events, is_alloc ? "malloc" : "free",
 			size, ns, e->dev->op_us, /* what ns is: */
 			e->dev->measured ? "measured" : e->host_timing ? "model+host" : "model");
+}
+
+/* What op_begin and op_end need to know once, not per event. */
+static void set_timing(as_engine *e)
+{
+	e->clocked = e->dev->measured || e->host_timing;
+	e->timed = e->clocked || e->latency;
+	e->extras = e->timeline || e->check;
 }
 
 int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, as_device *dev, as_err *err)
@@ -49,6 +61,8 @@ int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, a
 		return -1;
 	}
 	e->rounds = (e->pol->ops->flags & AS_CAP_ROUND) != 0;
+	e->free_stats = (e->pol->ops->flags & AS_CAP_FREE_STATS) != 0;
+	set_timing(e);
 	as_engine_free_at(e, AS_FREE_AT_POLICY);
 	as_q_round q = { 1, 0 };
 	if (e->rounds && as_policy_query(e->pol, AS_Q_ROUND, &q) == 0 && q.granule && !(q.granule & (q.granule - 1)))
@@ -158,7 +172,7 @@ static inline void update_metrics(as_engine *e)
 		}
 	}
 	as_q_free_stats fs;
-	if ((e->pol->ops->flags & AS_CAP_FREE_STATS) && (new_peak || e->s.events % 64 == 0) &&
+	if ((new_peak || e->s.events % 64 == 0) && e->free_stats &&
 	    as_policy_query(e->pol, AS_Q_FREE_STATS, &fs) == 0) {
 		double x = fs.total ? 1.0 - (double)fs.largest / (double)fs.total : 0.0;
 		e->ext_sum += x;
@@ -172,6 +186,21 @@ static void timeline_row(as_engine *e, const as_event *ev)
 {
 	fprintf(e->timeline, "%" PRIu64 ",%s,%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", e->s.events - 1,
 		as_ev_names[ev->type], ev->time_us, e->requested, e->allocated, e->dev->reserved);
+}
+
+/* --timeline's row and --check's invariants after an event (out of the common path). */
+static int extras(as_engine *e, const as_event *ev, as_err *err)
+{
+	if (e->timeline && (e->s.events - 1) % e->every == 0)
+		timeline_row(e, ev);
+	if (e->check && e->pol->ops->check(e->pol, err)) {
+		char m[sizeof err->msg];
+		snprintf(m, sizeof m, "%s", err->msg);
+		err->code = 0;
+		return as_fail(err, AS_EXIT_SOFTWARE, "invariant check failed at trace entry %" PRIu64 " (%s, replayed event %" PRIu64 "): %s",
+			ev->index, as_ev_names[ev->type], e->s.events - 1, m);
+	}
+	return 0;
 }
 
 int as_engine_step(as_engine *e, const as_event *ev, as_err *err)
@@ -293,16 +322,7 @@ int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
 		e->req_at_peak_alloc = e->requested;
 	}
 	update_metrics(e);
-	if (e->timeline && (e->s.events - 1) % e->every == 0)
-		timeline_row(e, ev);
-	if (e->check && e->pol->ops->check(e->pol, err)) {
-		char m[sizeof err->msg];
-		snprintf(m, sizeof m, "%s", err->msg);
-		err->code = 0;
-		return as_fail(err, AS_EXIT_SOFTWARE, "invariant check failed at trace entry %" PRIu64 " (%s, replayed event %" PRIu64 "): %s",
-			ev->index, as_ev_names[ev->type], e->s.events - 1, m);
-	}
-	return 0;
+	return e->extras ? extras(e, ev, err) : 0;
 }
 
 void as_engine_finish(as_engine *e)
@@ -380,4 +400,5 @@ void as_engine_set_outputs(as_engine *e, const as_engine_outputs *o)
 	e->latency = o->latency;
 	e->check = o->check;
 	e->host_timing = o->host_timing;
+	set_timing(e);
 }

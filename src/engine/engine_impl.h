@@ -47,6 +47,10 @@ struct as_engine {
 	uint64_t peak_event;   /* index of the event after which reserved bytes peaked */
 	as_quant lat_alloc, lat_free;
 	int host_timing;       /* include the host time of the policy itself (not deterministic) */
+	int clocked;           /* a malloc/free reads the clock: a measured device or host_timing */
+	int timed;             /* ... or writes a --latency row */
+	int extras;            /* after an event: a --timeline row or --check */
+	int free_stats;        /* the policy answers AS_Q_FREE_STATS */
 	FILE *latency;         /* --latency: one row per malloc/free */
 };
 
