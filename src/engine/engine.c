@@ -114,7 +114,7 @@ static inline as_live *slot_at(as_engine *e, uint32_t slot)
 
 /* Completes one free (the block returns to the policy); l is a copy the caller owns; rq, when not
  * NULL, the free's own request (a free that names its stream: free_from). */
-static inline void complete_free(as_engine *e, const as_live *l, const as_request *rq)
+static inline __attribute__((always_inline)) void complete_free(as_engine *e, const as_live *l, const as_request *rq)
 {
 	if (l->handle) {
 		if (!l->free_requested)
@@ -278,20 +278,21 @@ int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
 		if (!l->used)
 			return as_fail(err, AS_EXIT_SOFTWARE, "internal: free of unknown id %" PRIu64, ev->id);
 		e->s.frees++;
-		as_live done = *l;
-		l->used = 0; /* the reader may give the slot to the next allocation, even while deferred */
-		if (done.free_requested && (ev->flags & EVF_DEFER)) {
+		if (l->free_requested && (ev->flags & EVF_DEFER)) {
 			/* completed later by the stage (as_engine_complete) */
 			AS_GROW(e->deferred, e->ndeferred, e->capdeferred, 16);
-			e->deferred[e->ndeferred++] = (as_deferred){ ev->id, done };
+			e->deferred[e->ndeferred++] = (as_deferred){ ev->id, *l };
+			l->used = 0; /* the reader may give the slot to the next allocation, even while deferred */
 			break;
 		}
+		/* completed now, from the slot itself (the policy's free completes no other slot's) */
+		l->used = 0;
 		if (ev->flags & EVF_STREAM) {
 			as_request frq = as_event_request(ev);
 			frq.size = 0;
-			complete_free(e, &done, &frq);
+			complete_free(e, l, &frq);
 		} else {
-			complete_free(e, &done, NULL);
+			complete_free(e, l, NULL);
 		}
 		break;
 	}
