@@ -1,6 +1,7 @@
 /* engine.c - the replay loop's accounting, identical for every policy. */
 #include "engine/engine.h"
 #include "engine/engine_impl.h"
+#include "readers/source.h"
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,7 +209,8 @@ int as_engine_step(as_engine *e, const as_event *ev, as_err *err)
 	return as_engine_step_inline(e, ev, err);
 }
 
-int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
+/* as_engine_apply's body: inline in the replay loop (as_engine_replay), one call elsewhere. */
+static inline __attribute__((always_inline)) int apply(as_engine *e, const as_event *ev, as_err *err)
 {
 	as_live *l;
 	switch (ev->type) {
@@ -324,6 +326,38 @@ int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
 	}
 	update_metrics(e);
 	return e->extras ? extras(e, ev, err) : 0;
+}
+
+int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
+{
+	return apply(e, ev, err);
+}
+
+uint64_t as_engine_replay(as_engine *e, as_source *src, int stop_at_oom, as_err *err)
+{
+	as_event ev;
+	uint64_t rec_ooms = 0;
+	while (as_source_next(src, &ev, err) > 0) {
+		if (cli_interrupted)
+			break;
+		rec_ooms += ev.type == EV_ALLOC && (ev.flags & EVF_OOM);
+		/* as_engine_step_inline, with the engine's part inline too */
+		as_stage *st = e->stage;
+		int rc;
+		uint32_t bit = 1u << ev.type;
+		if (st && !(st->pass & bit) &&
+		    (!(st->pass_settled & bit) || (ev.slot < e->nslots && e->slots[ev.slot].used && e->slots[ev.slot].free_requested)))
+			rc = st->event(st, e, &ev, err);
+		else
+			rc = apply(e, &ev, err);
+		if (rc)
+			break;
+		if (stop_at_oom && e->s.num_ooms) {
+			as_source_check_rest(src, err); /* the rest of a binary trace is validated all the same */
+			break;
+		}
+	}
+	return rec_ooms;
 }
 
 void as_engine_finish(as_engine *e)

@@ -67,25 +67,23 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 		void *sctx = sk ? sk->ctx : NULL;
 		int stop = o->stop_at_oom;
 		uint64_t rec_ooms = 0;
-		int plain = !before && !on_event; /* (sweep's, fit's runs: two tests an event fewer) */
-		while ((st = as_source_next(src, &ev, err)) > 0) {
-			if (cli_interrupted)
-				break;
-			rec_ooms += ev.type == EV_ALLOC && (ev.flags & EVF_OOM);
-			if (plain) {
-				if (as_engine_step_inline(&e, &ev, err))
+		if (!before && !on_event) { /* sweep's, fit's runs: the engine's own loop */
+			rec_ooms = as_engine_replay(&e, src, stop, err);
+		} else {
+			while ((st = as_source_next(src, &ev, err)) > 0) {
+				if (cli_interrupted)
 					break;
-			} else {
+				rec_ooms += ev.type == EV_ALLOC && (ev.flags & EVF_OOM);
 				if (before)
 					before(sctx, &e, &ev);
 				if (as_engine_step_inline(&e, &ev, err))
 					break;
 				if (on_event && on_event(sctx, &e, &ev))
 					break;
-			}
-			if (stop && e.s.num_ooms) {
-				as_source_check_rest(src, err); /* the rest of a binary trace is validated all the same */
-				break;
+				if (stop && e.s.num_ooms) {
+					as_source_check_rest(src, err); /* the rest of a binary trace is validated all the same */
+					break;
+				}
 			}
 		}
 		if (o->recorded_ooms)
