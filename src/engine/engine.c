@@ -152,7 +152,7 @@ void as_engine_complete(as_engine *e, uint64_t id)
 
 /* Johnstone & Wilson's fragmentation measures, external fragmentation (sampled every 64 events
  * and at each new reserved peak) and the waste attribution at the reserved peak. */
-static inline void update_metrics(as_engine *e)
+static inline __attribute__((always_inline)) void update_metrics(as_engine *e)
 {
 	uint64_t res = e->dev->reserved;
 	if (e->requested) {
