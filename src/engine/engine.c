@@ -333,30 +333,55 @@ int as_engine_apply(as_engine *e, const as_event *ev, as_err *err)
 	return apply(e, ev, err);
 }
 
+/* One event of as_engine_replay: 1 to stop at an error (in err), 2 at the first out-of-memory with
+ * stop_at_oom, 0 to go on. as_engine_step_inline, with the engine's part inline too. */
+static inline __attribute__((always_inline)) int replay_one(as_engine *e, const as_event *ev, as_err *err, int stop_at_oom)
+{
+	as_stage *st = e->stage;
+	int rc;
+	uint32_t bit = 1u << ev->type;
+	if (st && !(st->pass & bit) &&
+	    (!(st->pass_settled & bit) || (ev->slot < e->nslots && e->slots[ev->slot].used && e->slots[ev->slot].free_requested)))
+		rc = st->event(st, e, ev, err);
+	else
+		rc = apply(e, ev, err);
+	return rc ? 1 : stop_at_oom && e->s.num_ooms ? 2 : 0;
+}
+
 uint64_t as_engine_replay(as_engine *e, as_source *src, int stop_at_oom, as_err *err)
 {
 	as_event ev;
 	uint64_t rec_ooms = 0;
+	int r = 0;
+	if (src->b) {
+		/* a decoded buffer (as_source_next's first case), its bounds and ids read once */
+		const as_evbuf *b = src->b;
+		const as_rec *recs = b->recs;
+		const uint64_t *ids = b->ids;
+		size_t i = src->i, n = b->n;
+		while (i < n) {
+			const as_rec *x = &recs[i];
+			as_rec_event(x, b->labels, ids ? ids[i] : (uint64_t)x->slot + 1, &ev);
+			src->i = ++i;
+			if (cli_interrupted)
+				break;
+			rec_ooms += ev.type == EV_ALLOC && (ev.flags & EVF_OOM);
+			if ((r = replay_one(e, &ev, err, stop_at_oom)))
+				goto stop;
+		}
+		return rec_ooms;
+	}
 	while (as_source_next(src, &ev, err) > 0) {
 		if (cli_interrupted)
 			break;
 		rec_ooms += ev.type == EV_ALLOC && (ev.flags & EVF_OOM);
-		/* as_engine_step_inline, with the engine's part inline too */
-		as_stage *st = e->stage;
-		int rc;
-		uint32_t bit = 1u << ev.type;
-		if (st && !(st->pass & bit) &&
-		    (!(st->pass_settled & bit) || (ev.slot < e->nslots && e->slots[ev.slot].used && e->slots[ev.slot].free_requested)))
-			rc = st->event(st, e, &ev, err);
-		else
-			rc = apply(e, &ev, err);
-		if (rc)
-			break;
-		if (stop_at_oom && e->s.num_ooms) {
-			as_source_check_rest(src, err); /* the rest of a binary trace is validated all the same */
-			break;
-		}
+		if ((r = replay_one(e, &ev, err, stop_at_oom)))
+			goto stop;
 	}
+	return rec_ooms;
+stop:
+	if (r == 2) /* stopped at the first out-of-memory */
+		as_source_check_rest(src, err); /* the rest of a binary trace is validated all the same */
 	return rec_ooms;
 }
 
