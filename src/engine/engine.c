@@ -348,10 +348,11 @@ static inline __attribute__((always_inline)) int replay_one(as_engine *e, const 
 	return rc ? 1 : stop_at_oom && e->s.num_ooms ? 2 : 0;
 }
 
-uint64_t as_engine_replay(as_engine *e, as_source *src, int stop_at_oom, as_err *err)
+void as_engine_replay(as_engine *e, as_source *src, int stop_at_oom, uint64_t *recorded_ooms, as_err *err)
 {
 	as_event ev;
 	uint64_t rec_ooms = 0;
+	int count = recorded_ooms != NULL;
 	int r = 0;
 	if (src->b) {
 		/* a decoded buffer (as_source_next's first case), its bounds and ids read once */
@@ -365,24 +366,28 @@ uint64_t as_engine_replay(as_engine *e, as_source *src, int stop_at_oom, as_err 
 			src->i = ++i;
 			if (cli_interrupted)
 				break;
-			rec_ooms += ev.type == EV_ALLOC && (ev.flags & EVF_OOM);
+			if (count)
+				rec_ooms += ev.type == EV_ALLOC && (ev.flags & EVF_OOM);
 			if ((r = replay_one(e, &ev, err, stop_at_oom)))
 				goto stop;
 		}
-		return rec_ooms;
+		goto done;
 	}
 	while (as_source_next(src, &ev, err) > 0) {
 		if (cli_interrupted)
 			break;
-		rec_ooms += ev.type == EV_ALLOC && (ev.flags & EVF_OOM);
+		if (count)
+			rec_ooms += ev.type == EV_ALLOC && (ev.flags & EVF_OOM);
 		if ((r = replay_one(e, &ev, err, stop_at_oom)))
 			goto stop;
 	}
-	return rec_ooms;
+	goto done;
 stop:
 	if (r == 2) /* stopped at the first out-of-memory */
 		as_source_check_rest(src, err); /* the rest of a binary trace is validated all the same */
-	return rec_ooms;
+done:
+	if (recorded_ooms)
+		*recorded_ooms = rec_ooms;
 }
 
 void as_engine_finish(as_engine *e)

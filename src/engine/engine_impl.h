@@ -56,9 +56,10 @@ struct as_engine {
 
 /* as_run's loop without a sink: the events of src through the stage and the engine until the end,
  * an error (in err), Ctrl-C, or with stop_at_oom the first out-of-memory (the rest of a binary trace
- * validated all the same). Returns the requests that failed in the recording (EVF_OOM) among those read. */
+ * validated all the same). recorded_ooms, unless NULL: the requests that failed in the recording
+ * (EVF_OOM) among those read. */
 struct as_source;
-uint64_t as_engine_replay(as_engine *e, struct as_source *src, int stop_at_oom, as_err *err);
+void as_engine_replay(as_engine *e, struct as_source *src, int stop_at_oom, uint64_t *recorded_ooms, as_err *err);
 
 /* as_engine_step, inline for the replay loop (run.c): an event the stage would pass on unchanged
  * (as_stage.pass, pass_settled) goes to as_engine_apply without the stage's call. */

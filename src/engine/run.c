@@ -68,7 +68,7 @@ int as_run(const as_run_opts *o, as_summary *out, as_err *err)
 		int stop = o->stop_at_oom;
 		uint64_t rec_ooms = 0;
 		if (!before && !on_event) { /* sweep's, fit's runs: the engine's own loop */
-			rec_ooms = as_engine_replay(&e, src, stop, err);
+			as_engine_replay(&e, src, stop, o->recorded_ooms ? &rec_ooms : NULL, err);
 		} else {
 			while ((st = as_source_next(src, &ev, err)) > 0) {
 				if (cli_interrupted)
