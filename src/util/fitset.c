@@ -208,6 +208,7 @@ static inline void class_link(as_fitset *s, as_fitstream *st, as_fitnode *n, uin
 		st->chunk[w] = ch;
 	}
 	st->top |= 1ULL << w;
+	n->cls = c;
 	uint64_t bit = 1ULL << (c & 63);
 	if (!(ch->bits & bit)) {
 		/* an empty class (most are: 64 a power of two): n is its tree, black, as an insert leaves it */
@@ -220,10 +221,11 @@ static inline void class_link(as_fitset *s, as_fitstream *st, as_fitnode *n, uin
 	tree_insert(&ch->t[c & 63], n);
 }
 
-/* Takes n out of class c's tree of stream st, clearing the class's bit (and its word's) when the
+/* Takes n out of its class's tree of stream st, clearing the class's bit (and its word's) when the
  * tree is left empty. */
-static inline void class_unlink(as_fitstream *st, as_fitnode *n, uint32_t c)
+static inline void class_unlink(as_fitstream *st, as_fitnode *n)
 {
+	uint32_t c = n->cls;
 	uint32_t w = c >> 6;
 	as_fitchunk *ch = st->chunk[w];
 	struct as_fittree *t = &ch->t[c & 63];
@@ -256,7 +258,7 @@ void as_fitset_insert(as_fitset *s, as_fitnode *n, uint64_t stream, uint64_t siz
 void as_fitset_remove(as_fitset *s, as_fitnode *n)
 {
 	as_fitstream *st = n->st;
-	class_unlink(st, n, as_fit_class(n->size));
+	class_unlink(st, n);
 	if (n->size == s->largest)
 		s->largest_ok = 0; /* perhaps another of that size stays: the next question looks */
 	if (!--s->count) {
@@ -274,7 +276,7 @@ void as_fitset_rekey(as_fitset *s, as_fitnode *n, uint64_t size, uint64_t ptr)
 	 * not change there: the stream's lookup, its count and the set's, the stream found last (a
 	 * member stays, so its stream stays). The largest member's size as the two would leave it. */
 	as_fitstream *st = n->st;
-	uint32_t c0 = as_fit_class(n->size), c1 = as_fit_class(size);
+	uint32_t c0 = n->cls, c1 = as_fit_class(size);
 	if (n->size == s->largest && size < n->size)
 		s->largest_ok = 0;
 	else if (size > s->largest && s->largest_ok)
@@ -295,7 +297,7 @@ void as_fitset_rekey(as_fitset *s, as_fitnode *n, uint64_t size, uint64_t ptr)
 		tree_insert(t, n);
 		return;
 	}
-	class_unlink(st, n, c0);
+	class_unlink(st, n);
 	n->size = size;
 	n->ptr = ptr;
 	class_link(s, st, n, c1);
@@ -348,7 +350,7 @@ as_fitnode *as_fitset_next(as_fitset *s, as_fitnode *n)
 	if (r)
 		return r;
 	as_fitstream *st = n->st;
-	if ((r = first_from(st, as_fit_class(n->size) + 1)))
+	if ((r = first_from(st, n->cls + 1)))
 		return r;
 	for (st = RB_NEXT(as_fitstreams, &s->streams, st); st; st = RB_NEXT(as_fitstreams, &s->streams, st))
 		if ((r = first_from(st, 0)))
@@ -363,7 +365,7 @@ as_fitnode *as_fitset_prev(as_fitset *s, as_fitnode *n)
 	if (r)
 		return r;
 	as_fitstream *st = n->st;
-	uint32_t c = as_fit_class(n->size);
+	uint32_t c = n->cls;
 	if (c && (r = last_upto(st, c - 1)))
 		return r;
 	for (st = RB_PREV(as_fitstreams, &s->streams, st); st; st = RB_PREV(as_fitstreams, &s->streams, st))

@@ -31,6 +31,7 @@ typedef struct as_fitnode {
 	RB_ENTRY(as_fitnode) rb;
 	uint64_t size, ptr;
 	as_fitstream *st;                         /* the stream's part of the set (while a member) */
+	uint32_t cls;                             /* its class, as_fit_class(size) (while a member) */
 } as_fitnode;
 
 RB_HEAD(as_fittree, as_fitnode);
