@@ -102,6 +102,15 @@ static as_fitstream *stream_new(as_fitset *s, uint64_t stream)
 
 /* ---- classes ------------------------------------------------------------------------------ */
 
+/* The smallest member of a class tree that holds one. */
+static inline as_fitnode *leftmost(const struct as_fittree *t)
+{
+	as_fitnode *n = RB_ROOT(t);
+	while (RB_LEFT(n, rb))
+		n = RB_LEFT(n, rb);
+	return n;
+}
+
 /* The smallest member of the first class at or after c that holds one. */
 static as_fitnode *first_from(as_fitstream *st, uint32_t c)
 {
@@ -117,10 +126,7 @@ static as_fitnode *first_from(as_fitstream *st, uint32_t c)
 		m = st->chunk[w]->bits;
 	}
 	/* the class's smallest: its tree's leftmost node (the tree holds one: its bit is set) */
-	as_fitnode *n = RB_ROOT(&st->chunk[w]->t[__builtin_ctzll(m)]);
-	while (RB_LEFT(n, rb))
-		n = RB_LEFT(n, rb);
-	return n;
+	return leftmost(&st->chunk[w]->t[__builtin_ctzll(m)]);
 }
 
 /* The largest member of the last class at or before c that holds one. */
@@ -303,15 +309,30 @@ void as_fitset_rekey(as_fitset *s, as_fitnode *n, uint64_t size, uint64_t ptr)
 	class_link(s, st, n, c1);
 }
 
+/* nfind past the stream asked for (or without it): the first member of the streams after it. */
+static as_fitnode *nfind_after(as_fitset *s, uint64_t stream)
+{
+	as_fitnode *r;
+	for (as_fitstream *st = stream_after(s, stream); st; st = RB_NEXT(as_fitstreams, &s->streams, st))
+		if ((r = first_from(st, 0)))
+			return r;
+	return NULL;
+}
+
 as_fitnode *as_fitset_nfind(as_fitset *s, uint64_t stream, uint64_t size)
 {
 	as_fitstream *st = stream_find(s, stream);
-	as_fitnode *r;
-	if (st) {
-		uint32_t c = as_fit_class(size);
-		if (word_bits(st, c >> 6) & (1ULL << (c & 63))) {
-			as_fitnode *tmp = RB_ROOT(tree_of(st, c));
-			r = NULL;
+	if (!st)
+		return nfind_after(s, stream);
+	/* first_from(c) with the class's own tree searched first, inline: most requests find a block
+	 * of their stream in their class's word or the next word that holds one */
+	uint32_t c = as_fit_class(size), w = c >> 6, b = c & 63;
+	uint64_t top = st->top;
+	if (top >> w & 1) {
+		as_fitchunk *ch = st->chunk[w];
+		uint64_t bits = ch->bits;
+		if (bits >> b & 1) {
+			as_fitnode *tmp = RB_ROOT(&ch->t[b]), *r = NULL;
 			while (tmp) { /* (size, 0) <= tmp */
 				int le = size <= tmp->size;
 				r = le ? tmp : r;
@@ -320,13 +341,16 @@ as_fitnode *as_fitset_nfind(as_fitset *s, uint64_t stream, uint64_t size)
 			if (r)
 				return r;
 		}
-		if ((r = first_from(st, c + 1)))
-			return r;
+		uint64_t m = b == 63 ? 0 : bits & (~0ULL << (b + 1));
+		if (m)
+			return leftmost(&ch->t[__builtin_ctzll(m)]);
 	}
-	for (st = stream_after(s, stream); st; st = RB_NEXT(as_fitstreams, &s->streams, st))
-		if ((r = first_from(st, 0)))
-			return r;
-	return NULL;
+	uint64_t t = w + 1 < AS_FIT_WORDS ? top & (~0ULL << (w + 1)) : 0;
+	if (t) {
+		as_fitchunk *ch = st->chunk[__builtin_ctzll(t)];
+		return leftmost(&ch->t[__builtin_ctzll(ch->bits)]);
+	}
+	return nfind_after(s, stream);
 }
 
 as_fitnode *as_fitset_find(as_fitset *s, uint64_t stream, uint64_t size, uint64_t ptr)
