@@ -276,33 +276,40 @@ void as_fitset_remove(as_fitset *s, as_fitnode *n)
 	n->st = NULL;
 }
 
+/* A rekey within the member's class (about 4% of them): it keeps its place when its neighbours
+ * allow, else it moves within the tree. */
+static __attribute__((noinline)) void rekey_in_class(as_fitnode *n, uint64_t size, uint64_t ptr)
+{
+	struct as_fittree *t = tree_of(n->st, n->cls);
+	if (RB_ROOT(t) == n && !RB_LEFT(n, rb) && !RB_RIGHT(n, rb)) {
+		n->size = size; /* alone in its class: in order whatever the key */
+		n->ptr = ptr;
+		return;
+	}
+	as_fitnode *pv = RB_PREV(as_fittree, NULL, n), *nx = RB_NEXT(as_fittree, NULL, n);
+	n->size = size;
+	n->ptr = ptr;
+	if ((!pv || !key_less(size, ptr, pv)) && (!nx || key_less(size, ptr, nx)))
+		return; /* its place in the order is unchanged */
+	RB_REMOVE(as_fittree, t, n);
+	tree_insert(t, n);
+}
+
 void as_fitset_rekey(as_fitset *s, as_fitnode *n, uint64_t size, uint64_t ptr)
 {
 	/* The same set as as_fitset_remove then as_fitset_insert on the same stream, without what does
 	 * not change there: the stream's lookup, its count and the set's, the stream found last (a
 	 * member stays, so its stream stays). The largest member's size as the two would leave it. */
-	as_fitstream *st = n->st;
-	uint32_t c0 = n->cls, c1 = as_fit_class(size);
+	uint32_t c1 = as_fit_class(size);
 	if (n->size == s->largest && size < n->size)
 		s->largest_ok = 0;
 	else if (size > s->largest && s->largest_ok)
 		s->largest = size;
-	if (c0 == c1) {
-		struct as_fittree *t = tree_of(st, c0);
-		if (RB_ROOT(t) == n && !RB_LEFT(n, rb) && !RB_RIGHT(n, rb)) {
-			n->size = size; /* alone in its class: in order whatever the key */
-			n->ptr = ptr;
-			return;
-		}
-		as_fitnode *pv = RB_PREV(as_fittree, NULL, n), *nx = RB_NEXT(as_fittree, NULL, n);
-		n->size = size;
-		n->ptr = ptr;
-		if ((!pv || !key_less(size, ptr, pv)) && (!nx || key_less(size, ptr, nx)))
-			return; /* its place in the order is unchanged */
-		RB_REMOVE(as_fittree, t, n);
-		tree_insert(t, n);
+	if (n->cls == c1) {
+		rekey_in_class(n, size, ptr);
 		return;
 	}
+	as_fitstream *st = n->st;
 	class_unlink(st, n);
 	n->size = size;
 	n->ptr = ptr;
