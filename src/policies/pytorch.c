@@ -277,18 +277,24 @@ static void all_unlink(ptpol *p, pblock *b)
 		b->all_next->all_prev = b->all_prev;
 }
 
-/* A new free mapped block whose share of the waste its caller counts (block_new counts it). */
-static pblock *block_get(ptpol *p, ppool *pool, uint64_t stream, uint64_t ptr, uint64_t size)
+/* A slab of PT_SLAB blocks into the (empty) spares. */
+static __attribute__((noinline)) void spares_grow(ptpol *p)
 {
-	if (!p->spare) {
-		pblock *slab = xmalloc(PT_SLAB * sizeof(*slab));
-		p->slabs = xrealloc(p->slabs, (p->nslabs + 1) * sizeof(*p->slabs));
-		p->slabs[p->nslabs++] = slab;
-		for (size_t i = 0; i < PT_SLAB; i++) {
-			slab[i].all_next = p->spare;
-			p->spare = &slab[i];
-		}
+	pblock *slab = xmalloc(PT_SLAB * sizeof(*slab));
+	p->slabs = xrealloc(p->slabs, (p->nslabs + 1) * sizeof(*p->slabs));
+	p->slabs[p->nslabs++] = slab;
+	for (size_t i = 0; i < PT_SLAB; i++) {
+		slab[i].all_next = p->spare;
+		p->spare = &slab[i];
 	}
+}
+
+/* A new free mapped block whose share of the waste its caller counts (block_new counts it). Inline:
+ * a split takes one per allocation. */
+static inline pblock *block_get(ptpol *p, ppool *pool, uint64_t stream, uint64_t ptr, uint64_t size)
+{
+	if (__builtin_expect(!p->spare, 0))
+		spares_grow(p);
 	pblock *b = p->spare;
 	p->spare = b->all_next;
 	/* every field but the set links (fit, rb: set on insertion) and all_* (all_link) */
