@@ -17,16 +17,20 @@ static double mono_ns(void)
 /* Latency of one malloc/free: host time (measured backends always; the simulation only with host
  * timing on) plus the device time charged during it (measured, or modelled). Inline: on the hot
  * path a simulation without host timing reads no clock, and its zero samples are only counted. */
-static inline double op_begin(as_engine *e)
+static inline __attribute__((always_inline)) double op_begin(as_engine *e)
 {
 	as_dev_begin_event(e->dev, e->s.events);
 	return e->clocked ? mono_ns() : 0;
 }
 
-static inline void op_end(as_engine *e, double t0, int is_alloc, uint64_t size)
+static inline __attribute__((always_inline)) void op_end(as_engine *e, double t0, int is_alloc, uint64_t size)
 {
 	double ns;
-	if (__builtin_expect(!e->timed, 1)) { /* no clock, no --latency file: the model's time alone */
+	if (__builtin_expect(e->zero_lat, 1)) { /* a simulated device without a model: every sample is 0 */
+		(is_alloc ? &e->lat_alloc : &e->lat_free)->n++; /* as as_quant_add counts a 0 before any other */
+		return;
+	}
+	if (!e->timed) { /* no clock, no --latency file: the model's time alone */
 		as_quant_add(is_alloc ? &e->lat_alloc : &e->lat_free, e->dev->op_us * 1000.0 + 0.0);
 		return;
 	}
@@ -47,6 +51,7 @@ static void set_timing(as_engine *e)
 	e->clocked = e->dev->measured || e->host_timing;
 	e->timed = e->clocked || e->latency;
 	e->extras = e->timeline || e->check;
+	e->zero_lat = !e->timed && !e->dev->model; /* (a device's model is set before the engine starts) */
 }
 
 int as_engine_init(as_engine *e, const as_policy_ops *ops, const char *config, as_device *dev, as_err *err)

@@ -49,6 +49,7 @@ struct as_engine {
 	int host_timing;       /* include the host time of the policy itself (not deterministic) */
 	int clocked;           /* a malloc/free reads the clock: a measured device or host_timing */
 	int timed;             /* ... or writes a --latency row */
+	int zero_lat;          /* neither, nor a latency model: every malloc's and free's latency is 0 */
 	int extras;            /* after an event: a --timeline row or --check */
 	int free_stats;        /* the policy answers AS_Q_FREE_STATS */
 	FILE *latency;         /* --latency: one row per malloc/free */
