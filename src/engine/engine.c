@@ -365,15 +365,37 @@ void as_engine_replay(as_engine *e, as_source *src, int stop_at_oom, uint64_t *r
 		const as_rec *recs = b->recs;
 		const uint64_t *ids = b->ids;
 		size_t i = src->i, n = b->n;
+		as_stage *st = e->stage;
+		memset(&ev, 0, sizeof ev); /* (the fields the engine's own events leave as they were) */
 		while (i < n) {
 			const as_rec *x = &recs[i];
-			as_rec_event(x, b->labels, ids ? ids[i] : (uint64_t)x->slot + 1, &ev);
+			uint64_t id = ids ? ids[i] : (uint64_t)x->slot + 1;
 			src->i = ++i;
 			if (cli_interrupted)
 				break;
 			if (count)
-				rec_ooms += ev.type == EV_ALLOC && (ev.flags & EVF_OOM);
-			if ((r = replay_one(e, &ev, err, stop_at_oom)))
+				rec_ooms += x->type == EV_ALLOC && (x->flags & EVF_OOM);
+			uint32_t bit = 1u << x->type;
+			int rc;
+			if (!st || (st->pass & bit) ||
+			    ((st->pass_settled & bit) && !(x->slot < e->nslots && e->slots[x->slot].used && e->slots[x->slot].free_requested))) {
+				/* the engine's own: only the fields apply reads (not addr, pos, label, site) */
+				ev.type = (as_ev_type)x->type;
+				ev.flags = x->flags;
+				ev.slot = x->slot;
+				ev.pool = x->pool;
+				ev.id = id;
+				ev.size = x->size;
+				ev.stream = x->stream;
+				ev.time_us = x->time_us;
+				ev.index = x->index;
+				ev.thread = x->thread;
+				rc = apply(e, &ev, err);
+			} else {
+				as_rec_event(x, b->labels, id, &ev);
+				rc = st->event(st, e, &ev, err);
+			}
+			if ((r = rc ? 1 : stop_at_oom && e->s.num_ooms ? 2 : 0))
 				goto stop;
 		}
 		goto done;
