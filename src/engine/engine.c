@@ -366,6 +366,8 @@ void as_engine_replay(as_engine *e, as_source *src, int stop_at_oom, uint64_t *r
 		const uint64_t *ids = b->ids;
 		size_t i = src->i, n = b->n;
 		as_stage *st = e->stage;
+		if (b->nslots > e->nslots)
+			slots_grow(e, b->nslots - 1); /* once, not doubling as the slots come */
 		memset(&ev, 0, sizeof ev); /* (the fields the engine's own events leave as they were) */
 		while (i < n) {
 			const as_rec *x = &recs[i];
