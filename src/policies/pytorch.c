@@ -20,6 +20,11 @@ typedef struct ppool ppool;
 typedef struct expseg expseg;
 
 typedef struct pblock {
+	/* first, on the block's cache line (slabs are aligned): what the free-block index's descents read */
+	union {                           /* a block is in one set at most: */
+		as_fitnode fit;           /* pool->blocks (free and mapped) */
+		RB_ENTRY(pblock) rb;      /* pool->unmapped or pool->untouched */
+	};
 	uint64_t ptr, size, requested, stream;
 	uint64_t rounded;                 /* pt_round_size(requested), while allocated or pending */
 	struct pblock *prev, *next;       /* address neighbours in the same segment */
@@ -29,12 +34,8 @@ typedef struct pblock {
 	uint8_t allocated, mapped, pending;
 	uint8_t untouched;                /* a whole segment never mapped: in pool->untouched */
 	uint8_t picked;                   /* in a pick list (a fallback stage's select): gone for the next select */
-	union {                           /* a block is in one set at most: */
-		as_fitnode fit;           /* pool->blocks (free and mapped) */
-		RB_ENTRY(pblock) rb;      /* pool->unmapped or pool->untouched */
-	};
 	struct pblock *all_prev, *all_next;
-} pblock;
+} __attribute__((aligned(64))) pblock;
 
 static int cmp_addr(const pblock *a, const pblock *b)
 {
@@ -280,9 +281,11 @@ static void all_unlink(ptpol *p, pblock *b)
 /* A slab of PT_SLAB blocks into the (empty) spares. */
 static __attribute__((noinline)) void spares_grow(ptpol *p)
 {
-	pblock *slab = xmalloc(PT_SLAB * sizeof(*slab));
+	/* on a cache line each (pblock's alignment): a tree descent reads the first 48 bytes */
+	char *raw = xmalloc(PT_SLAB * sizeof(pblock) + 63);
+	pblock *slab = (pblock *)(void *)(raw + (-(uintptr_t)raw & 63));
 	p->slabs = xrealloc(p->slabs, (p->nslabs + 1) * sizeof(*p->slabs));
-	p->slabs[p->nslabs++] = slab;
+	p->slabs[p->nslabs++] = raw;
 	for (size_t i = 0; i < PT_SLAB; i++) {
 		slab[i].all_next = p->spare;
 		p->spare = &slab[i];
