@@ -102,15 +102,6 @@ static as_fitstream *stream_new(as_fitset *s, uint64_t stream)
 
 /* ---- classes ------------------------------------------------------------------------------ */
 
-/* The smallest member of a class tree that holds one. */
-static inline as_fitnode *leftmost(const struct as_fittree *t)
-{
-	as_fitnode *n = RB_ROOT(t);
-	while (RB_LEFT(n, rb))
-		n = RB_LEFT(n, rb);
-	return n;
-}
-
 /* The smallest member of the first class at or after c that holds one. */
 static as_fitnode *first_from(as_fitstream *st, uint32_t c)
 {
@@ -125,8 +116,7 @@ static as_fitnode *first_from(as_fitstream *st, uint32_t c)
 		w = (uint32_t)__builtin_ctzll(t);
 		m = st->chunk[w]->bits;
 	}
-	/* the class's smallest: its tree's leftmost node (the tree holds one: its bit is set) */
-	return leftmost(&st->chunk[w]->t[__builtin_ctzll(m)]);
+	return st->chunk[w]->lo[__builtin_ctzll(m)]; /* the class's smallest (it holds one: its bit is set) */
 }
 
 /* The largest member of the last class at or before c that holds one. */
@@ -141,10 +131,7 @@ static as_fitnode *last_upto(as_fitstream *st, uint32_t c)
 		w = 63u - (uint32_t)__builtin_clzll(t);
 		m = st->chunk[w]->bits;
 	}
-	as_fitnode *n = RB_ROOT(&st->chunk[w]->t[63 - __builtin_clzll(m)]);
-	while (RB_RIGHT(n, rb))
-		n = RB_RIGHT(n, rb);
-	return n;
+	return st->chunk[w]->hi[63 - __builtin_clzll(m)];
 }
 
 /* ---- the set -------------------------------------------------------------------------------- */
@@ -176,25 +163,47 @@ void as_fitset_destroy(as_fitset *s)
 	as_fitset_init(s);
 }
 
-/* RB_INSERT with a two-way descent (one combined comparison per level: keys are unique), linked
- * and balanced by libbsd's RB_SET and the generated insert colouring. */
-static void tree_insert(struct as_fittree *t, as_fitnode *n)
+/* RB_INSERT into class b of chunk ch, which holds a member: a new first or last member is linked
+ * below the old one at once (where the descent would end: most inserts), any other after a two-way
+ * descent (one combined comparison per level: keys are unique); balanced by the generated insert
+ * colouring (rotations keep the order, so the first and last stay). */
+static void class_insert(as_fitchunk *ch, uint32_t b, as_fitnode *n)
 {
-	as_fitnode *parent = NULL, *tmp = RB_ROOT(t);
-	int less = 0;
-	while (tmp) {
-		parent = tmp;
-		less = key_less(n->size, n->ptr, tmp);
-		tmp = less ? RB_LEFT(tmp, rb) : RB_RIGHT(tmp, rb);
+	struct as_fittree *t = &ch->t[b];
+	as_fitnode *lo = ch->lo[b], *hi = ch->hi[b];
+	if (key_less(n->size, n->ptr, lo)) {
+		RB_SET(n, lo, rb);
+		RB_LEFT(lo, rb) = n;
+		ch->lo[b] = n;
+	} else if (!key_less(n->size, n->ptr, hi)) {
+		RB_SET(n, hi, rb);
+		RB_RIGHT(hi, rb) = n;
+		ch->hi[b] = n;
+	} else {
+		as_fitnode *parent = NULL, *tmp = RB_ROOT(t);
+		int less = 0;
+		while (tmp) {
+			parent = tmp;
+			less = key_less(n->size, n->ptr, tmp);
+			tmp = less ? RB_LEFT(tmp, rb) : RB_RIGHT(tmp, rb);
+		}
+		RB_SET(n, parent, rb);
+		if (less)
+			RB_LEFT(parent, rb) = n;
+		else
+			RB_RIGHT(parent, rb) = n;
 	}
-	RB_SET(n, parent, rb);
-	if (!parent)
-		RB_ROOT(t) = n;
-	else if (less)
-		RB_LEFT(parent, rb) = n;
-	else
-		RB_RIGHT(parent, rb) = n;
 	as_fittree_RB_INSERT_COLOR(t, n);
+}
+
+/* RB_REMOVE from class b of chunk ch, which keeps a member: its first or last passes to n's neighbour. */
+static void class_remove(as_fitchunk *ch, uint32_t b, as_fitnode *n)
+{
+	if (n == ch->lo[b])
+		ch->lo[b] = RB_NEXT(as_fittree, NULL, n);
+	if (n == ch->hi[b])
+		ch->hi[b] = RB_PREV(as_fittree, NULL, n);
+	RB_REMOVE(as_fittree, &ch->t[b], n);
 }
 
 /* Puts n (its size already set) into its class's tree of stream st, taking a chunk of 64 classes
@@ -222,9 +231,10 @@ static inline void class_link(as_fitset *s, as_fitstream *st, as_fitnode *n, uin
 		RB_SET(n, NULL, rb);
 		RB_COLOR(n, rb) = RB_BLACK;
 		RB_ROOT(&ch->t[c & 63]) = n;
+		ch->lo[c & 63] = ch->hi[c & 63] = n;
 		return;
 	}
-	tree_insert(&ch->t[c & 63], n);
+	class_insert(ch, c & 63, n);
 }
 
 /* Takes n out of its class's tree of stream st, clearing the class's bit (and its word's) when the
@@ -238,7 +248,7 @@ static inline void class_unlink(as_fitstream *st, as_fitnode *n)
 	if (RB_ROOT(t) == n && !RB_LEFT(n, rb) && !RB_RIGHT(n, rb))
 		RB_ROOT(t) = NULL; /* alone in its class */
 	else
-		RB_REMOVE(as_fittree, t, n);
+		class_remove(ch, c & 63, n);
 	if (!RB_ROOT(t)) {
 		ch->bits &= ~(1ULL << (c & 63));
 		if (!ch->bits)
@@ -280,7 +290,9 @@ void as_fitset_remove(as_fitset *s, as_fitnode *n)
  * allow, else it moves within the tree. */
 static __attribute__((noinline)) void rekey_in_class(as_fitnode *n, uint64_t size, uint64_t ptr)
 {
-	struct as_fittree *t = tree_of(n->st, n->cls);
+	as_fitchunk *ch = n->st->chunk[n->cls >> 6];
+	uint32_t b = n->cls & 63;
+	struct as_fittree *t = &ch->t[b];
 	if (RB_ROOT(t) == n && !RB_LEFT(n, rb) && !RB_RIGHT(n, rb)) {
 		n->size = size; /* alone in its class: in order whatever the key */
 		n->ptr = ptr;
@@ -291,8 +303,8 @@ static __attribute__((noinline)) void rekey_in_class(as_fitnode *n, uint64_t siz
 	n->ptr = ptr;
 	if ((!pv || !key_less(size, ptr, pv)) && (!nx || key_less(size, ptr, nx)))
 		return; /* its place in the order is unchanged */
-	RB_REMOVE(as_fittree, t, n);
-	tree_insert(t, n);
+	class_remove(ch, b, n); /* (another member stays: n was not alone) */
+	class_insert(ch, b, n);
 }
 
 void as_fitset_rekey(as_fitset *s, as_fitnode *n, uint64_t size, uint64_t ptr)
@@ -338,24 +350,27 @@ as_fitnode *as_fitset_nfind(as_fitset *s, uint64_t stream, uint64_t size)
 	if (top >> w & 1) {
 		as_fitchunk *ch = st->chunk[w];
 		uint64_t bits = ch->bits;
-		if (bits >> b & 1) {
-			as_fitnode *tmp = RB_ROOT(&ch->t[b]), *r = NULL;
-			while (tmp) { /* (size, 0) <= tmp */
+		/* the class's first member at or after (size, 0): none past its last, its first when that
+		 * one is, else the descent */
+		if ((bits >> b & 1) && size <= ch->hi[b]->size) {
+			as_fitnode *r = ch->lo[b];
+			if (size <= r->size)
+				return r;
+			for (as_fitnode *tmp = RB_ROOT(&ch->t[b]); tmp;) { /* (size, 0) <= tmp */
 				int le = size <= tmp->size;
 				r = le ? tmp : r;
 				tmp = le ? RB_LEFT(tmp, rb) : RB_RIGHT(tmp, rb);
 			}
-			if (r)
-				return r;
+			return r;
 		}
 		uint64_t m = b == 63 ? 0 : bits & (~0ULL << (b + 1));
 		if (m)
-			return leftmost(&ch->t[__builtin_ctzll(m)]);
+			return ch->lo[__builtin_ctzll(m)];
 	}
 	uint64_t t = w + 1 < AS_FIT_WORDS ? top & (~0ULL << (w + 1)) : 0;
 	if (t) {
 		as_fitchunk *ch = st->chunk[__builtin_ctzll(t)];
-		return leftmost(&ch->t[__builtin_ctzll(ch->bits)]);
+		return ch->lo[__builtin_ctzll(ch->bits)];
 	}
 	return nfind_after(s, stream);
 }

@@ -5,8 +5,8 @@
  * request and takes an insert and a removal on most frees and splits. One red-black tree over all
  * free blocks costs a cache miss and a mispredicted branch per level. Here each stream's blocks
  * are split into size classes (as TLSF does: 64 classes per power of two, monotone in size), each
- * class a small red-black tree ordered by (size, address), with a two-level bitmap of the classes
- * that hold a block. A search descends one small tree and, when its class has nothing large
+ * class a small red-black tree ordered by (size, address) with its first and last member at hand,
+ * and a two-level bitmap of the classes that hold a block. A search descends one small tree and, when its class has nothing large
  * enough, takes the smallest block of the next class that the bitmap names. The order and every
  * answer are those of the single tree (the same first block, the same neighbours, the same walk);
  * only the cost differs. No library offers this (libbsd's trees are the ordered sets used inside).
@@ -40,7 +40,10 @@ RB_HEAD(as_fitstreams, as_fitstream);
 typedef struct as_fitchunk {
 	uint64_t bits;                            /* bit c % 64: class c holds a block */
 	union {
-		struct as_fittree t[64];          /* one power of two's classes */
+		struct {
+			struct as_fittree t[64];  /* one power of two's classes */
+			as_fitnode *lo[64], *hi[64]; /* each class's first and last member (while its bit is set) */
+		};
 		struct as_fitchunk *spare;        /* in the set's list of spares (all t[] empty) */
 	};
 } as_fitchunk;
