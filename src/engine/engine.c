@@ -160,10 +160,10 @@ void as_engine_complete(as_engine *e, uint64_t id)
 static inline __attribute__((always_inline)) void update_metrics(as_engine *e)
 {
 	uint64_t res = e->dev->reserved;
-	if (e->requested) {
+	if (e->requested)
 		e->jw1_sum += ((double)res - (double)e->requested) / (double)e->requested;
-		e->jw1_n++;
-	}
+	else
+		e->jw1_skipped++; /* (the rare case counted: jw1's terms are the other events) */
 	int new_peak = res > e->last_reserved_peak;
 	if (new_peak) {
 		e->last_reserved_peak = res;
@@ -372,7 +372,7 @@ void as_engine_replay(as_engine *e, as_source *src, int stop_at_oom, uint64_t *r
 		while (i < n) {
 			const as_rec *x = &recs[i];
 			uint64_t id = ids ? ids[i] : (uint64_t)x->slot + 1;
-			src->i = ++i;
+			i++;
 			if (cli_interrupted)
 				break;
 			if (count)
@@ -398,8 +398,11 @@ void as_engine_replay(as_engine *e, as_source *src, int stop_at_oom, uint64_t *r
 				rc = st->event(st, e, &ev, err);
 			}
 			if ((r = rc ? 1 : stop_at_oom && e->s.num_ooms ? 2 : 0))
-				goto stop;
+				break;
 		}
+		src->i = i; /* (the events read, as as_source_next leaves it) */
+		if (r)
+			goto stop;
 		goto done;
 	}
 	while (as_source_next(src, &ev, err) > 0) {
@@ -442,7 +445,8 @@ void as_engine_finish(as_engine *e)
 	double pr = (double)s->peak_requested_bytes;
 	s->wasted_bytes_at_peak = (double)s->peak_reserved_bytes - (double)e->alloc_at_peak_res;
 	s->requested_at_peak_reserved = (double)e->req_at_peak_res;
-	s->frag_jw1 = e->jw1_n ? e->jw1_sum / (double)e->jw1_n : 0.0;
+	uint64_t jw1_n = e->s.events - e->jw1_skipped; /* update_metrics runs once per counted event */
+	s->frag_jw1 = jw1_n ? e->jw1_sum / (double)jw1_n : 0.0;
 	s->frag_jw2 = pr ? ((double)e->res_at_peak_req - pr) / pr : 0.0;
 	s->frag_jw3 = e->req_at_peak_res ? ((double)s->peak_reserved_bytes - (double)e->req_at_peak_res) / (double)e->req_at_peak_res : 0.0;
 	s->frag_jw4 = pr ? ((double)s->peak_reserved_bytes - pr) / pr : 0.0;

@@ -41,7 +41,8 @@ struct as_engine {
 	struct as_stage *stage; /* optional: sees every event before the engine (reconcile.c) */
 	/* metric accumulators */
 	double jw1_sum;
-	uint64_t jw1_n, ext_n, last_reserved_peak;
+	uint64_t jw1_skipped;  /* events without requested bytes (no jw1 term) */
+	uint64_t ext_n, last_reserved_peak;
 	double ext_sum;
 	uint64_t req_at_peak_res, alloc_at_peak_res, res_at_peak_req, req_at_peak_alloc;
 	uint64_t peak_event;   /* index of the event after which reserved bytes peaked */
