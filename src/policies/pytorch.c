@@ -13,7 +13,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include "util/fitset.h"
+#include "util/fitset_inline.h" /* the index's common operations inline (fit_*) */
 #include "util/tree.h"
 
 typedef struct ppool ppool;
@@ -93,12 +93,12 @@ static inline pblock *bs_nfind(ppool *pool, uint64_t stream, uint64_t size)
 }
 static inline void bs_remove(ppool *pool, pblock *b)
 {
-	as_fitset_remove(&pool->blocks, &b->fit);
+	fit_remove(&pool->blocks, &b->fit);
 }
 /* A member's new ptr and size. */
 static inline void bs_rekey(ppool *pool, pblock *b, uint64_t ptr, uint64_t size)
 {
-	as_fitset_rekey(&pool->blocks, &b->fit, size, ptr);
+	fit_rekey(&pool->blocks, &b->fit, size, ptr);
 	b->ptr = ptr;
 	b->size = size;
 }
@@ -347,6 +347,13 @@ static void insert_into_blocks(ppool *pool, pblock *b)
 	as_fitset_insert(&pool->blocks, &b->fit, b->stream, b->size, b->ptr);
 }
 
+/* insert_into_blocks, inline: a free's (free_block) */
+static inline __attribute__((always_inline)) void insert_into_blocks_hot(ppool *pool, pblock *b)
+{
+	b->gc_base = pool->gc_calls;
+	fit_insert(&pool->blocks, &b->fit, b->stream, b->size, b->ptr);
+}
+
 static int gc_enabled(const ptpol *p)
 {
 	return p->c.gc_threshold > 0.0 && p->dev->capacity;
@@ -372,7 +379,7 @@ static inline int oversize_refuses(ptpol *p, const pblock *b, uint64_t s)
  * (stream, s, 0) on the same stream, with the expandable descent and the oversize rules. */
 static inline __attribute__((always_inline)) pblock *lookup(ptpol *p, ppool *pool, uint64_t stream, uint64_t s)
 {
-	pblock *it = bs_nfind(pool, stream, s);
+	pblock *it = fb(fit_nfind(&pool->blocks, stream, s)); /* bs_nfind, inline: every malloc's */
 	if (!it || it->stream != stream)
 		return NULL;
 	if (it->es && p->c.expandable) {
@@ -481,7 +488,7 @@ static void free_block(ptpol *p, pblock *b)
 	if (mergeable(b, cand[0]) || mergeable(b, cand[1])) {
 		b = merge_free(p, b, &nblocks, &nbytes);
 	} else {
-		insert_into_blocks(pool, b);
+		insert_into_blocks_hot(pool, b);
 	}
 	if (is_split(b)) {
 		nblocks += 1;
