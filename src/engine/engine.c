@@ -245,6 +245,18 @@ static inline __attribute__((always_inline)) int apply(as_engine *e, const as_ev
 			e->requested += ev->size;
 			e->allocated += bsize;
 			e->held += r;
+			/* the peaks: only an allocation raises these three (every other event lowers them or
+			 * leaves them), so only an allocation looks */
+			if (e->requested > e->s.peak_requested_bytes) {
+				e->s.peak_requested_bytes = e->requested;
+				e->res_at_peak_req = e->dev->reserved;
+			}
+			if (e->held > e->s.lower_bound_bytes)
+				e->s.lower_bound_bytes = e->held;
+			if (e->allocated > e->s.peak_allocated_bytes) {
+				e->s.peak_allocated_bytes = e->allocated;
+				e->req_at_peak_alloc = e->requested;
+			}
 		}
 		l = slot_at(e, ev->slot);
 		if (l->used)
@@ -319,16 +331,6 @@ static inline __attribute__((always_inline)) int apply(as_engine *e, const as_ev
 		break;
 	}
 	e->s.events++;
-	if (e->requested > e->s.peak_requested_bytes) {
-		e->s.peak_requested_bytes = e->requested;
-		e->res_at_peak_req = e->dev->reserved;
-	}
-	if (e->held > e->s.lower_bound_bytes)
-		e->s.lower_bound_bytes = e->held;
-	if (e->allocated > e->s.peak_allocated_bytes) {
-		e->s.peak_allocated_bytes = e->allocated;
-		e->req_at_peak_alloc = e->requested;
-	}
 	update_metrics(e);
 	return e->extras ? extras(e, ev, err) : 0;
 }
