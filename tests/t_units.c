@@ -153,6 +153,75 @@ static void test_placement(void)
 	gsl_rng_free(rng);
 }
 
+/* The index's answers against a sorted list, after every step: nfind, min, max, next and prev in
+ * the order of (stream, size, ptr). Few sizes, so that classes hold many members, most of the same
+ * size (as a pool's do): inserts land first, last and between, removals take first, last and inner
+ * members, and rekeys move members within and between classes (fitset keeps each class's first and
+ * last member: a wrong one answers nfind, min, max, next or prev wrongly here). */
+static int fit_key_cmp(uint64_t s1, uint64_t z1, uint64_t p1, uint64_t s2, uint64_t z2, uint64_t p2)
+{
+	return s1 != s2 ? (s1 < s2 ? -1 : 1) : z1 != z2 ? (z1 < z2 ? -1 : 1) : p1 != p2 ? (p1 < p2 ? -1 : 1) : 0;
+}
+
+static void test_fitset_order(void)
+{
+	enum { N = 96 };
+	static as_fitnode nd[N];
+	uint64_t st[N] = { 0 }, size[N] = { 0 }, ptr[N] = { 0 };
+	int in[N] = { 0 }, good = 1, shared = 0, steps = 0;
+	gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+	gsl_rng_set(r, 11);
+	as_fitset s;
+	as_fitset_init(&s);
+	for (int it = 0; it < 30000 && good; it++, steps++) {
+		int i = (int)gsl_rng_uniform_int(r, N);
+		static const uint64_t sizes[] = { 512, 1024, 1536, 2048, 2560, 1 << 20, (1 << 20) + 512, 3 << 20 };
+		uint64_t sz = sizes[gsl_rng_uniform_int(r, 8)], p = (uint64_t)i + N * gsl_rng_uniform_int(r, 4096);
+		if (!in[i]) {
+			st[i] = gsl_rng_uniform_int(r, 3);
+			as_fitset_insert(&s, &nd[i], st[i], sz, p);
+			in[i] = 1;
+		} else if (gsl_rng_uniform_int(r, 3)) {
+			as_fitset_rekey(&s, &nd[i], sz, p);
+		} else {
+			as_fitset_remove(&s, &nd[i]);
+			in[i] = 0;
+		}
+		size[i] = sz;
+		ptr[i] = p;
+		/* the reference: min, max, nfind of a random key, and one member's neighbours */
+		uint64_t qs = gsl_rng_uniform_int(r, 3), qz = sizes[gsl_rng_uniform_int(r, 8)] - gsl_rng_uniform_int(r, 2);
+		int mn = -1, mx = -1, nf = -1, k = (int)gsl_rng_uniform_int(r, N), nx = -1, pv = -1;
+		for (int j = 0; j < N; j++) {
+			if (!in[j])
+				continue;
+			if (mn < 0 || fit_key_cmp(st[j], size[j], ptr[j], st[mn], size[mn], ptr[mn]) < 0)
+				mn = j;
+			if (mx < 0 || fit_key_cmp(st[j], size[j], ptr[j], st[mx], size[mx], ptr[mx]) > 0)
+				mx = j;
+			if (fit_key_cmp(st[j], size[j], ptr[j], qs, qz, 0) >= 0 &&
+			    (nf < 0 || fit_key_cmp(st[j], size[j], ptr[j], st[nf], size[nf], ptr[nf]) < 0))
+				nf = j;
+			if (in[k] && fit_key_cmp(st[j], size[j], ptr[j], st[k], size[k], ptr[k]) > 0 &&
+			    (nx < 0 || fit_key_cmp(st[j], size[j], ptr[j], st[nx], size[nx], ptr[nx]) < 0))
+				nx = j;
+			if (in[k] && fit_key_cmp(st[j], size[j], ptr[j], st[k], size[k], ptr[k]) < 0 &&
+			    (pv < 0 || fit_key_cmp(st[j], size[j], ptr[j], st[pv], size[pv], ptr[pv]) > 0))
+				pv = j;
+			for (int m = 0; m < j; m++)
+				shared += in[m] && st[m] == st[j] && size[m] == size[j] && it % 1000 == 0;
+		}
+#define AT(x) ((x) < 0 ? NULL : &nd[x])
+		good = as_fitset_min(&s) == AT(mn) && as_fitset_max(&s) == AT(mx) && as_fitset_nfind(&s, qs, qz) == AT(nf) &&
+			(!in[k] || (as_fitset_next(&s, &nd[k]) == AT(nx) && as_fitset_prev(&s, &nd[k]) == AT(pv)));
+#undef AT
+	}
+	ok(good && shared > 100, "fitset: nfind, min, max, next and prev agree with a sorted list after each of %d steps (%d pairs of one size and stream sampled)",
+		steps, shared);
+	as_fitset_destroy(&s);
+	gsl_rng_free(r);
+}
+
 /* The largest size, kept as members come and go: few members of small, often equal sizes, so
  * that the largest leaves often (the random test above nearly always holds a size near 2^64). */
 static void test_fitset_largest(void)
@@ -1201,6 +1270,7 @@ int main(void)
 	test_run_sinks();
 	test_fitset();
 	test_fitset_largest();
+	test_fitset_order();
 	test_phys();
 	test_pickle_limits();
 	test_pool_model();
