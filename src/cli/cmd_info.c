@@ -166,6 +166,25 @@ static void print_pytorch_version(const as_meta *m)
 }
 
 /* One trace's report in format fmt (csv: the header before the first); -1 with err. */
+/* Requested bytes by allocation slot (as_event.slot). */
+typedef struct slot_sizes {
+	uint64_t *v;
+	size_t cap, count; /* count: the slots holding an allocation (not a recorded OOM) */
+} slot_sizes;
+
+static uint64_t *slot_size(slot_sizes *z, uint32_t slot)
+{
+	if (slot >= z->cap) {
+		size_t nc = z->cap ? z->cap : 1024;
+		while (nc <= slot)
+			nc *= 2;
+		z->v = xrealloc(z->v, nc * sizeof(*z->v));
+		memset(z->v + z->cap, 0, (nc - z->cap) * sizeof(*z->v));
+		z->cap = nc;
+	}
+	return &z->v[slot];
+}
+
 static int info_one(const char *path, const as_reader_opts *ro, int fmt, int first, as_err *err)
 {
 	as_reader *r;
@@ -175,9 +194,14 @@ static int info_one(const char *path, const as_reader_opts *ro, int fmt, int fir
 again:; /* (as_reader_again: every count from the read again) */
 	uint64_t counts[EV__COUNT] = { 0 }, live = 0, peak = 0, ooms = 0, maybe = 0;
 	int64_t tmin = INT64_MAX, tmax = INT64_MIN;
-	idmap sizes, streams;
-	idmap_init(&sizes);
+	idmap streams;
 	idmap_init(&streams);
+	/* the requested bytes of each live allocation by its slot (as_event.slot: dense, below the most
+	 * allocations live at once), 0 for a free slot or a recorded OOM's; a map by id cost 100
+	 * instructions an event */
+	slot_sizes sizes = { 0 };
+	uint64_t last_stream = 0;
+	int any_stream = 0;
 	/* Buckets: [2^k, 2^(k+1)) for k = 0..60. */
 	gsl_histogram *h = gsl_histogram_alloc(61);
 	gsl_histogram_set_ranges_uniform(h, 0.0, 61.0);
@@ -194,34 +218,44 @@ again:; /* (as_reader_again: every count from the read again) */
 				tmax = ev.time_us;
 		}
 		if (ev.type == EV_ALLOC) {
-			idmap_put(&streams, ev.stream, &one);
+			if (!any_stream || ev.stream != last_stream) { /* (most requests are on the last one's stream) */
+				idmap_put(&streams, ev.stream, &one);
+				last_stream = ev.stream;
+				any_stream = 1;
+			}
 			gsl_histogram_increment(h, (double)(63 - __builtin_clzll(ev.size)) + 0.5);
+			uint64_t *sz = slot_size(&sizes, ev.slot);
 			if (ev.flags & EVF_OOM) {
+				*sz = 0;
 				ooms++;
 				continue;
 			}
-			idmap_put(&sizes, ev.id, (void *)(uintptr_t)ev.size);
+			*sz = ev.size;
+			sizes.count++;
 			live += ev.size;
 			if (live > peak)
 				peak = live;
 		} else if (ev.type == EV_FREE) {
-			void *s = idmap_del(&sizes, ev.id);
-			if (s)
-				live -= (uint64_t)(uintptr_t)s;
+			uint64_t *sz = slot_size(&sizes, ev.slot);
+			if (*sz) {
+				live -= *sz;
+				sizes.count--;
+				*sz = 0;
+			}
 		}
 	}
 	if (as_check_interrupted(err))
 		rc = -1;
 	if (rc < 0) {
 		gsl_histogram_free(h);
-		idmap_free(&sizes);
+		free(sizes.v);
 		idmap_free(&streams);
 		as_reader_close(r);
 		return -1;
 	}
 	if (as_reader_again(r)) { /* private pools released before the snapshot's end: read with them */
 		gsl_histogram_free(h);
-		idmap_free(&sizes);
+		free(sizes.v);
 		idmap_free(&streams);
 		as_reader *q;
 		rc = as_reader_reopen(r, &q, err);
@@ -246,7 +280,7 @@ again:; /* (as_reader_again: every count from the read again) */
 		else
 			print_csv(&in, first);
 		gsl_histogram_free(h);
-		idmap_free(&sizes);
+		free(sizes.v);
 		idmap_free(&streams);
 		as_reader_close(r);
 		return 0;
@@ -319,7 +353,7 @@ again:; /* (as_reader_again: every count from the read again) */
 		if (gsl_histogram_get(h, k) > 0)
 			printf("  %" PRIu64 ",%.0f\n", (uint64_t)1 << k, gsl_histogram_get(h, k));
 	gsl_histogram_free(h);
-	idmap_free(&sizes);
+	free(sizes.v);
 	idmap_free(&streams);
 	as_reader_close(r);
 	return 0; /* main() checks the writes to stdout */
