@@ -35,6 +35,24 @@ static inline uint64_t le64(const unsigned char *c)
 #endif
 }
 
+/* Whether the n < INLINE_STR bytes at a (16 readable) are those of interned string s. */
+static inline int short_eq(const unsigned char *a, const pv *s, size_t n)
+{
+	if (s->n != n)
+		return 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	uint64_t a0, a1, s0, s1; /* two loads a side, the bytes past n masked off (s->s is s->inl: 16 bytes) */
+	memcpy(&a0, a, 8);
+	memcpy(&a1, a + 8, 8);
+	memcpy(&s0, s->s, 8);
+	memcpy(&s1, s->s + 8, 8);
+	uint64_t m0 = n >= 8 ? ~0ULL : (1ULL << (8 * n)) - 1, m1 = n > 8 ? (1ULL << (8 * (n - 8))) - 1 : 0;
+	return !(((a0 ^ s0) & m0) | ((a1 ^ s1) & m1));
+#else
+	return !memcmp(a, s->s, n);
+#endif
+}
+
 #define OPPOS (off + (uint64_t)(at - b))
 int pkfast_entry(as_reader *r, pkvm *p, const pv *list, int first, pkfast *o, as_err *err)
 {
@@ -138,7 +156,8 @@ int pkfast_entry(as_reader *r, pkvm *p, const pv *list, int first, pkfast *o, as
 			if (len > MAX_STRING || (size_t)(e - c) < len + 24)
 				goto out;
 			if (len < INLINE_STR) {
-				pv *s = pkvm_intern(p, (const char *)c, len, NULL);
+				/* the writer's 'N/A' of every entry: the last short string again, or the table's */
+				pv *s = p->laststr && short_eq(c, p->laststr, len) ? p->laststr : pkvm_intern(p, (const char *)c, len, NULL);
 				if (!s) {
 					s = pkvm_new(p, V_STR, OPPOS);
 					s->s = s->inl;
@@ -147,6 +166,7 @@ int pkfast_entry(as_reader *r, pkvm *p, const pv *list, int first, pkfast *o, as
 					s->n = len;
 					pkvm_intern(p, (const char *)c, len, s);
 				}
+				p->laststr = s;
 				cur.kp = MKKP(V_STR | V_IMMORTAL, OPPOS);
 				cur.u.p = s;
 			} else {

@@ -120,6 +120,7 @@ typedef struct pkvm {
 	pv *pool;            /* freed objects, reused (with their item arrays) */
 	pv **strtab;         /* interned short strings (one reference each) */
 	size_t strcap, strcount;
+	pv *laststr;         /* the last short string the fast path (pkfast.c) read: interned, so it lives on */
 	uint64_t memo_next;  /* MEMOIZE's next index */
 	uint64_t bytes;      /* bytes held by values, the stack and the memo */
 	uint64_t max_bytes;  /* ... at most (MAX_BYTES unless the caller says) */
