@@ -119,16 +119,18 @@ int pkfast_entry(as_reader *r, pkvm *p, const pv *list, int first, pkfast *o, as
 				idx = le32(c);
 				c += 4;
 			}
-			int k = np - 1;
-			while (k >= 0 && puts_i[k] != idx)
-				k--;
-			if (k >= 0) {
-				cur = puts_v[k];
-				break;
-			}
 			uintptr_t w;
-			if (idx >= memohw || !(w = memo[idx]))
+			if (idx >= memohw || !(w = memo[idx])) {
+				/* a slot this entry put (fresh: empty in the memo until the entry is taken) */
+				int k = np - 1;
+				while (k >= 0 && puts_i[k] != idx)
+					k--;
+				if (k >= 0) {
+					cur = puts_v[k];
+					break;
+				}
 				goto out; /* undefined: the opcode loop decides */
+			}
 			pv *ob = (w & 3) == MW_SCALAR ? NULL : (pv *)(w & ~(uintptr_t)3);
 			if (ob && ob->kind >= V_TUPLE)
 				goto out; /* a container: the same */
