@@ -172,16 +172,20 @@ typedef struct slot_sizes {
 	size_t cap, count; /* count: the slots holding an allocation (not a recorded OOM) */
 } slot_sizes;
 
-static uint64_t *slot_size(slot_sizes *z, uint32_t slot)
+static void slot_sizes_grow(slot_sizes *z, uint32_t slot)
 {
-	if (slot >= z->cap) {
-		size_t nc = z->cap ? z->cap : 1024;
-		while (nc <= slot)
-			nc *= 2;
-		z->v = xrealloc(z->v, nc * sizeof(*z->v));
-		memset(z->v + z->cap, 0, (nc - z->cap) * sizeof(*z->v));
-		z->cap = nc;
-	}
+	size_t nc = z->cap ? z->cap : 1024;
+	while (nc <= slot)
+		nc *= 2;
+	z->v = xrealloc(z->v, nc * sizeof(*z->v));
+	memset(z->v + z->cap, 0, (nc - z->cap) * sizeof(*z->v));
+	z->cap = nc;
+}
+
+static inline uint64_t *slot_size(slot_sizes *z, uint32_t slot)
+{
+	if (slot >= z->cap)
+		slot_sizes_grow(z, slot);
 	return &z->v[slot];
 }
 
