@@ -106,19 +106,20 @@ int pkfast_entry(as_reader *r, pkvm *p, const pv *list, int first, pkfast *o, as
 		const unsigned char *at = c; /* the opcode (OPPOS: its byte offset, made only where a value keeps it) */
 		int op = *c++;
 		uint64_t idx;
+		if (op == 'h') { /* BINGET, 45% of the opcodes: ahead of the switch's table */
+			idx = *c++;
+			goto get;
+		}
 		switch (op) {
 		case 'u':
 			goto done;
 		case 0x95: /* FRAME: the pickler's framing (protocol 4), anywhere between opcodes */
 			c += 8;
 			continue;
-		case 'h': case 'j': {
-			if (op == 'h') {
-				idx = *c++;
-			} else {
-				idx = le32(c);
-				c += 4;
-			}
+		case 'j': {
+			idx = le32(c);
+			c += 4;
+		get:;
 			uintptr_t w;
 			if (idx >= memohw || !(w = memo[idx])) {
 				/* a slot this entry put (fresh: empty in the memo until the entry is taken) */
