@@ -100,8 +100,9 @@ int pkfast_entry(as_reader *r, pkvm *p, const pv *list, int first, pkfast *o, as
 		c += 9;
 	if (*c++ != '(')
 		return 0;
+	const unsigned char *lim = e - 24; /* an opcode starts at most here (24 bytes of slack; in the buffer: e - c >= 24 above) */
 	for (;;) {
-		if (e - c < 24)
+		if (c > lim)
 			goto out;
 		const unsigned char *at = c; /* the opcode (OPPOS: its byte offset, made only where a value keeps it) */
 		int op = *c++;
