@@ -82,6 +82,77 @@ static void emit_seg(snapev *p, const rec *x)
 	emit(p, map[x->action], x, 0, 0);
 }
 
+/* ---- the live blocks by address: an idmap cost 84 instructions a trace entry (its mix hash, two
+ * probes an allocation, tombstones to rehash away) ---- */
+
+static size_t live_home(const snapev *p, uint64_t addr)
+{
+	return (size_t)((addr * 0x9e3779b97f4a7c15ULL) >> (64 - p->livebits));
+}
+
+/* The index of ADDR's entry, or of the empty one where it would go. */
+static size_t live_at(const snapev *p, uint64_t addr)
+{
+	size_t mask = ((size_t)1 << p->livebits) - 1, i = live_home(p, addr);
+	while (p->live_slot1[i] && p->live_addr[i] != addr)
+		i = (i + 1) & mask;
+	return i;
+}
+
+/* 1 + the slot of the block at ADDR, 0: none. */
+static uint32_t live_get(const snapev *p, uint64_t addr)
+{
+	return p->nlive ? p->live_slot1[live_at(p, addr)] : 0;
+}
+
+/* ADDR (not live) holds slot1 - 1. */
+static void live_put(snapev *p, uint64_t addr, uint32_t slot1)
+{
+	if (!p->live_slot1 || 2 * (p->nlive + 1) > ((size_t)1 << p->livebits)) { /* at most half full */
+		uint64_t *oa = p->live_addr;
+		uint32_t *os = p->live_slot1;
+		size_t on = os ? (size_t)1 << p->livebits : 0;
+		p->livebits = os ? p->livebits + 1 : 10;
+		p->live_addr = xmalloc(((size_t)1 << p->livebits) * sizeof(uint64_t));
+		p->live_slot1 = xcalloc((size_t)1 << p->livebits, sizeof(uint32_t));
+		for (size_t i = 0; i < on; i++)
+			if (os[i]) {
+				size_t j = live_at(p, oa[i]);
+				p->live_addr[j] = oa[i];
+				p->live_slot1[j] = os[i];
+			}
+		free(oa);
+		free(os);
+	}
+	size_t i = live_at(p, addr);
+	p->live_addr[i] = addr;
+	p->live_slot1[i] = slot1;
+	p->nlive++;
+}
+
+/* Removes ADDR: 1 + its slot, 0 when it was not live. */
+static uint32_t live_del(snapev *p, uint64_t addr)
+{
+	if (!p->nlive)
+		return 0;
+	size_t mask = ((size_t)1 << p->livebits) - 1, i = live_at(p, addr);
+	uint32_t s1 = p->live_slot1[i];
+	if (!s1)
+		return 0;
+	p->nlive--;
+	/* backward shift: an entry after the hole moves into it unless its home lies cyclically in (i, j] */
+	for (size_t j = (i + 1) & mask; p->live_slot1[j]; j = (j + 1) & mask) {
+		size_t h = live_home(p, p->live_addr[j]);
+		if (i <= j ? (i < h && h <= j) : (i < h || h <= j))
+			continue;
+		p->live_addr[i] = p->live_addr[j];
+		p->live_slot1[i] = p->live_slot1[j];
+		i = j;
+	}
+	p->live_slot1[i] = 0;
+	return s1;
+}
+
 /*
  * Snapshots do not record torch.cuda.empty_cache(). A run of segment_free/segment_unmap
  * entries happens either inside a malloc (garbage collection, the oversize release, the
@@ -95,13 +166,13 @@ static void emit_seg(snapev *p, const rec *x)
  */
 static void free_done(snapev *p, const rec *x, as_meta *m)
 {
-	void *s1 = idmap_del(&p->live, x->addr);
+	uint32_t s1 = live_del(p, x->addr);
 	if (!s1) {
 		m->unmatched_frees++;
 		m->history_truncated = 1;
 		return;
 	}
-	emit_free(p, x, (uintptr_t)s1);
+	emit_free(p, x, s1);
 }
 
 /* The private pool whose device memory a segment_free/segment_unmap gives back (0: none). */
@@ -190,7 +261,7 @@ int snap_flush_freereq(as_reader *r, snapev *p, as_err *err)
 {
 	if (!p->have_freereq)
 		return 0;
-	uint32_t s = (uint32_t)((uintptr_t)idmap_get(&p->live, p->freereq.addr) - 1);
+	uint32_t s = live_get(p, p->freereq.addr) - 1;
 	p->have_freereq = 0;
 	if (p->slot_req[s])
 		return pkvm_err(r, p->freereq.pos, err, "free of id %" PRIu64 " requested twice", p->slot_id[s]);
@@ -206,7 +277,7 @@ int snap_translate(as_reader *r, snapev *p, const rec *x, as_err *err)
 	if (p->have_freereq) {
 		if (x->action == A_FREE_DONE && x->addr == p->freereq.addr) {
 			p->have_freereq = 0;
-			emit_free(p, x, (uintptr_t)idmap_del(&p->live, x->addr));
+			emit_free(p, x, live_del(p, x->addr));
 			return 0;
 		}
 		if (snap_flush_freereq(r, p, err))
@@ -227,19 +298,19 @@ int snap_translate(as_reader *r, snapev *p, const rec *x, as_err *err)
 	snap_flush_run(p, x->action, m);
 	switch (x->action) {
 	case A_ALLOC: {
-		if (idmap_get(&p->live, x->addr))
+		if (live_get(p, x->addr))
 			return pkvm_err(r, x->pos, err, "trace entry %" PRIu64 ": alloc at address 0x%" PRIx64 " which is still allocated",
 				x->index, x->addr);
 		uint64_t id = ++p->next_id;
 		int64_t s = slot_take(p, id);
 		if (s < 0)
 			return pkvm_err(r, x->pos, err, "more than 2^32-1 allocations live at once");
-		idmap_put(&p->live, x->addr, (void *)(uintptr_t)(s + 1));
+		live_put(p, x->addr, (uint32_t)s + 1);
 		emit(p, EV_ALLOC, x, id, 0)->slot = (uint32_t)s;
 		break;
 	}
 	case A_FREE_REQ:
-		if (!idmap_get(&p->live, x->addr)) {
+		if (!live_get(p, x->addr)) {
 			m->unmatched_frees++;
 			m->history_truncated = 1;
 			break;
@@ -376,12 +447,13 @@ int snap_entry_pool_of(snapev *p, rec *x, const val *meta, const val *pool_id)
 
 void snap_init(snapev *p)
 {
-	idmap_init(&p->live);
+	(void)p; /* (all zero) */
 }
 
 void snap_free(snapev *p)
 {
-	idmap_free(&p->live);
+	free(p->live_addr);
+	free(p->live_slot1);
 	free(p->slot_id);
 	free(p->slot_req);
 	free(p->freeslots);

@@ -28,7 +28,11 @@ typedef struct snapev {
 	/* event output queue */
 	as_event *q;
 	size_t qhead, qlen, qcap;
-	idmap live;          /* address -> 1 + the slot of a block allocated in the trace */
+	/* address -> 1 + the slot of a block allocated in the trace (0: none): open addressing, linear
+	 * probing, deletion by backward shift (snapevents.c's live_*) */
+	uint64_t *live_addr;
+	uint32_t *live_slot1;
+	size_t nlive, livebits;
 	/* Slots, numbered as as_reader_next numbers them for other formats (the lowest freed first:
 	 * a stack), so that reader.c needs no map of its own for a snapshot (r->slots_assigned). */
 	uint64_t *slot_id;   /* slot -> the id of the allocation holding it */
