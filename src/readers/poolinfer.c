@@ -622,19 +622,43 @@ static void passed_over(as_poolinfer *pi, uint32_t uid, uint64_t size, uint64_t 
 	int small = pi->u[uid].small = size <= MiB;
 	unsigned npairs = 0;
 	uint64_t need = size < 512 ? 512 : (size + 511) / 512 * 512;
-	for (size_t i = 0; i < pi->nsegs && npairs < PAIRS_MAX; i++) {
-		uint32_t x = pi->segs[i];
-		unit *v = &pi->u[x];
+	/* (in locals: the pairs' stores could alias the fields of pi that the loop reads) */
+	unit *const us = pi->u;
+	const uint32_t *const segs = pi->segs;
+	const size_t nsegs = pi->nsegs;
+	const uint64_t prev_alloc = pi->prev_alloc;
+	/* room for the most pairs kept (pass_over's stores, through a local pointer) */
+	if (pi->capneq < pi->nneq + PAIRS_MAX) {
+		size_t nc = pi->capneq ? pi->capneq : 16;
+		while (nc < pi->nneq + PAIRS_MAX)
+			nc *= 2;
+		pi->neq = xrealloc(pi->neq, nc * sizeof(*pi->neq));
+		pi->capneq = nc;
+	}
+	struct pineq *q = pi->neq + pi->nneq;
+	for (size_t i = 0; i < nsegs && npairs < PAIRS_MAX; i++) {
+		uint32_t x = segs[i];
+		unit *v = &us[x];
+		/* (min_gap's first test first: on a long history most segments are full) */
+		if (v->size < v->live_bytes || v->size - v->live_bytes < need)
+			continue;
 		if (v->stream != stream || v->small != small || x == uid)
 			continue;
 		/* a block given back since the request before may have come back in this request's own flush
 		 * (synchronize_and_free_events), after it looked for a free block: no evidence there */
-		if (v->last_done > pi->prev_alloc || v->pre)
+		if (v->last_done > prev_alloc || v->pre)
 			continue;
 		uint64_t g = min_gap(pi, v, need);
-		if (g && ++npairs <= PAIRS_MAX)
-			pass_over(pi, uid, x, need, g);
+		if (g) { /* (pass_over) */
+			npairs++;
+			q->u[0] = uid;
+			q->u[1] = x;
+			q->need = need;
+			q->empty = !v->nlive;
+			q++->gap = g;
+		}
 	}
+	pi->nneq = (size_t)(q - pi->neq);
 }
 
 /* Whether expandable range U had, before the mapping just made, a free mapped gap apart from it that
