@@ -20,6 +20,11 @@ printf '#allocsim-trace 1\n#source: test\n#capacity: 4MiB\na 1 1000 0\na 2 30000
 run "$A" info "$TMP/ok.trace"
 is "$st" 0 "native: info reads a valid trace"
 contains "$out" "peak_live_requested_bytes: 3001000"; ok $? "native: peak live requested bytes"
+# recorded OOMs take a slot (and free it when freed) but no live bytes; slots reused; three streams
+printf '#allocsim-trace 1\na 1 100 0\na 2 200 7\na 3 300 0 oom\nf 3\na 4 400 7\nf 1\na 5 50 0\na 6 60 3 oom\nf 2\n' > "$TMP/oomfree.trace"
+run "$A" info "$TMP/oomfree.trace"
+is "$st $(printf '%s\n' "$out" | grep -E '^(recorded_ooms|streams|live_at_end|peak_live_requested_bytes):' | tr '\n' ' ')" \
+	"0 recorded_ooms: 2 streams: 3 live_at_end: 2 peak_live_requested_bytes: 700 " "native: info's live bytes with OOM requests freed and their slots reused"
 printf '#allocsim-trace 1\r\na 1 4096 0\r\nf 1\r\n' > "$TMP/crlf.trace"
 run "$A" replay -p passthrough --no-timing "$TMP/crlf.trace"
 is "$st $(col "$out" peak_reserved_bytes)" "0 4096" "native: CRLF line ends are accepted"
@@ -206,8 +211,49 @@ sys.stdout.buffer.write(gzip.compress(pickle.dumps(d, protocol=4)))' "$T/seed_ex
 	is "$("$A" replay --no-timing "$TMP/frames.pickle.gz" | tail -1 | cut -d, -f2-)" "$("$A" replay --no-timing "$T/seed_example__default.pickle.gz" | tail -1 | cut -d, -f2-)" "a snapshot whose entries share frame dicts replays as the one without frames"
 	run "$A" validate "$TMP/frames.pickle.gz"
 	contains "$out" ": exact ("; ok $? "a snapshot with shared frames validates exact"
+	# the reader's fast path (pkfast.c) and its tables: 6,000 allocations and frees at 2,000 addresses
+	# (the live blocks by address: collisions, deletions by backward shift; info's sizes by slot), and
+	# action strings pickled inline, one entry after another alike in their first 8 bytes
+	cat > "$TMP/gen.py" <<'PY'
+import pickle, random, sys
+def fresh(s):  # a new str object: pickled inline, not fetched from the memo
+    return s[:1] + s[1:]
+if sys.argv[1] == "table":
+    random.seed(34)
+    tr, live, t, cur, peak, na, nf = [], {}, 0, 0, 0, 0, 0
+    for step in range(6000):
+        t += 1
+        if live and (len(live) > 400 or random.random() < 0.45):
+            a = random.choice(sorted(live))
+            cur -= live.pop(a); nf += 1
+            tr.append({"action": "free_completed", "addr": a, "size": 0, "stream": 0, "time_us": t})
+        else:
+            a = 0x7f0000000000 + random.randrange(2000) * 4096
+            while a in live:
+                a = 0x7f0000000000 + random.randrange(2000) * 4096
+            s = random.randrange(1, 4097); live[a] = s; cur += s; na += 1; peak = max(peak, cur)
+            tr.append({"action": "alloc", "addr": a, "size": s, "stream": 0, "time_us": t})
+    sys.stderr.write("alloc_events: %d free_events: %d live_at_end: %d peak_live_requested_bytes: %d\n" % (na, nf, len(live), peak))
+else:  # (the last entries are left to the opcode loop: within 24 bytes of the end)
+    seq = [("segment_alloc", 1 << 21, 2 << 20), ("segment_unmap", 4 << 21, 2 << 20), ("segment_map", 4 << 21, 2 << 20),
+           ("alloc", 1 << 21, 512), ("free_requested", 1 << 21, 512), ("free_completed", 1 << 21, 512),
+           ("alloc", 1 << 21, 512), ("free_completed", 1 << 21, 512), ("segment_free", 1 << 21, 2 << 20),
+           ("segment_unmap", 4 << 21, 2 << 20), ("segment_alloc", 1 << 21, 2 << 20), ("segment_unmap", 4 << 21, 2 << 20),
+           ("segment_alloc", 8 << 21, 2 << 20)] + [("alloc", 1 << 21, 512), ("free_completed", 1 << 21, 512)] * 4
+    tr = [{"action": fresh(a), "addr": ad, "size": sz, "stream": 0, "time_us": i} for i, (a, ad, sz) in enumerate(seq)]
+sys.stdout.buffer.write(pickle.dumps({"segments": [], "device_traces": [tr]}, protocol=4))
+PY
+	"$py" "$TMP/gen.py" table > "$TMP/table.pickle" 2> "$TMP/table.want"
+	run "$A" info "$TMP/table.pickle"
+	is "$st $(printf '%s\n' "$out" | grep -E '^(alloc_events|free_events|live_at_end|peak_live_requested_bytes|history_truncated):' | sed 's/ (.*//' | tr '\n' ' ')" \
+		"0 $(cat "$TMP/table.want") " "pickle: 6,000 allocations and frees at 2,000 addresses: counts, live blocks and peak as Python's"
+	"$py" "$TMP/gen.py" strings > "$TMP/strings.pickle"
+	run "$A" info "$TMP/strings.pickle"
+	is "$st $(printf '%s\n' "$out" | grep -E '^(alloc|free|segment_alloc|segment_free|segment_map|segment_unmap)_events:' | tr '\n' ' ')" \
+		"0 alloc_events: 6 free_events: 6 segment_alloc_events: 3 segment_free_events: 1 segment_map_events: 1 segment_unmap_events: 3 " \
+		"pickle: inline action strings alike in 8 bytes (segment_unmap, segment_alloc) are told apart"
 else
-	for i in 1 2 3 4 5 6; do ok 0 "# SKIP no python3"; done
+	for i in 1 2 3 4 5 6 7 8; do ok 0 "# SKIP no python3"; done
 fi
 
 # --- the same snapshot from a file, standard input (a file or a pipe) and a FIFO: identical results ---
