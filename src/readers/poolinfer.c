@@ -55,6 +55,7 @@ typedef struct unit {
 	uint64_t *gaps, gsplit;
 	uint32_t ngaps, capgaps;
 	int gdirty, gsmall;
+	uint64_t mg_need, mg_gap; /* the last answer from those gaps (mg_need 0: none) */
 } unit;
 
 typedef struct node { uint64_t addr, size; uint32_t unit, prev, next; } node;
@@ -492,6 +493,9 @@ static uint64_t min_gap(as_poolinfer *pi, unit *u, uint64_t need)
 		u->gdirty = 0;
 		u->gsmall = u->small;
 		u->gsplit = pi->max_split;
+		u->mg_need = 0;
+	} else if (u->mg_need == need) { /* (the requests that take new segments repeat their sizes) */
+		return u->mg_gap;
 	}
 	size_t lo = 0, hi = u->ngaps; /* the first gap of NEED bytes or more */
 	while (lo < hi) {
@@ -501,7 +505,8 @@ static uint64_t min_gap(as_poolinfer *pi, unit *u, uint64_t need)
 		else
 			hi = mid;
 	}
-	return lo < u->ngaps ? u->gaps[lo] : 0;
+	u->mg_need = need;
+	return u->mg_gap = lo < u->ngaps ? u->gaps[lo] : 0;
 }
 
 /* Whether expandable range U has a mapped page that no live block touches. */
