@@ -1202,16 +1202,19 @@ uint64_t as_poolinfer_evidence(as_poolinfer *pi)
 		if (id != NIL)
 			mark[id] = 1;
 	}
+	/* each unit's outside_end once (mark[] becomes it), not at each of its pairs */
+	for (uint32_t i = 0; i < pi->nu; i++)
+		mark[i] = (unsigned char)outside_end(pi, i, mark);
 	/* two units told apart (rules 3, 4): one pool besides the default at least */
 	for (size_t i = 0; i < pi->nneq; i++)
-		if ((!pi->neq[i].need || (!pi->roundup && fits(pi, pi->neq[i].gap, pi->neq[i].need))) &&
-		    !outside_end(pi, pi->neq[i].u[0], mark) && !outside_end(pi, pi->neq[i].u[1], mark))
+		if (!mark[pi->neq[i].u[0]] && !mark[pi->neq[i].u[1]] &&
+		    (!pi->neq[i].need || (!pi->roundup && fits(pi, pi->neq[i].gap, pi->neq[i].need))))
 			pi->u[pi->neq[i].u[0]].selfpass = pi->u[pi->neq[i].u[1]].selfpass = 1;
 	uint64_t n = 0;
 	pi->st.outside_end = 0;
 	for (uint32_t i = 0; i < pi->nu; i++) {
 		const unit *u = &pi->u[i];
-		if (outside_end(pi, i, mark)) {
+		if (mark[i]) {
 			pi->st.outside_end++;
 			continue;
 		}
