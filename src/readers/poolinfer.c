@@ -68,6 +68,9 @@ struct as_poolinfer {
 	uint64_t max_split;
 	unit *u;
 	uint32_t nu, capu;
+	uint64_t *ufree; /* per unit: size - live_bytes, 0 when the live bytes exceed it (passed_over's first
+	                  * test on one compact array: most segments of a long history are full) */
+	uint32_t capufree;
 	uint32_t *segs; /* live non-expandable units by base */
 	size_t nsegs, capsegs;
 	uint32_t *regs; /* expandable ranges by base */
@@ -148,6 +151,7 @@ void as_poolinfer_free(as_poolinfer *pi)
 		free(pi->u[i].gaps);
 	}
 	free(pi->u);
+	free(pi->ufree);
 	free(pi->occ);
 	free(pi->segs);
 	free(pi->regs);
@@ -202,6 +206,11 @@ static void u_small_map(unit *u, uint64_t size)
 static uint32_t unit_new(as_poolinfer *pi, int exp, uint64_t base, uint64_t size, uint64_t stream, uint64_t born)
 {
 	AS_GROW(pi->u, pi->nu, pi->capu, 16);
+	if (pi->capufree < pi->capu) {
+		pi->ufree = xrealloc(pi->ufree, (size_t)pi->capu * sizeof(uint64_t));
+		pi->capufree = pi->capu;
+	}
+	pi->ufree[pi->nu] = size;
 	unit *u = &pi->u[pi->nu];
 	memset(u, 0, sizeof(*u));
 	u->base = base;
@@ -345,6 +354,12 @@ static void live_reserve(as_poolinfer *pi)
 	free(old);
 }
 
+static inline void ufree_set(as_poolinfer *pi, uint32_t id)
+{
+	const unit *u = &pi->u[id];
+	pi->ufree[id] = u->size >= u->live_bytes ? u->size - u->live_bytes : 0;
+}
+
 static void block_add(as_poolinfer *pi, uint32_t uid, uint64_t addr, uint64_t size)
 {
 	uint32_t n;
@@ -369,6 +384,7 @@ static void block_add(as_poolinfer *pi, uint32_t uid, uint64_t addr, uint64_t si
 		u->head = n;
 		u->nlive++;
 		u->live_bytes += size;
+		ufree_set(pi, uid);
 		u->gdirty = 1;
 	}
 	live_reserve(pi);
@@ -415,6 +431,7 @@ static void block_del(as_poolinfer *pi, uint64_t addr, uint64_t index)
 			pi->nodes[x->next].prev = x->prev;
 		u->nlive--;
 		u->live_bytes -= x->size;
+		ufree_set(pi, x->unit);
 		u->gdirty = 1;
 	}
 	x->next = pi->freenode;
@@ -629,6 +646,7 @@ static void passed_over(as_poolinfer *pi, uint32_t uid, uint64_t size, uint64_t 
 	uint64_t need = size < 512 ? 512 : (size + 511) / 512 * 512;
 	/* (in locals: the pairs' stores could alias the fields of pi that the loop reads) */
 	unit *const us = pi->u;
+	const uint64_t *const ufree = pi->ufree;
 	const uint32_t *const segs = pi->segs;
 	const size_t nsegs = pi->nsegs;
 	const uint64_t prev_alloc = pi->prev_alloc;
@@ -643,10 +661,9 @@ static void passed_over(as_poolinfer *pi, uint32_t uid, uint64_t size, uint64_t 
 	struct pineq *q = pi->neq + pi->nneq;
 	for (size_t i = 0; i < nsegs && npairs < PAIRS_MAX; i++) {
 		uint32_t x = segs[i];
-		unit *v = &us[x];
-		/* (min_gap's first test first: on a long history most segments are full) */
-		if (v->size < v->live_bytes || v->size - v->live_bytes < need)
+		if (ufree[x] < need) /* (min_gap's first test first: on a long history most segments are full) */
 			continue;
+		unit *v = &us[x];
 		if (v->stream != stream || v->small != small || x == uid)
 			continue;
 		/* a block given back since the request before may have come back in this request's own flush
