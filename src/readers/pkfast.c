@@ -83,6 +83,9 @@ int pkfast_entry(as_reader *r, pkvm *p, const pv *list, int first, pkfast *o, as
 	uint64_t dpos = off + (uint64_t)(c - b);
 	const uintptr_t *memo = p->memo;
 	const size_t memohw = p->memohw;
+	/* the key ids known by BINGET index (none for the first entry: its keys' strings date the writer) */
+	static const uintptr_t nokw[256];
+	const uintptr_t *kword = first ? nokw : p->kword;
 	c++; /* '}' */
 	if (*c == 0x94) {
 		dict_idx = next++;
@@ -133,16 +136,26 @@ int pkfast_entry(as_reader *r, pkvm *p, const pv *list, int first, pkfast *o, as
 				}
 				goto out; /* undefined: the opcode loop decides */
 			}
-			pv *ob = (w & 3) == MW_SCALAR ? NULL : (pv *)(w & ~(uintptr_t)3);
-			if (ob && ob->kind >= V_TUPLE)
-				goto out; /* a container: the same */
+			int wkid; /* the word's key id (0: not a string) */
+			if (idx < 256 && kword[idx] == w) {
+				wkid = p->ktag[idx];
+			} else {
+				pv *ob = (w & 3) == MW_SCALAR ? NULL : (pv *)(w & ~(uintptr_t)3);
+				if (ob && ob->kind >= V_TUPLE)
+					goto out; /* a container: the same */
+				wkid = ob && ob->kind == V_STR ? snap_key_id(ob) : 0;
+				if (first && wkid && !(nv & 1))
+					pyf |= as_pyver_bit(AS_PF_IN_ENTRY, ob->s);
+				if (idx < 256 && (w & 3)) { /* (an interned string or a scalar: that word is that value for good) */
+					p->kword[idx] = w;
+					p->ktag[idx] = (unsigned char)wkid;
+				}
+			}
 			/* the value itself (word_val) only where it is kept: a key's id is its string's, and
 			 * most values are of keys not replayed (a GET is 45% of a snapshot's opcodes) */
 			curw = w;
 			if (!(nv++ & 1)) {
-				kid = ob && ob->kind == V_STR ? snap_key_id(ob) : 0;
-				if (first && kid)
-					pyf |= as_pyver_bit(AS_PF_IN_ENTRY, ob->s);
+				kid = wkid;
 			} else if (kid > K_OTHER) {
 				f[kid] = word_val(p, w);
 				have |= 1u << kid;

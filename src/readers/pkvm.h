@@ -121,6 +121,11 @@ typedef struct pkvm {
 	pv **strtab;         /* interned short strings (one reference each) */
 	size_t strcap, strcount;
 	pv *laststr;         /* the last short string the fast path (pkfast.c) read: interned, so it lives on */
+	/* the fast path's key ids by BINGET index: ktag[i] is the key id (snap_key_id, 0: not a string) of
+	 * the memo word kword[i], an interned string or a scalar (never another object at that address),
+	 * good while memo slot i still holds that word (it is compared at each GET) */
+	uintptr_t kword[256];
+	unsigned char ktag[256];
 	uint64_t memo_next;  /* MEMOIZE's next index */
 	uint64_t bytes;      /* bytes held by values, the stack and the memo */
 	uint64_t max_bytes;  /* ... at most (MAX_BYTES unless the caller says) */
