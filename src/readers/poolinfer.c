@@ -486,11 +486,9 @@ static int cmp_u64(const void *a, const void *b)
 
 /* The smallest free gap of non-expandable unit U of at least NEED bytes (0: none). The unit's gaps
  * are found again only after a block of it came or went: a new segment asks every segment of its
- * stream, most of them unchanged since the last one. */
-static uint64_t min_gap(as_poolinfer *pi, unit *u, uint64_t need)
+ * stream, most of them unchanged since the last one. U has NEED free bytes (the caller tests its ufree). */
+static inline uint64_t min_gap(as_poolinfer *pi, unit *u, uint64_t need)
 {
-	if (u->size < u->live_bytes || u->size - u->live_bytes < need)
-		return 0;
 	if (u->gdirty || u->gsmall != u->small || u->gsplit != pi->max_split) {
 		size_t n;
 		piv *o = occupied(pi, u, u->small ? 0 : MiB, &n);
@@ -659,7 +657,7 @@ static void passed_over(as_poolinfer *pi, uint32_t uid, uint64_t size, uint64_t 
 		pi->capneq = nc;
 	}
 	struct pineq *q = pi->neq + pi->nneq;
-	for (size_t i = 0; i < nsegs && npairs < PAIRS_MAX; i++) {
+	for (size_t i = 0; i < nsegs; i++) {
 		uint32_t x = segs[i];
 		if (ufree[x] < need) /* (min_gap's first test first: on a long history most segments are full) */
 			continue;
@@ -672,12 +670,13 @@ static void passed_over(as_poolinfer *pi, uint32_t uid, uint64_t size, uint64_t 
 			continue;
 		uint64_t g = min_gap(pi, v, need);
 		if (g) { /* (pass_over) */
-			npairs++;
 			q->u[0] = uid;
 			q->u[1] = x;
 			q->need = need;
 			q->empty = !v->nlive;
 			q++->gap = g;
+			if (++npairs == PAIRS_MAX)
+				break;
 		}
 	}
 	pi->nneq = (size_t)(q - pi->neq);
