@@ -99,6 +99,13 @@ struct as_poolinfer {
 	/* rule 3's pairs */
 	struct pineq { uint32_t u[2]; uint64_t need, gap; int empty; } *neq; /* u[0] passed u[1] over (u[1] wholly free: empty) */
 	size_t nneq, capneq;
+	/* the light detector's pairs from passed_over (as_poolinfer_evidence reads them, nothing else):
+	 * per request, its unit, its need and its first pair; per pair the unit passed over and its gap */
+	struct plcall { uint32_t u0; uint64_t need; size_t first; } *lcall;
+	size_t nlcall, caplcall;
+	uint32_t *lp_u1;
+	uint64_t *lp_gap;
+	size_t nlp, caplp;
 	uint32_t *adj, *adj_at; /* (build_adjacency) */
 	/* the release run under way */
 	int in_run;
@@ -165,6 +172,9 @@ void as_poolinfer_free(as_poolinfer *pi)
 	free(pi->oom_index);
 	free(pi->oom_prev);
 	free(pi->neq);
+	free(pi->lcall);
+	free(pi->lp_u1);
+	free(pi->lp_gap);
 	free(pi->adj);
 	free(pi->adj_at);
 	free(pi->run_rel);
@@ -648,15 +658,8 @@ static void passed_over(as_poolinfer *pi, uint32_t uid, uint64_t size, uint64_t 
 	const uint32_t *const segs = pi->segs;
 	const size_t nsegs = pi->nsegs;
 	const uint64_t prev_alloc = pi->prev_alloc;
-	/* room for the most pairs kept (pass_over's stores, through a local pointer) */
-	if (pi->capneq < pi->nneq + PAIRS_MAX) {
-		size_t nc = pi->capneq ? pi->capneq : 16;
-		while (nc < pi->nneq + PAIRS_MAX)
-			nc *= 2;
-		pi->neq = xrealloc(pi->neq, nc * sizeof(*pi->neq));
-		pi->capneq = nc;
-	}
-	struct pineq *q = pi->neq + pi->nneq;
+	uint32_t xs[PAIRS_MAX]; /* the pairs (uid, xs[k]) of gap gs[k] */
+	uint64_t gs[PAIRS_MAX];
 	for (size_t i = 0; i < nsegs; i++) {
 		uint32_t x = segs[i];
 		if (ufree[x] < need) /* (min_gap's first test first: on a long history most segments are full) */
@@ -669,17 +672,35 @@ static void passed_over(as_poolinfer *pi, uint32_t uid, uint64_t size, uint64_t 
 		if (v->last_done > prev_alloc || v->pre)
 			continue;
 		uint64_t g = min_gap(pi, v, need);
-		if (g) { /* (pass_over) */
-			q->u[0] = uid;
-			q->u[1] = x;
-			q->need = need;
-			q->empty = !v->nlive;
-			q++->gap = g;
+		if (g) {
+			xs[npairs] = x;
+			gs[npairs] = g;
 			if (++npairs == PAIRS_MAX)
 				break;
 		}
 	}
-	pi->nneq = (size_t)(q - pi->neq);
+	if (!npairs)
+		return;
+	if (pi->light) { /* 12 bytes a pair, not pass_over's 32: the detector keeps a pair for most segments */
+		AS_GROW(pi->lcall, pi->nlcall, pi->caplcall, 64);
+		pi->lcall[pi->nlcall].u0 = uid;
+		pi->lcall[pi->nlcall].need = need;
+		pi->lcall[pi->nlcall++].first = pi->nlp;
+		if (pi->caplp < pi->nlp + npairs) {
+			size_t nc = pi->caplp ? pi->caplp : 1024;
+			while (nc < pi->nlp + npairs)
+				nc *= 2;
+			pi->lp_u1 = xrealloc(pi->lp_u1, nc * sizeof(uint32_t));
+			pi->lp_gap = xrealloc(pi->lp_gap, nc * sizeof(uint64_t));
+			pi->caplp = nc;
+		}
+		memcpy(pi->lp_u1 + pi->nlp, xs, npairs * sizeof(uint32_t));
+		memcpy(pi->lp_gap + pi->nlp, gs, npairs * sizeof(uint64_t));
+		pi->nlp += npairs;
+		return;
+	}
+	for (unsigned k = 0; k < npairs; k++)
+		pass_over(pi, uid, xs[k], need, gs[k]);
 }
 
 /* Whether expandable range U had, before the mapping just made, a free mapped gap apart from it that
@@ -1226,6 +1247,15 @@ uint64_t as_poolinfer_evidence(as_poolinfer *pi)
 		if (!mark[pi->neq[i].u[0]] && !mark[pi->neq[i].u[1]] &&
 		    (!pi->neq[i].need || (!pi->roundup && fits(pi, pi->neq[i].gap, pi->neq[i].need))))
 			pi->u[pi->neq[i].u[0]].selfpass = pi->u[pi->neq[i].u[1]].selfpass = 1;
+	for (size_t c = 0; c < pi->nlcall; c++) { /* the same test on passed_over's pairs, kept apart */
+		const struct plcall *l = &pi->lcall[c];
+		size_t end = c + 1 < pi->nlcall ? pi->lcall[c + 1].first : pi->nlp;
+		if (mark[l->u0])
+			continue;
+		for (size_t k = l->first; k < end; k++)
+			if (!mark[pi->lp_u1[k]] && (!l->need || (!pi->roundup && fits(pi, pi->lp_gap[k], l->need))))
+				pi->u[l->u0].selfpass = pi->u[pi->lp_u1[k]].selfpass = 1;
+	}
 	uint64_t n = 0;
 	pi->st.outside_end = 0;
 	for (uint32_t i = 0; i < pi->nu; i++) {
