@@ -197,6 +197,7 @@ static int info_one(const char *path, const as_reader_opts *ro, int fmt, int fir
 		return -1;
 again:; /* (as_reader_again: every count from the read again) */
 	uint64_t counts[EV__COUNT] = { 0 }, live = 0, peak = 0, ooms = 0, maybe = 0;
+	uint64_t buckets[61] = { 0 }; /* the histogram's counts, into h once at the end (not a search of its ranges per event) */
 	int64_t tmin = INT64_MAX, tmax = INT64_MIN;
 	idmap streams;
 	idmap_init(&streams);
@@ -227,7 +228,7 @@ again:; /* (as_reader_again: every count from the read again) */
 				last_stream = ev.stream;
 				any_stream = 1;
 			}
-			gsl_histogram_increment(h, (double)(63 - __builtin_clzll(ev.size)) + 0.5);
+			buckets[63 - __builtin_clzll(ev.size)]++; /* (sizes 1 .. 2^60-1: buckets 0 .. 59) */
 			uint64_t *sz = slot_size(&sizes, ev.slot);
 			if (ev.flags & EVF_OOM) {
 				*sz = 0;
@@ -248,6 +249,9 @@ again:; /* (as_reader_again: every count from the read again) */
 			}
 		}
 	}
+	for (int k = 0; k < 61; k++)
+		if (buckets[k])
+			gsl_histogram_accumulate(h, k + 0.5, (double)buckets[k]);
 	if (as_check_interrupted(err))
 		rc = -1;
 	if (rc < 0) {
