@@ -153,13 +153,16 @@ void pkvm_memo_pack(pkvm *p)
 	while ((p->mzdone + MEMO_LAG + 1) * MEMO_PAGE <= p->memohw) {
 		size_t pg = p->mzdone++;
 		uintptr_t *w = p->memo + pg * MEMO_PAGE, one = 0;
+		uint64_t bits[MEMO_PAGE / 64] = { 0 }; /* its set slots, noted in the one pass that looks at them */
 		size_t i;
 		for (i = 0; i < MEMO_PAGE; i++) {
-			if (!w[i])
+			uintptr_t x = w[i];
+			if (!x)
 				continue;
-			if ((w[i] & 3) != MW_INTERNED || (one && w[i] != one))
+			if ((x & 3) != MW_INTERNED || (one && x != one))
 				break;
-			one = w[i];
+			one = x;
+			bits[i / 64] |= (uint64_t)1 << (i % 64);
 		}
 		if (i < MEMO_PAGE || !one)
 			continue;
@@ -172,11 +175,9 @@ void pkvm_memo_pack(pkvm *p)
 			p->mzcap = nc;
 		}
 		mzpage *z = &p->mz[pg];
-		z->bits = xcalloc(MEMO_PAGE / 64, sizeof(uint64_t));
+		z->bits = xmalloc(sizeof(bits));
+		memcpy(z->bits, bits, sizeof(bits));
 		z->word = one;
-		for (i = 0; i < MEMO_PAGE; i++)
-			if (w[i])
-				z->bits[i / 64] |= (uint64_t)1 << (i % 64);
 		p->bytes += MEMO_PAGE / 8;
 		if (madvise(w, MEMO_PAGE * sizeof(uintptr_t), MADV_DONTNEED)) {
 			free(z->bits); /* (kept as it is) */
