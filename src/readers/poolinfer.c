@@ -70,7 +70,8 @@ struct as_poolinfer {
 	uint32_t nu, capu;
 	uint64_t *ufree; /* per unit: size - live_bytes, 0 when the live bytes exceed it (passed_over's first
 	                  * test on one compact array: most segments of a long history are full) */
-	uint32_t capufree;
+	uint64_t *ubase; /* per unit: its base (upper()'s searches on one compact array) */
+	uint32_t capufree; /* (of ufree and ubase) */
 	uint32_t *segs; /* live non-expandable units by base */
 	size_t nsegs, capsegs;
 	uint32_t *regs; /* expandable ranges by base */
@@ -159,6 +160,7 @@ void as_poolinfer_free(as_poolinfer *pi)
 	}
 	free(pi->u);
 	free(pi->ufree);
+	free(pi->ubase);
 	free(pi->occ);
 	free(pi->segs);
 	free(pi->regs);
@@ -218,9 +220,11 @@ static uint32_t unit_new(as_poolinfer *pi, int exp, uint64_t base, uint64_t size
 	AS_GROW(pi->u, pi->nu, pi->capu, 16);
 	if (pi->capufree < pi->capu) {
 		pi->ufree = xrealloc(pi->ufree, (size_t)pi->capu * sizeof(uint64_t));
+		pi->ubase = xrealloc(pi->ubase, (size_t)pi->capu * sizeof(uint64_t));
 		pi->capufree = pi->capu;
 	}
 	pi->ufree[pi->nu] = size;
+	pi->ubase[pi->nu] = base;
 	unit *u = &pi->u[pi->nu];
 	memset(u, 0, sizeof(*u));
 	u->base = base;
@@ -245,7 +249,7 @@ static size_t upper(const as_poolinfer *pi, const uint32_t *arr, size_t n, uint6
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		if (pi->u[arr[mid]].base <= addr)
+		if (pi->ubase[arr[mid]] <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
