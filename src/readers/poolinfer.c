@@ -50,11 +50,11 @@ typedef struct unit {
 	uint64_t r2_maybe; /* the smallest release of a flush followed by a new segment it stayed free through (NOW: none) */
 	piv *maps;
 	size_t nmaps, capmaps;
-	/* min_gap's cache: the unit's free gaps, ascending, valid while no block of it came or went
-	 * (gdirty 0) and for the small class and max_split_size it was made with */
-	uint64_t *gaps, gsplit;
+	/* min_gap's cache: the unit's free gaps, ascending, valid while gdirty is 0: set when a block of
+	 * it comes or goes, its small class is set, or the max_split_size changes */
+	uint64_t *gaps;
 	uint32_t ngaps, capgaps;
-	int gdirty, gsmall;
+	int gdirty;
 	uint64_t mg_need, mg_gap; /* the last answer from those gaps (mg_need 0: none) */
 } unit;
 
@@ -192,6 +192,9 @@ void as_poolinfer_free(as_poolinfer *pi)
 void as_poolinfer_settings(as_poolinfer *pi, int expandable, uint64_t max_split, int gc, int roundup)
 {
 	pi->expandable = expandable;
+	if (max_split != pi->max_split) /* min_gap's gaps were found with the old one */
+		for (uint32_t i = 0; i < pi->nu; i++)
+			pi->u[i].gdirty = 1;
 	pi->max_split = max_split;
 	pi->gc = gc;
 	pi->roundup = roundup;
@@ -503,7 +506,7 @@ static int cmp_u64(const void *a, const void *b)
  * stream, most of them unchanged since the last one. U has NEED free bytes (the caller tests its ufree). */
 static inline uint64_t min_gap(as_poolinfer *pi, unit *u, uint64_t need)
 {
-	if (u->gdirty || u->gsmall != u->small || u->gsplit != pi->max_split) {
+	if (u->gdirty) {
 		size_t n;
 		piv *o = occupied(pi, u, u->small ? 0 : MiB, &n);
 		uint64_t p = u->base;
@@ -520,8 +523,6 @@ static inline uint64_t min_gap(as_poolinfer *pi, unit *u, uint64_t need)
 		if (u->ngaps > 1)
 			qsort(u->gaps, u->ngaps, sizeof(uint64_t), cmp_u64);
 		u->gdirty = 0;
-		u->gsmall = u->small;
-		u->gsplit = pi->max_split;
 		u->mg_need = 0;
 	} else if (u->mg_need == need) { /* (the requests that take new segments repeat their sizes) */
 		return u->mg_gap;
@@ -654,6 +655,7 @@ static inline void pass_over(as_poolinfer *pi, uint32_t uid, uint32_t other, uin
 static void passed_over(as_poolinfer *pi, uint32_t uid, uint64_t size, uint64_t stream)
 {
 	int small = pi->u[uid].small = size <= MiB;
+	pi->u[uid].gdirty = 1; /* (its class may have changed: min_gap's gaps depend on it) */
 	unsigned npairs = 0;
 	uint64_t need = size < 512 ? 512 : (size + 511) / 512 * 512;
 	/* (in locals: the pairs' stores could alias the fields of pi that the loop reads) */
