@@ -347,7 +347,7 @@ int pkvm_run(as_reader *r, pkvm *p, as_err *err)
 				return pkvm_err(r, pos, err, "pickle nesting deeper than %d (reader limit)", MAX_MARKS);
 			p->marks[p->nmarks++] = p->sp;
 			break;
-		case '}': /* EMPTY_DICT */
+		case '}': /* EMPTY_DICT (snapshot.c's entry_direct makes this case's and the loop's tests too) */
 			if (p->nmarks && (base = p->marks[p->nmarks - 1]) && VKIND(p->stack[base - 1]) == V_LIST &&
 			    p->stack[base - 1].u.p->role == ROLE_DEVTRACE && p->sp - base == p->nghosts) {
 				in->pos--;
