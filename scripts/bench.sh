@@ -303,15 +303,18 @@ jobs_lines() {
 		echo "  ($np cores: the -j $JN lines need $((JN + 1)) or more, skipped)"
 		return 0
 	fi
-	g=$D/pytorch-h200/gpt2_train_varlen__default.pickle.gz
+	# the work -j spreads: a generated training trace (392,844 allocations, binary: its read is a map,
+	# not a serial decode) for advise, fit and sweep; the 10 snapshots for compare
+	[ -f "$tmp/jobs.asbin" ] || "$A" gen train --steps 600 -o "$tmp/jobs.asbin" || return 0
+	g=$tmp/jobs.asbin
 	tg=$(snap_paths)
 	want=$(calc "0.8 * $JN" | sed 's/0*$//; s/\.$//')
 	for w in advise compare fit sweep; do
 		case $w in
-		advise) what="gpt2_train_varlen__default"; set -- advise "$g" ;;
+		advise) what="gen train --steps 600 (785,844 events)"; set -- advise "$g" ;;
 		compare) what="every policy, the 10 snapshots"; set -- compare $tg ;;
-		fit) what="capacity --exact, gpt2_train_varlen"; set -- fit capacity --exact "$g" ;;
-		sweep) what="max_split_size_mb x 9, the 10 snapshots"; set -- sweep -t $tg --param max_split_size_mb=none,20..2048:x2 ;;
+		fit) what="param max_split_size_mb x 17 at 17GiB, the same trace"; set -- fit param max_split_size_mb --values none,20..4096:+256 --capacity 17GiB "$g" ;;
+		sweep) what="32 settings --no-share, the same trace"; set -- sweep --no-share -t "$g" -p pytorch --param max_split_size_mb=none,20..2048:x2 --param roundup_power2_divisions=none,2,4,8 ;;
 		esac
 		cmd=$1; shift
 		la=$(awk '{print $1}' /proc/loadavg 2>/dev/null || echo ?)
