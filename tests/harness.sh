@@ -95,6 +95,11 @@ is "$(ALLOCSIM_JOBS_DEBUG=1 "$A" fit capacity "$bert" 2>&1 >/dev/null | LC_ALL=C
 cmp -s "$TMP/e1.txt" "$TMP/e4.txt"; ok $? "fit -j 4 capacity --exact writes -j 1's bytes"
 "$A" fit param max_split_size_mb --capacity 3GiB "$bert" > "$TMP/p1.txt"; "$A" fit -j 4 param max_split_size_mb --capacity 3GiB "$bert" > "$TMP/p4.txt"
 cmp -s "$TMP/p1.txt" "$TMP/p4.txt"; ok $? "fit -j 4 param writes -j 1's bytes ($(($(wc -l < "$TMP/p1.txt") - 2)) values)"
+nv=$(($(wc -l < "$TMP/p1.txt") - 2))
+is "$(ALLOCSIM_JOBS_DEBUG=1 "$A" fit -j 4 param max_split_size_mb --capacity 3GiB "$bert" 2>&1 >/dev/null | tr '\n' ';')" \
+	"allocsim: jobs: fit: $nv replay(s) at once;" "... every value on one queue (values cost unequal times), not -j at a time behind each other"
+is "$(ALLOCSIM_JOBS_DEBUG=1 "$A" fit param max_split_size_mb --capacity 3GiB "$bert" 2>&1 >/dev/null | LC_ALL=C sort | uniq -c | tr -s ' ' | tr '\n' ';')" \
+	" $nv allocsim: jobs: fit: 1 replay(s) at once;" "... -j 1: one value at a time, each line as it comes"
 run "$A" fit -j 0 capacity "$bert"
 is "$st:$(echo "$errout" | head -1)" "64:allocsim: error: fit: -j: '0' is not a number of workers (1..1024)" "fit -j 0 is a usage error"
 finish

@@ -55,13 +55,16 @@ typedef struct fitctx {
  * run decides; so fit runs in parallel what the search may ask next and answers each question, in
  * -j 1's order, from what was run. fit capacity's bisection: a round replays the next probe and, on the
  * other threads, the probes that may follow it (both halves, breadth first: log2(N + 1) steps a round);
- * its monotonicity samples, known once the answer is, all at once. fit param: N values at a time. The
- * lines, the answer and the replay count printed are -j 1's; the probes a round ran and the search did
- * not ask for are not counted.
+ * its monotonicity samples, known once the answer is, all at once. fit param: every value at once, on a
+ * queue that hands the next value to the first free thread (values cost unequal times: a setting that
+ * runs out of memory stops there), printed in order when all are done; with -j 1 one at a time, each
+ * line as it comes. The lines, the answer and the replay count printed are -j 1's; the probes a round
+ * ran and the search did not ask for are not counted.
  */
 typedef struct fitbatch {
 	fitctx *f;
 	fitres *res;
+	int tick; /* each replay done moves the progress bar (fit param; capacity counts what it asks) */
 } fitbatch;
 
 static void fit_one(void *ctx, size_t k)
@@ -85,12 +88,15 @@ static void fit_one(void *ctx, size_t k)
 		x->r = -1;
 		as_fail(&x->err, AS_EXIT_INTERRUPTED, "interrupted");
 	}
+	if (b->tick)
+		cli_progress_add(&b->f->prog, 1);
 }
 
-/* Replays RES[0..n) (their cap and config set) on up to -j threads (with -j 1 in this thread). */
-static void fit_batch(fitctx *f, fitres *res, size_t n)
+/* Replays RES[0..n) (their cap and config set) on up to -j threads (with -j 1 in this thread);
+ * TICK: each one moves the progress bar. */
+static void fit_batch(fitctx *f, fitres *res, size_t n, int tick)
 {
-	fitbatch b = { f, res };
+	fitbatch b = { f, res, tick };
 	if (getenv("ALLOCSIM_JOBS_DEBUG"))
 		fprintf(stderr, "allocsim: jobs: fit: %zu replay(s) at once\n", n);
 	as_run_indexed(f->jobs, n, fit_one, &b);
@@ -122,7 +128,7 @@ static int fit_at(fitctx *f, uint64_t c, const uint64_t *spec, size_t nspec, siz
 		}
 		for (size_t k = 0; k < n; k++)
 			batch[k].config = f->o.config;
-		fit_batch(f, batch, n);
+		fit_batch(f, batch, n, 0);
 		for (size_t k = 0; k < n; k++) {
 			AS_GROW(f->known, f->nknown, f->capknown, 64);
 			f->known[f->nknown++] = batch[k];
@@ -303,7 +309,7 @@ static int fit_param(fitctx *f, const char *name, const char *values, const char
 	uint64_t bestobj = UINT64_MAX;
 	int rc = 0;
 	uint64_t cap = f->o.capacity;
-	size_t chunk = f->jobs < n ? (size_t)f->jobs : n; /* -j values at a time, printed in order */
+	size_t chunk = f->jobs == 1 ? 1 : n; /* -j 1: a value at a time; else all at once, printed in order */
 	fitres *res = xcalloc(chunk ? chunk : 1, sizeof(*res));
 	char **confs = xcalloc(chunk ? chunk : 1, sizeof(char *));
 	for (size_t i0 = 0; i0 < n && !rc; i0 += chunk) {
@@ -313,11 +319,10 @@ static int fit_param(fitctx *f, const char *name, const char *values, const char
 			res[k].cap = cap;
 			res[k].config = confs[k];
 		}
-		fit_batch(f, res, cnt);
+		fit_batch(f, res, cnt, 1);
 		for (size_t k = 0; k < cnt && !rc; k++) {
 			const as_summary *s = &res[k].s;
 			f->runs++;
-			cli_progress_add(&f->prog, 1);
 			if (res[k].r < 0) {
 				rc = fit_fail(f, &res[k].err);
 				break;
