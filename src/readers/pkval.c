@@ -73,8 +73,13 @@ void pkvm_free(pkvm *p)
 	for (size_t i = 0; i < p->sp; i++)
 		val_drop(p, p->stack[i]);
 	free(p->stack);
-	for (size_t i = 0; i < p->memohw; i++)
-		word_drop(p, p->memo[i]); /* (a packed page's string is interned: nothing to drop) */
+	for (size_t i = 0; i < p->memohw; i++) {
+		if (i % MEMO_PAGE == 0 && memo_packed(p, i)) { /* its string is interned: nothing to drop, and */
+			i += MEMO_PAGE - 1;                       /* reading its given-back page would map it again */
+			continue;
+		}
+		word_drop(p, p->memo[i]);
+	}
 	if (p->memo_mapped)
 		munmap(p->memo, (size_t)MAX_MEMO * sizeof(uintptr_t));
 	else
