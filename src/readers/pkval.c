@@ -73,12 +73,12 @@ void pkvm_free(pkvm *p)
 	for (size_t i = 0; i < p->sp; i++)
 		val_drop(p, p->stack[i]);
 	free(p->stack);
-	for (size_t i = 0; i < p->memohw; i++) {
-		if (i % MEMO_PAGE == 0 && memo_packed(p, i)) { /* its string is interned: nothing to drop, and */
-			i += MEMO_PAGE - 1;                       /* reading its given-back page would map it again */
-			continue;
-		}
-		word_drop(p, p->memo[i]);
+	for (size_t lo = 0; lo < p->memohw; lo += MEMO_PAGE) {
+		if (memo_packed(p, lo))
+			continue; /* its string is interned: nothing to drop; reading the given-back page would map it again */
+		size_t hi = p->memohw - lo < MEMO_PAGE ? p->memohw : lo + MEMO_PAGE;
+		for (size_t i = lo; i < hi; i++)
+			word_drop(p, p->memo[i]);
 	}
 	if (p->memo_mapped)
 		munmap(p->memo, (size_t)MAX_MEMO * sizeof(uintptr_t));
