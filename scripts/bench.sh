@@ -313,8 +313,9 @@ jobs_lines() {
 	g=$tmp/jobs.asbin
 	tg=$(snap_paths)
 	want=$(calc "0.8 * $JN" | sed 's/0*$//; s/\.$//')
+	fitp="param max_split_size_mb --values none,20..4096:+256 --capacity 20GiB" # the fit line's work, 17 values
 	# the ceiling: JN copies of one one-thread fit at once, against one alone
-	set -- fit param max_split_size_mb --values none,20..4096:+256 --capacity 20GiB -j 1 "$g"
+	set -- fit $fitp -j 1 "$g"
 	c1=$(best_wall "$A" "$@")
 	cn=$(best_wall sh -c 'n=$1; shift; i=0; while [ $i -lt $n ]; do "$@" >/dev/null 2>&1 & i=$((i + 1)); done; wait' sh "$JN" "$A" "$@")
 	ceil=$(calc "$JN * $c1 / $cn")
@@ -324,7 +325,7 @@ jobs_lines() {
 		case $w in
 		advise) what="gen train --steps 1600 (2,094,844 events)"; set -- advise "$g" ;;
 		compare) what="every policy, the 10 snapshots"; set -- compare $tg ;;
-		fit) what="param max_split_size_mb x 17 at 20GiB, the same trace"; set -- fit param max_split_size_mb --values none,20..4096:+256 --capacity 20GiB "$g" ;;
+		fit) what="param max_split_size_mb x 17 at 20GiB, the same trace"; set -- fit $fitp "$g" ;;
 		sweep) what="32 settings --no-share, the same trace"; set -- sweep --no-share -t "$g" -p pytorch --param max_split_size_mb=none,20..2048:x2 --param roundup_power2_divisions=none,2,4,8 ;;
 		esac
 		cmd=$1; shift
